@@ -1,0 +1,1 @@
+"""medallion bronze layer."""

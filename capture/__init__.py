@@ -1,0 +1,1 @@
+"""medallion capture layer."""
