@@ -1,0 +1,41 @@
+# medallion developer and CI entry points. Everything installs itself: `make test` on a fresh
+# Debian 12 machine (as root, or with sudo) needs only git, make, python3 >= 3.11 and the network
+# to PyPI, Maven Central and Debian's mirrors, and only the first time.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PYTEST_ARGS ?=
+
+.PHONY: help bootstrap bootstrap-system bootstrap-venv bootstrap-jars test demo lint lock
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
+
+bootstrap: ## Debian packages + .venv (pinned) + Delta jars; a no-op when all are in place
+	@bash scripts/bootstrap.sh all
+
+bootstrap-system: ## only the Debian packages (PostgreSQL 15, wal2json, MariaDB)
+	@bash scripts/bootstrap.sh system
+
+bootstrap-venv: ## only .venv
+	@bash scripts/bootstrap.sh venv
+
+bootstrap-jars: bootstrap-venv ## only Delta's jars in .cache/jars
+	@bash scripts/bootstrap.sh jars
+
+test: bootstrap ## the whole test suite (PYTEST_ARGS=... to narrow it); no tests = failure
+	@rc=0; $(VENV)/bin/pytest $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; exit 1; fi; \
+	exit $$rc
+
+demo: bootstrap ## run the end-to-end demo through the CLI
+	$(VENV)/bin/medallion demo
+
+lint: bootstrap-venv ## ruff + mypy (strict config from pyproject.toml)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy tests
+
+lock: ## regenerate requirements.lock from the current .venv
+	@bash scripts/bootstrap.sh lock

@@ -1,0 +1,96 @@
+"""The interface every capture source implements.
+
+A source reads change records from one database (or from files of Debezium JSON), classifies
+them, gives each an order-preserving position and hands batches to the landing agent. It never
+writes to bronze itself and never acknowledges anything to its database on its own: the agent
+calls :meth:`CaptureSource.acknowledge` only after bronze has committed the batch.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from bronze.batch import BatchBuilder
+
+__all__ = ["CaptureSource", "SourceBatch"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceBatch:
+    """One batch read from a source.
+
+    Attributes:
+        builder: The events and quarantined records of the batch.
+        offset: The source offset reached after the batch (the resume point).
+        exhausted: True when the source had nothing more to read right now.
+    """
+
+    builder: BatchBuilder
+    offset: dict[str, Any]
+    exhausted: bool
+
+
+class CaptureSource(ABC):
+    """A capture source; subclasses set the class flags and implement the three methods."""
+
+    KIND: ClassVar[str]
+    """Registry name of the source kind (the ``connector`` value in the config)."""
+
+    ACKNOWLEDGES: ClassVar[bool] = False
+    """True when the database must be told what is durable (PG slot flush, MySQL saved position)."""
+
+    REPLAYABLE: ClassVar[bool] = True
+    """True when re-reading from an offset returns the same records in the same order, which
+    exactly-once landing relies on (files, WAL from a slot, binlog from a position)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @abstractmethod
+    def open(self, offset: Mapping[str, Any] | None) -> None:
+        """Prepare to read from ``offset`` (None: from the beginning, per ``snapshot.mode``).
+
+        Args:
+            offset: The offset of the last batch committed in bronze, or None.
+
+        Raises:
+            SourceUnavailable: The source cannot be reached now (retryable).
+            CaptureError: The offset is not valid for this source.
+        """
+
+    @abstractmethod
+    def read_batch(
+        self,
+        *,
+        max_events: int,
+        max_transaction_events: int,
+        until: Mapping[str, Any] | None = None,
+    ) -> SourceBatch:
+        """Read the next batch.
+
+        A batch ends on a source transaction boundary once it holds ``max_events`` events; a
+        transaction larger than ``max_transaction_events`` is cut and its rows in the batch are
+        marked partial so silver waits for its end.
+
+        Args:
+            max_events: Soft limit on events per batch.
+            max_transaction_events: Hard limit on one transaction's events in one batch.
+            until: When set, read exactly up to this offset (it ends a batch that was half
+                landed before a crash), ignoring the limits.
+
+        Returns:
+            The batch; an empty batch with ``exhausted`` set when nothing is available.
+        """
+
+    def acknowledge(self, offset: Mapping[str, Any]) -> None:
+        """Tell the source that everything up to ``offset`` is durable in bronze.
+
+        Args:
+            offset: An offset previously returned in a :class:`SourceBatch` and committed.
+        """
+
+    def close(self) -> None:
+        """Release connections and files."""

@@ -1,0 +1,239 @@
+"""The ``medallion`` command line: a thin shell over the library.
+
+Only this module configures logging handlers. Every command turns a :class:`PipelineError`
+into a one-line message, a hint and a non-zero exit code instead of a stack trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from pipeline.errors import ConfigError, NotBuiltError, PipelineError, Retryable
+
+__all__ = ["run", "cli"]
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_ERROR = 1
+EXIT_CONFIG = 2
+EXIT_NOT_BUILT = 3
+EXIT_RETRYABLE = 75  # EX_TEMPFAIL: schedulers may retry
+
+
+class Output(ABC):
+    """How a command prints its result."""
+
+    @abstractmethod
+    def result(self, title: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Print rows under a title."""
+
+    @abstractmethod
+    def message(self, text: str) -> None:
+        """Print a line of text."""
+
+
+class TextOutput(Output):
+    """Aligned plain-text tables."""
+
+    def result(self, title: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Print rows as an aligned table."""
+        click.echo(title)
+        if not rows:
+            click.echo("  (none)")
+            return
+        cols = list(rows[0])
+        widths = {c: max(len(c), *(len(_cell(r.get(c))) for r in rows)) for c in cols}
+        click.echo("  " + "  ".join(c.ljust(widths[c]) for c in cols))
+        for r in rows:
+            click.echo("  " + "  ".join(_cell(r.get(c)).ljust(widths[c]) for c in cols))
+
+    def message(self, text: str) -> None:
+        """Print a line."""
+        click.echo(text)
+
+
+class JsonOutput(Output):
+    """One JSON document per result, for scripts."""
+
+    def result(self, title: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Print rows as JSON."""
+        click.echo(json.dumps({"title": title, "rows": list(rows)}, default=str))
+
+    def message(self, text: str) -> None:
+        """Print a message as JSON."""
+        click.echo(json.dumps({"message": text}))
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def catch_exception(func: F) -> F:
+    """Report PipelineErrors as a message and an exit code instead of a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as exc:
+            click.echo(f"configuration error: {exc}", err=True)
+            sys.exit(EXIT_CONFIG)
+        except NotBuiltError as exc:
+            click.echo(f"not built yet: {exc}", err=True)
+            sys.exit(EXIT_NOT_BUILT)
+        except PipelineError as exc:
+            click.echo(f"error: {exc}", err=True)
+            cause = exc.__cause__
+            if cause is not None and not isinstance(cause, PipelineError):
+                click.echo(f"  caused by {type(cause).__name__}: {cause}", err=True)
+            if isinstance(exc, Retryable) or isinstance(cause, Retryable):
+                click.echo("  this error is transient: run the command again", err=True)
+                sys.exit(EXIT_RETRYABLE)
+            sys.exit(EXIT_ERROR)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class _State:
+    def __init__(self, config_path: str | None, output: Output) -> None:
+        self.config_path = config_path
+        self.output = output
+        self._config: Any = None
+
+    @property
+    def config(self) -> Any:
+        if self._config is None:
+            from pipeline.config import load_config
+
+            self._config = load_config(self.config_path)
+        return self._config
+
+
+@click.group()
+@click.option(
+    "--config",
+    "config_path",
+    envvar="MEDALLION_CONFIG",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Pipeline YAML (default: $MEDALLION_CONFIG or ./conf/pipeline.yaml).",
+)
+@click.option(
+    "--log-level",
+    envvar="MEDALLION_LOG_LEVEL",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, log_level: str, output: str) -> None:
+    """medallion: Debezium-compatible change data capture into a Delta Lake medallion."""
+    logging.basicConfig(
+        level=log_level.upper(),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    ctx.obj = _State(config_path, JsonOutput() if output == "json" else TextOutput())
+
+
+@cli.command()
+@click.option("--source", "-s", "sources", multiple=True, help="Source name(s); default: all.")
+@click.option("--follow", is_flag=True, help="Keep polling for new records.")
+@click.option("--max-batches", type=int, default=None, help="Stop after this many batches.")
+@click.pass_obj
+@catch_exception
+def capture(state: _State, sources: tuple[str, ...], follow: bool, max_batches: int | None) -> None:
+    """Land change records from the configured sources into bronze, exactly once."""
+    from pipeline.orchestration import land_sources
+
+    results = land_sources(state.config, sources, follow=follow, max_batches=max_batches)
+    state.output.result(
+        "landed",
+        [
+            {
+                "source": r.source,
+                "batches": r.batches,
+                "read": r.read,
+                "landed": r.landed,
+                "quarantined": r.quarantined,
+                "last_batch": r.last_batch_seq,
+            }
+            for r in results
+        ],
+    )
+
+
+@cli.command()
+@click.pass_obj
+@catch_exception
+def status(state: _State) -> None:
+    """Show what bronze holds per source: committed batch, offset, landed and quarantined."""
+    from pipeline.orchestration import bronze_status
+
+    state.output.result("bronze", bronze_status(state.config))
+
+
+@cli.command(name="run")
+@click.option("--once", "mode", flag_value="once", default=True, help="Process what is there.")
+@click.option("--continuous", "mode", flag_value="continuous", help="Keep processing.")
+@click.pass_obj
+@catch_exception
+def run_cmd(state: _State, mode: str) -> None:
+    """Decode bronze and MERGE into silver (not built yet)."""
+    raise NotBuiltError("silver decode + MERGE ('medallion run') arrives with the silver issue")
+
+
+@cli.command()
+@click.pass_obj
+@catch_exception
+def quality(state: _State) -> None:
+    """Run the gold data-quality checks (not built yet)."""
+    raise NotBuiltError("gold data-quality checks ('medallion quality') arrive with the gold issue")
+
+
+@cli.command()
+@click.pass_obj
+@catch_exception
+def reconcile(state: _State) -> None:
+    """Compare silver with the source tables (not built yet)."""
+    raise NotBuiltError("reconciliation with the source arrives with the gold issue")
+
+
+@cli.command()
+@click.option(
+    "--lake",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Lake root for the demo (default: the config's lake root).",
+)
+@click.pass_obj
+@catch_exception
+def demo(state: _State, lake: str | None) -> None:
+    """Land the demo sources into bronze and read them back through Spark SQL."""
+    from pipeline.demo import run_demo
+
+    run_demo(state.config, state.output, lake_root=Path(lake) if lake else None)
+
+
+def run() -> None:
+    """Console entry point."""
+    cli(prog_name="medallion")
+
+
+if __name__ == "__main__":
+    run()

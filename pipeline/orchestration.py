@@ -1,0 +1,110 @@
+"""Wiring between the configuration, the capture sources and bronze."""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from bronze import schema as S
+from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
+from capture.registry import create_source
+from pipeline.errors import ConfigError
+from pipeline.landing import LandingAgent, LandingResult
+
+__all__ = ["land_sources", "bronze_status", "bronze_tables"]
+
+logger = logging.getLogger(__name__)
+
+
+def bronze_tables(config: Any, lake_root: Path | None = None) -> BronzeTables:
+    """The bronze table locations of a pipeline config (or of another lake root)."""
+    return BronzeTables.under(Path(lake_root) if lake_root else Path(config.lake.root))
+
+
+def _select(config: Any, names: Sequence[str]) -> list[Any]:
+    sources = list(config.sources)
+    if not names:
+        return sources
+    by_name = {s.name: s for s in sources}
+    chosen = []
+    for name in names:
+        if name not in by_name:
+            close = difflib.get_close_matches(name, list(by_name), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(f"no source named '{name}'{hint}", key_path="sources")
+        chosen.append(by_name[name])
+    return chosen
+
+
+def land_sources(
+    config: Any,
+    names: Sequence[str] = (),
+    *,
+    follow: bool = False,
+    max_batches: int | None = None,
+    lake_root: Path | None = None,
+) -> list[LandingResult]:
+    """Run the landing agent of each selected source, one after the other.
+
+    Args:
+        config: The pipeline config.
+        names: Source names; empty means all.
+        follow: Keep polling (only sensible for one source per process).
+        max_batches: Stop each agent after this many batches.
+        lake_root: Override the config's lake root.
+
+    Returns:
+        One result per source.
+    """
+    writer = BronzeWriter(bronze_tables(config, lake_root))
+    results = []
+    for source_config in _select(config, names):
+        agent = LandingAgent(
+            create_source(source_config),
+            writer,
+            max_events=config.bronze.max_batch_size,
+            max_transaction_events=config.bronze.max_transaction_size,
+        )
+        results.append(agent.run(follow=follow, max_batches=max_batches))
+    return results
+
+
+def _count_by_source(path: Path) -> dict[str, int]:
+    try:
+        dataset = DeltaTable(str(path)).to_pyarrow_dataset()
+    except TableNotFoundError:
+        return {}
+    table = dataset.to_table(columns=[S.SOURCE])
+    if table.num_rows == 0:
+        return {}
+    counts = pc.value_counts(table.column(S.SOURCE).combine_chunks())
+    return {str(v["values"]): int(v["counts"]) for v in counts.to_pylist()}
+
+
+def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, Any]]:
+    """Per configured source: last committed batch, its offset, landed and quarantined rows."""
+    tables = bronze_tables(config, lake_root)
+    writer = BronzeWriter(tables)
+    landed = _count_by_source(tables.events)
+    quarantined = _count_by_source(tables.quarantine)
+    rows = []
+    for source in config.sources:
+        committed = writer.last_committed(agent_app_id(source.name))
+        rows.append(
+            {
+                "source": source.name,
+                "connector": str(source.connector),
+                "last_batch": committed.batch_seq if committed else None,
+                "landed": landed.get(source.name, 0),
+                "quarantined": quarantined.get(source.name, 0),
+                "offset": committed.offset if committed else None,
+            }
+        )
+    return rows

@@ -1,0 +1,242 @@
+"""Real CDC source servers for the tests (pytest plugin, listed in ``tests/conftest.py``).
+
+Fixtures, all session-scoped:
+
+* ``pg_dsn``: libpq DSN of a PostgreSQL 15 with ``wal_level=logical``. Unless ``--pg-dsn`` or
+  ``CDC_TEST_PG_DSN`` names a server, a private cluster is started with
+  ``scripts/pg_test_cluster.sh`` (initdb + pg_ctl, temp dir, free port) and stopped at the end.
+* ``mariadb_conn``: PyMySQL / mysql-replication connection settings (``host``, ``port``,
+  ``user``, ``password``) of a MariaDB with a ROW binlog and ``binlog_row_metadata=FULL``. Unless
+  ``--mysql-dsn`` or ``CDC_TEST_MYSQL_DSN`` (``mysql://user:password@host:port/db``) names a
+  server, a private one is started with ``scripts/mariadb_test_server.sh``. It is one dict for
+  the whole run: pass ``dict(mariadb_conn)`` to anything that changes it (``BinLogStreamReader``
+  adds a ``charset`` key).
+* ``mariadb_dsn``: the same server as a ``mysql://`` URL.
+
+A missing server binary or driver fails the test with a message naming ``make bootstrap``; an
+unreachable ``--pg-dsn``/``--mysql-dsn`` fails it too. Nothing here ever skips.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlparse
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS_DIR = REPO_ROOT / "scripts"
+PG_BIN = Path(os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin"))
+PG_ENV = "CDC_TEST_PG_DSN"
+MYSQL_ENV = "CDC_TEST_MYSQL_DSN"
+_SBIN_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin"])
+_START_ATTEMPTS = 3  # a free port can be taken between choosing it and the server binding it
+_TIMINGS = pytest.StashKey[dict[str, float]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--pg-dsn`` and ``--mysql-dsn`` (defaults from the environment)."""
+    group = parser.getgroup("medallion servers")
+    group.addoption(
+        "--pg-dsn",
+        metavar="DSN",
+        default=os.environ.get(PG_ENV),
+        help=f"use this PostgreSQL instead of a private one (env {PG_ENV})",
+    )
+    group.addoption(
+        "--mysql-dsn",
+        metavar="URL",
+        default=os.environ.get(MYSQL_ENV),
+        help=f"use this MySQL/MariaDB (mysql://user:pw@host:port/db) instead of a private one "
+        f"(env {MYSQL_ENV})",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Make room for the server start-up timings shown in the summary."""
+    config.stash[_TIMINGS] = {}
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """Report how long the private servers took to start."""
+    for name, seconds in config.stash.get(_TIMINGS, {}).items():
+        terminalreporter.write_line(f"medallion: private {name} started in {seconds:.1f} s")
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(request: pytest.FixtureRequest) -> Iterator[str]:
+    """DSN of a PostgreSQL 15 with logical decoding; a private cluster unless one is given."""
+    given: str | None = request.config.getoption("--pg-dsn")
+    if given:
+        _check_pg(given, origin=f"--pg-dsn / {PG_ENV}")
+        yield given
+        return
+    missing = [str(p) for p in (PG_BIN / "initdb", PG_BIN / "pg_ctl", PG_BIN / "postgres")]
+    _require_binaries("PostgreSQL 15 server (Debian package postgresql-15)", missing)
+    if os.geteuid() == 0:
+        _require_binaries("runuser (util-linux)", ["runuser"])
+    with _private_server(
+        request.config, "PostgreSQL", "pg_test_cluster.sh", "medallion-pg-"
+    ) as port:
+        dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+        _check_pg(dsn, origin="the private cluster")
+        yield dsn
+
+
+@pytest.fixture(scope="session")
+def mariadb_conn(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    """Connection settings of a MariaDB with a ROW binlog; a private server unless one is given."""
+    given: str | None = request.config.getoption("--mysql-dsn")
+    if given:
+        settings = parse_mysql_dsn(given)
+        _check_mysql(settings, origin=f"--mysql-dsn / {MYSQL_ENV}")
+        yield settings
+        return
+    _require_binaries(
+        "MariaDB server (Debian package mariadb-server)",
+        ["mariadbd", "mariadb-install-db", "mariadb-admin"],
+    )
+    with _private_server(
+        request.config, "MariaDB", "mariadb_test_server.sh", "medallion-mariadb-"
+    ) as port:
+        settings = {"host": "127.0.0.1", "port": port, "user": "root", "password": ""}
+        _check_mysql(settings, origin="the private server")
+        yield settings
+
+
+@pytest.fixture(scope="session")
+def mariadb_dsn(mariadb_conn: dict[str, Any]) -> str:
+    """The ``mariadb_conn`` server as ``mysql://user:password@host:port/[database]``."""
+    user = quote(str(mariadb_conn["user"]), safe="")
+    password = quote(str(mariadb_conn.get("password", "")), safe="")
+    database = quote(str(mariadb_conn.get("database", "")), safe="")
+    return f"mysql://{user}:{password}@{mariadb_conn['host']}:{mariadb_conn['port']}/{database}"
+
+
+def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
+    """Turn ``mysql://user:password@host:port/database`` into PyMySQL keyword arguments.
+
+    Args:
+        dsn: The URL; scheme ``mysql`` or ``mariadb``; port defaults to 3306.
+
+    Returns:
+        ``host``, ``port``, ``user``, ``password`` and, if the path names one, ``database``.
+
+    Raises:
+        ValueError: The scheme or host is missing or wrong.
+    """
+    url = urlparse(dsn)
+    if url.scheme not in ("mysql", "mariadb") or not url.hostname:
+        raise ValueError(f"not a mysql://user:password@host:port/db URL: {dsn!r}")
+    settings: dict[str, Any] = {
+        "host": url.hostname,
+        "port": url.port or 3306,
+        "user": unquote(url.username or "root"),
+        "password": unquote(url.password or ""),
+    }
+    database = unquote(url.path.lstrip("/"))
+    if database:
+        settings["database"] = database
+    return settings
+
+
+@contextlib.contextmanager
+def _private_server(config: pytest.Config, name: str, script: str, prefix: str) -> Iterator[int]:
+    """Start a private server with one of the scripts; stop it and remove its dir on exit."""
+    errors: list[str] = []
+    started = time.monotonic()
+    for _ in range(_START_ATTEMPTS):
+        # Directly under the system temp dir: pytest's tmp dirs are mode 0700, and the server runs
+        # as the 'postgres'/'mysql' user when the tests run as root.
+        directory = Path(tempfile.mkdtemp(prefix=prefix))
+        port = _free_port()
+        result = _run_script(script, "start", directory, port)
+        if result.returncode == 0:
+            break
+        errors.append(f"port {port}: exit {result.returncode}\n{result.stderr.strip()}")
+        _run_script(script, "stop", directory)
+        shutil.rmtree(directory, ignore_errors=True)
+    else:
+        pytest.fail(
+            f"could not start the private {name} with scripts/{script}:\n" + "\n".join(errors),
+            pytrace=False,
+        )
+    config.stash[_TIMINGS][name] = time.monotonic() - started
+    try:
+        yield port
+    finally:
+        result = _run_script(script, "stop", directory)
+        if result.returncode != 0:
+            print(f"stopping the private {name} failed: {result.stderr.strip()}")
+
+
+def _run_script(
+    script: str, command: str, directory: Path, port: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    args = ["bash", str(SCRIPTS_DIR / script), command, str(directory)]
+    if port is not None:
+        args.append(str(port))
+    return subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": _SBIN_PATH},
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _require_binaries(what: str, binaries: list[str]) -> None:
+    missing = [b for b in binaries if shutil.which(b, path=_SBIN_PATH) is None]
+    if missing:
+        pytest.fail(
+            f"{what} is not installed (missing: {', '.join(missing)}). Run `make bootstrap`, "
+            "which installs it; these tests never skip.",
+            pytrace=False,
+        )
+
+
+def _check_pg(dsn: str, *, origin: str) -> None:
+    try:
+        import psycopg
+    except ImportError:
+        pytest.fail("psycopg is not installed: run `make bootstrap`", pytrace=False)
+    try:
+        with psycopg.connect(dsn, connect_timeout=10, autocommit=True) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        pytest.fail(f"cannot connect to PostgreSQL from {origin} ({dsn}): {exc}", pytrace=False)
+
+
+def _check_mysql(settings: dict[str, Any], *, origin: str) -> None:
+    try:
+        import pymysql
+    except ImportError:
+        pytest.fail("PyMySQL is not installed: run `make bootstrap`", pytrace=False)
+    try:
+        conn = pymysql.connect(**settings, connect_timeout=10)
+    except pymysql.MySQLError as exc:
+        where = f"{settings['host']}:{settings['port']}"
+        pytest.fail(
+            f"cannot connect to MariaDB/MySQL from {origin} ({where}): {exc}", pytrace=False
+        )
+    conn.close()

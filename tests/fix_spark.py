@@ -1,0 +1,70 @@
+"""The one SparkSession of a test run (pytest plugin, listed in ``tests/conftest.py``).
+
+``spark`` is session-scoped: the JVM starts once (about 5 s) and every test shares it, so tests
+must not stop it or change static settings. Tables live under per-test directories
+(``tmp_path``); register them by name with :func:`pipeline.spark.register_lake_tables`, which
+re-points a name that an earlier test registered elsewhere.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+TEST_MASTER = "local[2]"
+TEST_SPARK_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.memory": "1g",
+}
+"""Small settings for a 2-core machine; static ones only take effect at the first start."""
+
+_START_SECONDS = pytest.StashKey[float]()
+
+
+@pytest.fixture(scope="session")
+def spark_lake_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Lake root of the shared session (``<tmp>/lake``); tests usually make their own lake."""
+    return tmp_path_factory.mktemp("lake")
+
+
+@pytest.fixture(scope="session")
+def spark(request: pytest.FixtureRequest, spark_lake_root: Path) -> Iterator[SparkSession]:
+    """The shared local SparkSession with Delta Lake, built by ``build_spark_session``.
+
+    Fails (never skips) when Delta's jars or Java are missing, naming ``make bootstrap``.
+    """
+    # Imported here so tests that never touch Spark do not pay for importing pyspark.
+    from pipeline.errors import NotInstalledError
+    from pipeline.spark import build_spark_session, stop_spark_session
+
+    started = time.monotonic()
+    try:
+        session = build_spark_session(
+            master=TEST_MASTER,
+            app_name="medallion-tests",
+            lake_root=spark_lake_root,
+            conf=TEST_SPARK_CONF,
+        )
+    except NotInstalledError as exc:
+        pytest.fail(f"cannot start Spark: {exc}", pytrace=False)
+    request.config.stash[_START_SECONDS] = time.monotonic() - started
+    yield session
+    stop_spark_session()
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """Report how long the shared SparkSession took to start, if a test used it."""
+    seconds = config.stash.get(_START_SECONDS, None)
+    if seconds is not None:
+        terminalreporter.write_line(
+            f"medallion: SparkSession ({TEST_MASTER}) started in {seconds:.1f} s"
+        )
