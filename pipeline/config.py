@@ -15,8 +15,7 @@ The file
     lake:    {root: ../lake}              # bronze/, silver/, gold/ live under it
     spark:   {master: "local[*]", app.name: medallion, jars.dir: null,
               conf: {spark.sql.shuffle.partitions: "4"}}
-    bronze:  {max.batch.size: 20000, max.transaction.size: 100000, batch.max.wait.ms: 1000,
-              quarantine: true, ingest.partitioning: [source, ingest_date]}
+    bronze:  {max.batch.size: 20000, max.transaction.size: 100000}
     logging: {level: INFO}
     sources:
       - name: inventory                   # [a-z][a-z0-9_]*, unique
@@ -196,12 +195,6 @@ BRONZE_MAX_BATCH_SIZE = "max.batch.size"
 BRONZE_MAX_BATCH_SIZE_DEFAULT = 20_000
 BRONZE_MAX_TRANSACTION_SIZE = "max.transaction.size"
 BRONZE_MAX_TRANSACTION_SIZE_DEFAULT = 100_000
-BRONZE_BATCH_MAX_WAIT_MS = "batch.max.wait.ms"
-BRONZE_BATCH_MAX_WAIT_MS_DEFAULT = 1_000
-BRONZE_QUARANTINE = "quarantine"
-BRONZE_QUARANTINE_DEFAULT = True
-BRONZE_INGEST_PARTITIONING = "ingest.partitioning"
-BRONZE_INGEST_PARTITIONING_DEFAULT = ("source", "ingest_date")
 
 # --- logging --------------------------------------------------------------------------------
 LOG_LEVEL = "level"
@@ -959,25 +952,6 @@ class BronzeConfig(ConfigModel):
         BRONZE_MAX_TRANSACTION_SIZE_DEFAULT, BRONZE_MAX_TRANSACTION_SIZE
     )
     """A transaction larger than this is committed in parts, flagged ``tx_partial``."""
-    batch_max_wait_ms: NonNegativeInt = _key(
-        BRONZE_BATCH_MAX_WAIT_MS_DEFAULT, BRONZE_BATCH_MAX_WAIT_MS
-    )
-    """Commit a non-empty batch after this long even when it is not full."""
-    quarantine: bool = _key(BRONZE_QUARANTINE_DEFAULT, BRONZE_QUARANTINE)
-    """Land undecodable records in the quarantine table instead of failing the batch."""
-    ingest_partitioning: NameList = _key(
-        BRONZE_INGEST_PARTITIONING_DEFAULT, BRONZE_INGEST_PARTITIONING
-    )
-    """Partition columns of the bronze events table."""
-
-    @field_validator("ingest_partitioning")
-    @classmethod
-    def _partitioning(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("at least one partition column is required")
-        if len(set(value)) != len(value):
-            raise ValueError("partition columns must be distinct")
-        return value
 
 
 class LoggingConfig(ConfigModel):
@@ -1142,7 +1116,7 @@ def _check_message_key_columns(value: str | None) -> str | None:
 
 # --- sources --------------------------------------------------------------------------------
 class SourceConfigBase(ConfigModel):
-    """What every source has: a name, a connector kind and the operations to skip."""
+    """What every source has: a name and a connector kind."""
 
     KIND: ClassVar[SourceType]
     """The source kind this model configures."""
@@ -1151,8 +1125,6 @@ class SourceConfigBase(ConfigModel):
     """Unique name of the source, ``[a-z][a-z0-9_]*``; bronze's ``source`` partition value."""
     connector: str = _key(..., CONNECTOR)
     """The connector kind; each source model narrows it to its own value(s)."""
-    skipped_operations: OperationList = _key(SKIPPED_OPERATIONS_DEFAULT, SKIPPED_OPERATIONS)
-    """Op codes not landed (``c``, ``u``, ``d``, ``t``; ``none`` for none). Default ``t``."""
 
     @property
     def kind(self) -> SourceType:
@@ -1165,36 +1137,12 @@ class SourceConfigBase(ConfigModel):
         return self.name
 
 
-class RelationalFilters(ConfigModel):
-    """Table and column selection plus column rules (masks, hashes, truncation)."""
+class ColumnRules(ConfigModel):
+    """Column rules (masks, hashes, truncation) applied to row images before bronze."""
 
-    EXCLUSIVE_KEYS: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("table_include_list", "table_exclude_list"),
-        ("column_include_list", "column_exclude_list"),
-    )
-
-    table_include_list: RegexList = _key(FILTER_LIST_DEFAULT, TABLE_INCLUDE_LIST, TABLE_WHITELIST)
-    """Regexes of fully-qualified tables to capture (``schema.table`` or ``db.table``)."""
-    table_exclude_list: RegexList = _key(FILTER_LIST_DEFAULT, TABLE_EXCLUDE_LIST, TABLE_BLACKLIST)
-    """Regexes of fully-qualified tables not to capture."""
-    column_include_list: RegexList = _key(
-        FILTER_LIST_DEFAULT, COLUMN_INCLUDE_LIST, COLUMN_WHITELIST
-    )
-    """Regexes of fully-qualified columns to keep in row images (key columns always stay)."""
-    column_exclude_list: RegexList = _key(
-        FILTER_LIST_DEFAULT, COLUMN_EXCLUDE_LIST, COLUMN_BLACKLIST
-    )
-    """Regexes of fully-qualified columns to drop from row images."""
-    message_key_columns: str | None = _key(MESSAGE_KEY_COLUMNS_DEFAULT, MESSAGE_KEY_COLUMNS)
-    """Key columns for tables without a usable primary key: ``<table>:<col>,...;...``."""
     column_rules: tuple[ColumnRule, ...] = ()
     """Parsed ``column.truncate.to.<N>.chars``, ``column.mask.with.<N>.chars``,
     ``column.mask.hash[.v2].<ALG>.with.salt.<salt>`` keys, in Debezium's precedence order."""
-
-    @field_validator("message_key_columns")
-    @classmethod
-    def _message_key_columns(cls, value: str | None) -> str | None:
-        return _check_message_key_columns(value)
 
     @classmethod
     def _is_pattern_key(cls, key: str) -> bool:
@@ -1219,6 +1167,34 @@ class RelationalFilters(ConfigModel):
         data["column_rules"] = (*existing, *parsed)
         return data
 
+
+
+class RelationalFilters(ColumnRules):
+    """Table and column selection, key overrides and the column rules."""
+
+    EXCLUSIVE_KEYS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("table_include_list", "table_exclude_list"),
+        ("column_include_list", "column_exclude_list"),
+    )
+
+    table_include_list: RegexList = _key(FILTER_LIST_DEFAULT, TABLE_INCLUDE_LIST, TABLE_WHITELIST)
+    """Regexes of fully-qualified tables to capture (``schema.table`` or ``db.table``)."""
+    table_exclude_list: RegexList = _key(FILTER_LIST_DEFAULT, TABLE_EXCLUDE_LIST, TABLE_BLACKLIST)
+    """Regexes of fully-qualified tables not to capture."""
+    column_include_list: RegexList = _key(
+        FILTER_LIST_DEFAULT, COLUMN_INCLUDE_LIST, COLUMN_WHITELIST
+    )
+    """Regexes of fully-qualified columns to keep in row images (key columns always stay)."""
+    column_exclude_list: RegexList = _key(
+        FILTER_LIST_DEFAULT, COLUMN_EXCLUDE_LIST, COLUMN_BLACKLIST
+    )
+    """Regexes of fully-qualified columns to drop from row images."""
+    message_key_columns: str | None = _key(MESSAGE_KEY_COLUMNS_DEFAULT, MESSAGE_KEY_COLUMNS)
+    """Key columns for tables without a usable primary key: ``<table>:<col>,...;...``."""
+    @field_validator("message_key_columns")
+    @classmethod
+    def _message_key_columns(cls, value: str | None) -> str | None:
+        return _check_message_key_columns(value)
 
 class SchemaFilters(ConfigModel):
     """Schema selection (PostgreSQL, YugabyteDB, SQL Server, Oracle, Db2)."""
@@ -1254,8 +1230,12 @@ class DatabaseFilters(ConfigModel):
     """Regexes of databases not to capture."""
 
 
-class DebeziumJsonSourceConfig(RelationalFilters, SourceConfigBase):
-    """Debezium change events already serialized as JSON lines (files or a directory of them)."""
+class DebeziumJsonSourceConfig(ColumnRules, SourceConfigBase):
+    """Debezium change events already serialized as JSON lines (files or a directory of them).
+
+    Every record is landed: table filters and ``skipped.operations`` were Debezium's to apply
+    when it wrote the files. Column rules still apply, so data can be masked before bronze.
+    """
 
     KIND = SourceType.DEBEZIUM_JSON
 
@@ -1283,6 +1263,9 @@ class DebeziumJsonSourceConfig(RelationalFilters, SourceConfigBase):
 
 class CaptureSourceConfig(SourceConfigBase):
     """Debezium engine properties shared by the database connectors."""
+
+    skipped_operations: OperationList = _key(SKIPPED_OPERATIONS_DEFAULT, SKIPPED_OPERATIONS)
+    """Op codes not landed (``c``, ``u``, ``d``, ``t``; ``none`` for none). Default ``t``."""
 
     topic_prefix: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")] | None = _key(
         TOPIC_PREFIX_DEFAULT, TOPIC_PREFIX, DATABASE_SERVER_NAME

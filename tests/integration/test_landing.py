@@ -280,3 +280,43 @@ def test_new_files_in_a_directory_are_read_once(tmp_path: Path) -> None:
     assert land(inbox, lake).landed == len(lines) - 20
     assert land(inbox, lake).landed == 0
     assert Counter(events(lake).column(S.ORIGIN).to_pylist()).most_common(1)[0][1] == 1
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_half_landed_batch_is_redone_over_the_same_range(tmp_path: Path) -> None:
+    """Quarantine committed, events not, then the file grows: the retry must not lose anything."""
+    stream = postgres_stream(snapshot_rows=2, transactions=10, seed=31)
+    lines = list(stream.lines("kafka_json", schemas=False))
+    path = tmp_path / "in.jsonl"
+    write_lines(path, iter([*lines[:20], b"{broken", *lines[20:30]]))
+    lake = tmp_path / "lake"
+    writer = BronzeWriter(BronzeTables.under(lake))
+    source = DebeziumJsonSource("shop", path)
+    writer.ensure_tables()
+    source.open(None)
+    batch = source.read_batch(max_events=1000, max_transaction_events=1000)
+    assert batch.exhausted and batch.builder.quarantined == 1
+
+    def crash(step: str) -> None:
+        if step == "after_quarantine":
+            raise _Crash(step)
+
+    with pytest.raises(_Crash):
+        writer.commit(agent_id=agent_app_id("shop"), batch_seq=0, batch=batch.builder,
+                      offset=batch.offset, on_step=crash)
+    assert writer.pending_batch_end(agent_app_id("shop")) == batch.offset
+    # More input arrives, including another malformed record, before the agent restarts.
+    with path.open("ab") as f:
+        for line in [*lines[30:], b"[not, a, record]"]:
+            f.write(line + b"\n")
+    result = land(path, lake, max_events=1000)
+    assert result.batches == 2, "the half-landed range must be redone as its own batch"
+    assert writer.pending_batch_end(agent_app_id("shop")) is None
+    ev = events(lake)
+    assert ev.num_rows == len(lines)
+    assert Counter(ev.column(S.ORIGIN).to_pylist()).most_common(1)[0][1] == 1
+    q = quarantine(lake).to_pylist()
+    assert sorted(r[S.RAW] for r in q) == [b"[not, a, record]", b"{broken"]

@@ -93,7 +93,7 @@ def test_default_config_loads() -> None:
     assert config.lake.gold_path == REPO / "lake" / "gold"
     assert config.spark.master == "local[*]"
     assert config.spark.conf == {"spark.sql.shuffle.partitions": "4"}
-    assert config.bronze.ingest_partitioning == ("source", "ingest_date")
+    assert config.bronze.max_transaction_size == 100_000
     source = config.source("inventory")
     assert isinstance(source, DebeziumJsonSourceConfig)
     assert source.kind is SourceType.DEBEZIUM_JSON
@@ -489,7 +489,7 @@ def test_overrides_win_over_environment_and_file(tmp_path: Path) -> None:
     config = load(
         tmp_path,
         LAYERED,
-        env={"MEDALLION__SPARK__MASTER": "spark://env:7077", "MEDALLION__BRONZE__QUARANTINE": "0"},
+        env={"MEDALLION__SPARK__MASTER": "spark://env:7077", "MEDALLION__BRONZE__MAX_TRANSACTION_SIZE": "7"},
         overrides={
             "spark.master": "local[2]",
             "spark.conf.spark.sql.shuffle.partitions": "2",
@@ -502,7 +502,7 @@ def test_overrides_win_over_environment_and_file(tmp_path: Path) -> None:
     assert config.spark.master == "local[2]"
     assert config.spark.conf["spark.sql.shuffle.partitions"] == "2"
     assert config.bronze.max_batch_size == 10
-    assert config.bronze.quarantine is False  # the environment still applies
+    assert config.bronze.max_transaction_size == 7  # the environment still applies
     source = config.source("pg")
     assert isinstance(source, PostgresSourceConfig)
     assert (source.database_port, source.snapshot_mode) == (6543, "never")
