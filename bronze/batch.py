@@ -23,10 +23,35 @@ from bronze.positions import Position
 
 __all__ = ["BatchBuilder", "QuarantinedRecord", "BatchCounts"]
 
-_EVENT_COLUMNS: tuple[str, ...] = tuple(
-    name
-    for name in S.EVENTS_SCHEMA.names
-    if name not in (S.SOURCE, S.INGEST_DATE, S.INGEST_TS, S.AGENT_ID, S.BATCH_SEQ, S.BATCH_OFFSET)
+_TS_TYPE = S.EVENTS_SCHEMA.field(S.CAPTURE_TS).type
+
+# Per-row columns, in the order add_event() packs them into one tuple. The batch keeps one tuple
+# per row and transposes with zip() (in C) when it builds the Arrow table: one list append per
+# event instead of one per column.
+_ROW_COLUMNS: tuple[str, ...] = (
+    S.CONNECTOR,
+    S.SOURCE_PARTITION,
+    S.COLLECTION,
+    S.TOPIC,
+    S.KIND,
+    S.OP,
+    S.POSITION,
+    S.SEQ,
+    S.TX_ID,
+    S.TX_ORDER,
+    S.TX_COLLECTION_ORDER,
+    S.TX_STATUS,
+    S.TX_EVENT_COUNT,
+    S.SNAPSHOT,
+    S.KEY_JSON,
+    S.VALUE_JSON,
+    S.KEY_SCHEMA_ID,
+    S.VALUE_SCHEMA_ID,
+    S.HEADERS,
+    S.SOURCE_TS_MS,
+    S.EVENT_TS_MS,
+    S.CAPTURE_TS,
+    S.ORIGIN,
 )
 
 
@@ -67,17 +92,14 @@ class BatchBuilder:
     """
 
     source: str
-    _cols: dict[str, list[Any]] = field(init=False)
+    _rows: list[tuple[Any, ...]] = field(init=False, default_factory=list)
     _quarantine: list[QuarantinedRecord] = field(init=False, default_factory=list)
     _schemas: dict[str, tuple[str | None, str]] = field(init=False, default_factory=dict)
     _partial_tx: set[str] = field(init=False, default_factory=set)
 
-    def __post_init__(self) -> None:
-        self._cols = {name: [] for name in _EVENT_COLUMNS}
-
     def __len__(self) -> int:
         """Number of events (not quarantined records) in the batch."""
-        return len(self._cols[S.KIND])
+        return len(self._rows)
 
     @property
     def quarantined(self) -> int:
@@ -120,34 +142,36 @@ class BatchBuilder:
             tx_id: The source transaction id (``transaction.id`` or the native id).
             source_partition: Debezium source partition the position belongs to.
         """
-        c = self._cols
-        c[S.CONNECTOR].append(event.connector)
-        c[S.SOURCE_PARTITION].append(source_partition)
-        c[S.COLLECTION].append(event.collection)
-        c[S.TOPIC].append(event.record.topic)
-        c[S.KIND].append(event.kind.value)
-        c[S.OP].append(event.op.value if event.op is not None else None)
-        c[S.POSITION].append(position.encode())
-        c[S.POSITION_JSON].append(orjson.dumps(position.to_json()).decode())
-        c[S.SEQ].append(position.seq)
-        c[S.TX_ID].append(tx_id)
         tx = event.transaction
-        c[S.TX_ORDER].append(tx.total_order if tx is not None else None)
-        c[S.TX_COLLECTION_ORDER].append(tx.data_collection_order if tx is not None else None)
-        c[S.TX_STATUS].append(event.tx_status)
-        c[S.TX_EVENT_COUNT].append(event.tx_event_count)
-        c[S.TX_PARTIAL].append(False)
-        c[S.SNAPSHOT].append(event.snapshot)
-        c[S.KEY_JSON].append(key_json)
-        c[S.VALUE_JSON].append(value_json)
-        c[S.KEY_SCHEMA_ID].append(key_schema_id)
-        c[S.VALUE_SCHEMA_ID].append(value_schema_id)
         headers = event.record.headers
-        c[S.HEADERS].append([{"key": k, "value": v} for k, v in headers] if headers else None)
-        c[S.SOURCE_TS_MS].append(event.source_ts_ms)
-        c[S.EVENT_TS_MS].append(event.ts_ms)
-        c[S.CAPTURE_TS].append(capture_ts)
-        c[S.ORIGIN].append(origin)
+        op = event.op
+        self._rows.append(
+            (
+                event.connector,
+                source_partition,
+                event.collection,
+                event.record.topic,
+                event.kind.value,
+                None if op is None else op.value,
+                position.encode(),
+                position.seq,
+                tx_id,
+                None if tx is None else tx.total_order,
+                None if tx is None else tx.data_collection_order,
+                event.tx_status,
+                event.tx_event_count,
+                event.snapshot,
+                key_json,
+                value_json,
+                key_schema_id,
+                value_schema_id,
+                [{"key": k, "value": v} for k, v in headers] if headers else None,
+                event.source_ts_ms,
+                event.ts_ms,
+                capture_ts,
+                origin,
+            )
+        )
 
     def add_quarantined(self, record: QuarantinedRecord) -> None:
         """Append one record that could not be landed."""
@@ -184,21 +208,27 @@ class BatchBuilder:
         Returns:
             A table with exactly :data:`bronze.schema.EVENTS_SCHEMA`.
         """
-        n = len(self)
-        cols: dict[str, Any] = dict(self._cols)
+        n = len(self._rows)
+        columns = list(zip(*self._rows, strict=True)) if n else [()] * len(_ROW_COLUMNS)
+        cols: dict[str, Any] = dict(zip(_ROW_COLUMNS, columns, strict=True))
         if self._partial_tx:
             partial = self._partial_tx
             cols[S.TX_PARTIAL] = [tx in partial for tx in cols[S.TX_ID]]
-        cols[S.SOURCE] = pa.array([self.source] * n, pa.string())
-        cols[S.INGEST_DATE] = pa.array([ingest_ts.date()] * n, pa.date32())
-        cols[S.INGEST_TS] = pa.array([ingest_ts] * n, S.EVENTS_SCHEMA.field(S.INGEST_TS).type)
-        cols[S.AGENT_ID] = pa.array([agent_id] * n, pa.string())
-        cols[S.BATCH_SEQ] = pa.array([batch_seq] * n, pa.int64())
+        else:
+            cols[S.TX_PARTIAL] = pa.repeat(False, n)
+        cols[S.SOURCE] = pa.repeat(pa.scalar(self.source, pa.string()), n)
+        cols[S.INGEST_DATE] = pa.repeat(pa.scalar(ingest_ts.date(), pa.date32()), n)
+        cols[S.INGEST_TS] = pa.repeat(pa.scalar(ingest_ts, _TS_TYPE), n)
+        cols[S.AGENT_ID] = pa.repeat(pa.scalar(agent_id, pa.string()), n)
+        cols[S.BATCH_SEQ] = pa.repeat(pa.scalar(batch_seq, pa.int64()), n)
         offsets: list[str | None] = [None] * n
         if n:
             offsets[-1] = orjson.dumps(offset).decode()
         cols[S.BATCH_OFFSET] = offsets
-        arrays = [pa.array(cols[f.name], f.type) for f in S.EVENTS_SCHEMA]
+        arrays = [
+            c if isinstance(c, pa.Array) else pa.array(c, f.type)
+            for f, c in ((f, cols[f.name]) for f in S.EVENTS_SCHEMA)
+        ]
         return pa.Table.from_arrays(arrays, schema=S.EVENTS_SCHEMA)
 
     def quarantine_table(

@@ -57,6 +57,7 @@ __all__ = [
     "TransactionInfo",
     "ChangeEvent",
     "classify",
+    "fast_record",
     "parse_json_converter",
     "to_json_converter",
     "data_record",
@@ -284,6 +285,34 @@ def _event(
     _set_tx_event_count(event, tx_event_count)
     _set_tx_data_collections(event, tx_data_collections)
     return event
+
+
+_set_rec_key, _set_rec_value, _set_rec_key_schema, _set_rec_value_schema, _set_rec_headers, _set_rec_topic = (
+    ConnectRecord.__dict__[f.name].__set__ for f in dataclasses.fields(ConnectRecord)
+)
+
+
+def fast_record(
+    key: Any,
+    value: dict[str, Any] | None,
+    key_schema: dict[str, Any] | None,
+    value_schema: dict[str, Any] | None,
+    headers: tuple[tuple[str, str | None], ...],
+    topic: str | None,
+) -> ConnectRecord:
+    """Build a :class:`ConnectRecord` without the frozen-dataclass ``__init__`` overhead.
+
+    Readers on the landing hot path call this once per record; it builds exactly what
+    ``ConnectRecord(key, value, key_schema, value_schema, headers, topic)`` builds.
+    """
+    record: ConnectRecord = _new_object(ConnectRecord)
+    _set_rec_key(record, key)
+    _set_rec_value(record, value)
+    _set_rec_key_schema(record, key_schema)
+    _set_rec_value_schema(record, value_schema)
+    _set_rec_headers(record, headers)
+    _set_rec_topic(record, topic)
+    return record
 
 
 # --- classification ----------------------------------------------------------------------------

@@ -43,9 +43,11 @@ KIND = "kind"
 OP = "op"
 """Debezium op code c u d r t m (null for non-data kinds)."""
 POSITION = "position"
-"""Order-preserving bytes of the source position plus intra-position sequence."""
-POSITION_JSON = "position_json"
-"""The same position, human-readable."""
+"""Order-preserving bytes of the source position plus intra-position sequence.
+
+``bronze.positions.decode_position(connector, position).to_json()`` makes it readable (and
+``medallion_position(connector, position)`` in Spark SQL); it is not stored twice because
+formatting it per row would cost a tenth of the landing budget."""
 SEQ = "seq"
 """Intra-position sequence (also the last component of ``position``)."""
 TX_ID = "tx_id"
@@ -103,7 +105,6 @@ EVENTS_SCHEMA = pa.schema(
         (KIND, pa.string()),
         (OP, pa.string()),
         (POSITION, pa.binary()),
-        (POSITION_JSON, pa.string()),
         (SEQ, pa.int64()),
         (TX_ID, pa.string()),
         (TX_ORDER, pa.int64()),

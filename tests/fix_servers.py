@@ -82,8 +82,8 @@ def pg_dsn(request: pytest.FixtureRequest) -> Iterator[str]:
         _check_pg(given, origin=f"--pg-dsn / {PG_ENV}")
         yield given
         return
-    missing = [str(p) for p in (PG_BIN / "initdb", PG_BIN / "pg_ctl", PG_BIN / "postgres")]
-    _require_binaries("PostgreSQL 15 server (Debian package postgresql-15)", missing)
+    binaries = [str(p) for p in (PG_BIN / "initdb", PG_BIN / "pg_ctl", PG_BIN / "postgres")]
+    _require_binaries("PostgreSQL 15 server (Debian package postgresql-15)", binaries)
     if os.geteuid() == 0:
         _require_binaries("runuser (util-linux)", ["runuser"])
     with _private_server(

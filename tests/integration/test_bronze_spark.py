@@ -116,3 +116,28 @@ def test_bronze_tables_by_name(spark: Any, tmp_path: Path) -> None:
         "JOIN bronze.schemas s ON e.value_schema_id = s.schema_id"
     ).collect()[0][0]
     assert ids >= 2
+
+
+def test_medallion_position_sql_function(spark: Any, tmp_path: Path) -> None:
+    import orjson
+
+    from bronze.positions import decode_position
+    from pipeline.spark_functions import register_functions
+
+    stream = postgres_stream(snapshot_rows=2, transactions=3, seed=4)
+    path = tmp_path / "in.jsonl"
+    write_lines(path, stream.lines("kafka_json", schemas=False))
+    lake = tmp_path / "lake"
+    land(path, lake)
+    register_functions(spark)
+    events = lake / "bronze" / "events"
+    rows = spark.sql(
+        f"SELECT connector, position, medallion_position(connector, position) AS pos "
+        f"FROM delta.`{events}` WHERE kind = 'data' ORDER BY position"
+    ).collect()
+    assert rows
+    for row in rows:
+        expected = decode_position(row["connector"], bytes(row["position"])).to_json()
+        assert orjson.loads(row["pos"]) == expected
+    assert orjson.loads(rows[0]["pos"])["phase"] == "snapshot"
+    assert orjson.loads(rows[-1]["pos"])["phase"] == "stream"
