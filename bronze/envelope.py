@@ -287,9 +287,14 @@ def _event(
     return event
 
 
-_set_rec_key, _set_rec_value, _set_rec_key_schema, _set_rec_value_schema, _set_rec_headers, _set_rec_topic = (
-    ConnectRecord.__dict__[f.name].__set__ for f in dataclasses.fields(ConnectRecord)
-)
+(
+    _set_rec_key,
+    _set_rec_value,
+    _set_rec_key_schema,
+    _set_rec_value_schema,
+    _set_rec_headers,
+    _set_rec_topic,
+) = (ConnectRecord.__dict__[f.name].__set__ for f in dataclasses.fields(ConnectRecord))
 
 
 def fast_record(

@@ -33,9 +33,12 @@ INGEST_DATE = "ingest_date"
 CONNECTOR = "connector"
 """Debezium connector kind that produced the record: postgresql, mysql, sqlserver, ..."""
 SOURCE_PARTITION = "source_partition"
-"""Debezium's source partition (logical server name, or replica set); positions compare within it."""
+"""Debezium's source partition (logical server name, replica set or database).
+
+Positions compare only within one source partition."""
 COLLECTION = "collection"
-"""Data collection: ``db.table`` (MySQL), ``schema.table`` (PG, SQL Server, Db2, Oracle), ``db.coll``."""
+"""Data collection: ``db.table`` (MySQL), ``schema.table`` (PG, SQL Server, Db2, Oracle),
+``db.collection`` (MongoDB)."""
 TOPIC = "topic"
 """Kafka topic the record was read from or would have been written to, when known."""
 KIND = "kind"

@@ -91,6 +91,8 @@ class CaptureSource(ABC):
         Args:
             offset: An offset previously returned in a :class:`SourceBatch` and committed.
         """
+        return None  # sources that need no acknowledgement (files) keep this default
 
     def close(self) -> None:
         """Release connections and files."""
+        return None  # nothing to release by default

@@ -318,8 +318,7 @@ class DebeziumJsonSource(CaptureSource):
             # Control records before the stream's first data record have no position yet;
             # they stay unconsumed and land with the first data record.
             logger.warning(
-                "source %s: %s record(s) from %s wait for the first data record to get a "
-                "position",
+                "source %s: %s record(s) from %s wait for the first data record to get a position",
                 self.name,
                 len(pending),
                 pending[0][3],
@@ -380,8 +379,16 @@ class DebeziumJsonSource(CaptureSource):
             # Waiting control records sort just before this first data record.
             for p_line, p_event, p_parsed, p_origin in pending:
                 control = resolver.for_control()
-                self._add(builder, p_event, p_parsed, control, p_origin, now, partition,
-                          _transaction_key(p_event))
+                self._add(
+                    builder,
+                    p_event,
+                    p_parsed,
+                    control,
+                    p_origin,
+                    now,
+                    partition,
+                    _transaction_key(p_event),
+                )
                 self._consume(p_line)
             pending.clear()
             position = resolver.for_control()
@@ -406,16 +413,24 @@ class DebeziumJsonSource(CaptureSource):
             event,
             position,
             key_json=(
-                key_text.decode() if key_text is not None
-                else None if key is None else orjson.dumps(key).decode()
+                key_text.decode()
+                if key_text is not None
+                else None
+                if key is None
+                else orjson.dumps(key).decode()
             ),
             value_json=(
-                value_text.decode() if value_text is not None
-                else None if value is None else orjson.dumps(value).decode()
+                value_text.decode()
+                if value_text is not None
+                else None
+                if value is None
+                else orjson.dumps(value).decode()
             ),
-            key_schema_id=None if record.key_schema is None
+            key_schema_id=None
+            if record.key_schema is None
             else self._register(builder, record.key_schema),
-            value_schema_id=None if record.value_schema is None
+            value_schema_id=None
+            if record.value_schema is None
             else self._register(builder, record.value_schema),
             origin=origin,
             capture_ts=now,

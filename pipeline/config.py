@@ -1168,7 +1168,6 @@ class ColumnRules(ConfigModel):
         return data
 
 
-
 class RelationalFilters(ColumnRules):
     """Table and column selection, key overrides and the column rules."""
 
@@ -1191,10 +1190,12 @@ class RelationalFilters(ColumnRules):
     """Regexes of fully-qualified columns to drop from row images."""
     message_key_columns: str | None = _key(MESSAGE_KEY_COLUMNS_DEFAULT, MESSAGE_KEY_COLUMNS)
     """Key columns for tables without a usable primary key: ``<table>:<col>,...;...``."""
+
     @field_validator("message_key_columns")
     @classmethod
     def _message_key_columns(cls, value: str | None) -> str | None:
         return _check_message_key_columns(value)
+
 
 class SchemaFilters(ConfigModel):
     """Schema selection (PostgreSQL, YugabyteDB, SQL Server, Oracle, Db2)."""

@@ -64,8 +64,8 @@ def run_demo(config: Any, output: Any, *, lake_root: Path | None = None) -> None
         ),
         (
             "4. the first streamed transaction, in source commit order (ORDER BY position)",
-            "SELECT collection, op, tx_id, tx_order, medallion_position(connector, position) AS pos, "
-         "headers FROM bronze.events "
+            "SELECT collection, op, tx_id, tx_order, "
+            "medallion_position(connector, position) AS pos, headers FROM bronze.events "
             "WHERE tx_id = (SELECT min_by(tx_id, position) FROM bronze.events "
             "               WHERE kind = 'data' AND snapshot = 'false') "
             "ORDER BY position",

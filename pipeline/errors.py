@@ -68,7 +68,9 @@ class Terminal:
 class ConfigError(PipelineError, Terminal):
     """The configuration is invalid; names the file, the key path and the reason."""
 
-    def __init__(self, reason: str, *, file: str | None = None, key_path: str | None = None) -> None:
+    def __init__(
+        self, reason: str, *, file: str | None = None, key_path: str | None = None
+    ) -> None:
         self.reason = reason
         self.file = file
         self.key_path = key_path

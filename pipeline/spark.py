@@ -12,7 +12,8 @@ Tables are addressable by name. The session uses Spark's in-memory catalog, whic
 (:func:`register_lake_tables`): ``bronze.events``, ``silver.<source>__<schema>__<table>`` and
 ``gold.<name>``. The Delta log stays the only source of truth; there is no metastore database that
 a notebook and a running job would fight over (an embedded Derby metastore admits one process at a
-time).
+time). Spark's session catalog only accepts table names of letters, digits and ``_``; a table
+directory named otherwise is readable by path only (``delta.`<path>```).
 
 Under ``spark-submit``, a ``pyspark`` shell or a notebook that already holds a session, the
 session is reused and only checked: the submitter supplies Delta (``--packages``/``--jars`` plus
@@ -300,6 +301,8 @@ def _local_process_settings(master: str, lake_root: Path, jars: list[Path]) -> d
         "spark.sql.session.timeZone": SESSION_TIME_ZONE,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # Bronze rows are wide; the default (25) makes Delta's plans log a truncation warning.
+        "spark.sql.debug.maxToStringFields": "200",
     }
     threads = _local_threads(master)
     if threads is not None:

@@ -165,7 +165,7 @@ def test_oversized_transaction_is_cut_and_marked_partial(tmp_path: Path) -> None
                         "source": {
                             **src,
                             "lsn": 1000 + i,
-                            "sequence": '["500", "%d"]' % (1000 + i),
+                            "sequence": f'["500", "{1000 + i}"]',
                         },
                         "transaction": {
                             "id": "900",
@@ -305,8 +305,13 @@ def test_half_landed_batch_is_redone_over_the_same_range(tmp_path: Path) -> None
             raise _Crash(step)
 
     with pytest.raises(_Crash):
-        writer.commit(agent_id=agent_app_id("shop"), batch_seq=0, batch=batch.builder,
-                      offset=batch.offset, on_step=crash)
+        writer.commit(
+            agent_id=agent_app_id("shop"),
+            batch_seq=0,
+            batch=batch.builder,
+            offset=batch.offset,
+            on_step=crash,
+        )
     assert writer.pending_batch_end(agent_app_id("shop")) == batch.offset
     # More input arrives, including another malformed record, before the agent restarts.
     with path.open("ab") as f:

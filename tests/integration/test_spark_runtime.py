@@ -47,6 +47,7 @@ def test_session_is_configured_for_delta(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
     assert spark.sparkContext.master == "local[2]"
+    assert spark.sparkContext.getConf().get("spark.driver.memory") == "1g"
     assert spark.sparkContext.uiWebUrl is None  # spark.ui.enabled=false
 
 

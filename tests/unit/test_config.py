@@ -489,7 +489,10 @@ def test_overrides_win_over_environment_and_file(tmp_path: Path) -> None:
     config = load(
         tmp_path,
         LAYERED,
-        env={"MEDALLION__SPARK__MASTER": "spark://env:7077", "MEDALLION__BRONZE__MAX_TRANSACTION_SIZE": "7"},
+        env={
+            "MEDALLION__SPARK__MASTER": "spark://env:7077",
+            "MEDALLION__BRONZE__MAX_TRANSACTION_SIZE": "7",
+        },
         overrides={
             "spark.master": "local[2]",
             "spark.conf.spark.sql.shuffle.partitions": "2",
