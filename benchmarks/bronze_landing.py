@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from capture.synthetic import postgres_stream, write_lines  # noqa: E402
 
 DRIVER = r"""
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json import DebeziumJsonSource
@@ -44,9 +44,12 @@ agent = LandingAgent(DebeziumJsonSource("bench", path),
 t0 = time.perf_counter()
 result = agent.run()
 elapsed = time.perf_counter() - t0
+# VmHWM is this address space's peak RSS. Not ru_maxrss: Linux carries that across execve, so
+# it would report the parent's peak (the parent generated the input).
+hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status")
+               if line.startswith("VmHWM:"))
 print(json.dumps({"read": result.read, "landed": result.landed, "batches": result.batches,
-                  "seconds": elapsed,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "seconds": elapsed, "peak_rss_mib": hwm_kib / 1024}))
 """
 
 CONFIGS = (

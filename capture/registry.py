@@ -9,26 +9,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Any
 
 from capture.base import CaptureSource
+from pipeline.config import SourceType
 from pipeline.errors import ConfigError, NotBuiltError
 
 __all__ = ["SourceType", "AVAILABLE_SOURCES", "create_source"]
-
-
-class SourceType(StrEnum):
-    """Source kinds, the ``connector`` value of a ``sources[]`` entry."""
-
-    DEBEZIUM_JSON = "debezium_json"
-    POSTGRESQL = "postgresql"
-    MYSQL = "mysql"
-    MONGODB = "mongodb"
-    SQLSERVER = "sqlserver"
-    ORACLE = "oracle"
-    DB2 = "db2"
-    YUGABYTEDB = "yugabytedb"
 
 
 def load_debezium_json(config: Any) -> CaptureSource:
@@ -73,7 +60,7 @@ def create_source(config: Any) -> CaptureSource:
         ConfigError: Unknown connector kind (with the closest known kind).
         NotBuiltError: The kind is designed but not implemented yet.
     """
-    kind = str(config.connector)
+    kind = getattr(config, "kind", None) or str(config.connector)
     try:
         source_type = SourceType(kind)
     except ValueError:
