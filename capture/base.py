@@ -48,6 +48,9 @@ class CaptureSource(ABC):
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.follow = False
+        """Set by the agent when it keeps polling: the source may wait for data still being
+        written (an unterminated line, an open transaction) instead of taking what is there."""
 
     @abstractmethod
     def open(self, offset: Mapping[str, Any] | None) -> None:

@@ -29,7 +29,7 @@ import gc
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, ClassVar
 
 import orjson
 
@@ -106,8 +106,9 @@ class DebeziumJsonSource(CaptureSource):
         line_format: One of :data:`FORMATS`.
         connector_hint: Connector for records that carry no ``source`` block.
         masker: Column masks applied to row images before they reach bronze.
-        follow: Leave an unterminated last line for later (a writer may be mid-line); when
-            False the last line of a file counts even without a newline.
+
+    When the agent follows the source (``follow``), an unterminated last line is left for later
+    (a writer may be mid-line); otherwise the last line of a file counts without a newline.
     """
 
     KIND: ClassVar[str] = "debezium_json"
@@ -123,7 +124,6 @@ class DebeziumJsonSource(CaptureSource):
         line_format: str = "auto",
         connector_hint: str | None = None,
         masker: ColumnMasker | None = None,
-        follow: bool = False,
     ) -> None:
         super().__init__(name)
         if line_format not in FORMATS:
@@ -133,13 +133,11 @@ class DebeziumJsonSource(CaptureSource):
         self.line_format = line_format
         self.connector_hint = connector_hint
         self.masker = masker
-        self.follow = follow
         self._progress: dict[str, tuple[int, int]] = {}
         self._file: str | None = None
         self._resolvers: dict[str, PositionResolver] = {}
         self._last_partition: str | None = None
         self._schema_cache: dict[bytes, str] = {}
-        self._handle: BinaryIO | None = None
 
     @classmethod
     def from_config(cls, config: Any) -> DebeziumJsonSource:
@@ -184,12 +182,6 @@ class DebeziumJsonSource(CaptureSource):
                 for part, r in self._resolvers.items()
             },
         }
-
-    def close(self) -> None:
-        """Close the current file."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
 
     # --- files -------------------------------------------------------------------------------
     def _files(self) -> list[Path]:

@@ -102,6 +102,7 @@ class LandingAgent:
             StageFailed: Wraps any failure, naming the stage and batch.
         """
         writer, source, agent = self.writer, self.source, self.agent_id
+        source.follow = follow
         try:
             writer.ensure_tables()
             committed = writer.last_committed(agent)

@@ -325,3 +325,22 @@ def test_half_landed_batch_is_redone_over_the_same_range(tmp_path: Path) -> None
     assert Counter(ev.column(S.ORIGIN).to_pylist()).most_common(1)[0][1] == 1
     q = quarantine(lake).to_pylist()
     assert sorted(r[S.RAW] for r in q) == [b"[not, a, record]", b"{broken"]
+
+
+def test_following_waits_for_an_unterminated_line(tmp_path: Path) -> None:
+    stream = postgres_stream(snapshot_rows=2, transactions=4, seed=13)
+    lines = list(stream.lines("kafka_json", schemas=False))
+    path = tmp_path / "in.jsonl"
+    write_lines(path, iter(lines[:-1]))
+    last = lines[-1]
+    with path.open("ab") as f:
+        f.write(last[:25])  # a writer is in the middle of the last line
+    lake = tmp_path / "lake"
+    source = DebeziumJsonSource("shop", path)
+    agent = LandingAgent(source, BronzeWriter(BronzeTables.under(lake)), max_events=1000)
+    result = agent.run(follow=True, max_batches=1)
+    assert (result.landed, result.quarantined) == (len(lines) - 1, 0)
+    with path.open("ab") as f:
+        f.write(last[25:] + b"\n")
+    assert land(path, lake).landed == 1
+    assert events(lake).num_rows == len(lines)
