@@ -191,11 +191,21 @@ def status(state: _State) -> None:
 @cli.command(name="run")
 @click.option("--once", "mode", flag_value="once", default=True, help="Process what is there.")
 @click.option("--continuous", "mode", flag_value="continuous", help="Keep processing.")
+@click.option(
+    "--interval",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds between micro-batches with --continuous.",
+)
 @click.pass_obj
 @catch_exception
-def run_cmd(state: _State, mode: str) -> None:
-    """Decode bronze and MERGE into silver (not built yet)."""
-    raise NotBuiltError("silver decode + MERGE ('medallion run') arrives with the silver issue")
+def run_cmd(state: _State, mode: str, interval: float) -> None:
+    """Decode bronze and MERGE it into silver, exactly once, in source order."""
+    from pipeline.orchestration import run_silver
+
+    rows = run_silver(state.config, continuous=mode == "continuous", interval=interval)
+    state.output.result("silver", rows)
 
 
 @cli.command()

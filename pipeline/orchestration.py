@@ -18,7 +18,7 @@ from capture.registry import create_source
 from pipeline.errors import ConfigError
 from pipeline.landing import LandingAgent, LandingResult
 
-__all__ = ["land_sources", "bronze_status", "bronze_tables"]
+__all__ = ["land_sources", "bronze_status", "bronze_tables", "run_silver", "spark_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -108,3 +108,44 @@ def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, 
             }
         )
     return rows
+
+
+def spark_for(config: Any, lake_root: Path | None = None) -> Any:
+    """The configured SparkSession, with medallion's SQL functions and the lake's tables."""
+    from pipeline.spark import build_spark_session
+    from pipeline.spark_functions import register_functions
+
+    spark = build_spark_session(
+        master=config.spark.master,
+        app_name=config.spark.app_name,
+        lake_root=Path(lake_root) if lake_root else Path(config.lake.root),
+        conf=dict(config.spark.conf),
+        jars_dir=config.spark.jars_dir,
+    )
+    register_functions(spark)
+    return spark
+
+
+def run_silver(
+    config: Any, *, continuous: bool = False, interval: float = 10.0, lake_root: Path | None = None
+) -> list[dict[str, Any]]:
+    """Apply bronze to silver (once, or continuously); one summary row per silver table."""
+    from silver.job import SilverJob
+
+    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    job = SilverJob(spark_for(config, root), root)
+    if continuous:
+        job.run_continuous(interval)
+        return []
+    result = job.run_once()
+    return [
+        {
+            "table": name,
+            "merges": len(results),
+            "events": sum(r.events for r in results),
+            "inserted": sum(r.inserted for r in results),
+            "updated": sum(r.updated for r in results),
+            "quarantined": sum(0 if r.rejected is None else r.rejected.count() for r in results),
+        }
+        for name, results in result.merged.items()
+    ]

@@ -63,6 +63,8 @@ UPDATED_AT = "_cdc_updated_at"
 """When silver last wrote the row."""
 UNAVAILABLE = "_cdc_unavailable"
 """Input only: names of columns whose value was the unavailable-value placeholder."""
+ORIGIN = "__origin"
+"""Input only, optional: where the event came from; carried to rejected events."""
 
 METADATA_COLUMNS: tuple[str, ...] = (
     KEY,
@@ -142,8 +144,10 @@ def fold_and_collapse(changes: DataFrame, data_columns: Sequence[str]) -> DataFr
         carried = F.last(F.when(~missing, F.struct(col.alias("v"))), ignorenulls=True).over(upto)
         resolved.append(F.when(missing, carried["v"]).otherwise(col).alias(name))
         still_unavailable.append(F.when(missing & carried.isNull(), F.lit(name)))
+    passthrough = [c for c in changes.columns if c == ORIGIN]
     folded = segmented.select(
         *[F.col(c) for c in _INPUT_METADATA if c != UNAVAILABLE],
+        *passthrough,
         F.filter(F.array(*still_unavailable), lambda x: x.isNotNull()).alias(UNAVAILABLE)
         if still_unavailable
         else F.array().cast("array<string>").alias(UNAVAILABLE),

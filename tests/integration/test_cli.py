@@ -40,7 +40,7 @@ def test_help_lists_every_command() -> None:
     assert "--config" in result.output and "--log-level" in result.output
 
 
-@pytest.mark.parametrize("command", [["run"], ["run", "--continuous"], ["quality"], ["reconcile"]])
+@pytest.mark.parametrize("command", [["quality"], ["reconcile"]])
 def test_unbuilt_commands_say_so(command: list[str], tmp_path: Path) -> None:
     config = write_config(tmp_path)
     result = CliRunner().invoke(cli, ["--config", str(config), *command])
@@ -90,3 +90,18 @@ def test_unbuilt_source_kind_is_reported(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--config", str(config), "capture"])
     assert result.exit_code == EXIT_NOT_BUILT
     assert "mongodb capture agent is not built yet" in result.output
+
+
+@pytest.mark.spark
+def test_capture_then_run_fills_silver(spark: object, tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--config", str(config), "capture"]).exit_code == 0
+    result = runner.invoke(cli, ["--config", str(config), "--output", "json", "run", "--once"])
+    assert result.exit_code == 0, result.output
+    rows = {r["table"]: r for r in json.loads(result.output.strip().splitlines()[-1])["rows"]}
+    assert set(rows) == {"shop__public__customers", "shop__public__orders"}
+    assert all(r["inserted"] > 0 and r["quarantined"] == 0 for r in rows.values())
+    again = runner.invoke(cli, ["--config", str(config), "--output", "json", "run"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output.strip().splitlines()[-1])["rows"] == []
