@@ -88,12 +88,13 @@ _Pending = tuple["_Line", ChangeEvent, _Parsed, str]
 
 
 class _Line:
-    __slots__ = ("raw", "number", "end")
+    __slots__ = ("raw", "number", "end", "file")
 
-    def __init__(self, raw: bytes, number: int, end: int) -> None:
+    def __init__(self, raw: bytes, number: int, end: int, file: str) -> None:
         self.raw = raw
         self.number = number
         self.end = end
+        self.file = file
 
 
 class DebeziumJsonSource(CaptureSource):
@@ -134,7 +135,6 @@ class DebeziumJsonSource(CaptureSource):
         self.connector_hint = connector_hint
         self.masker = masker
         self._progress: dict[str, tuple[int, int]] = {}
-        self._file: str | None = None
         self._resolvers: dict[str, PositionResolver] = {}
         self._last_partition: str | None = None
         self._schema_cache: dict[bytes, str] = {}
@@ -217,7 +217,6 @@ class DebeziumJsonSource(CaptureSource):
                 continue
             if size == byte:
                 continue
-            self._file = key
             try:
                 handle = path.open("rb")
             except FileNotFoundError as exc:
@@ -230,7 +229,7 @@ class DebeziumJsonSource(CaptureSource):
                     number += 1
                     if not raw.endswith(b"\n") and self.follow:
                         return  # a writer may still be appending this line
-                    yield _Line(raw, number, pos)
+                    yield _Line(raw, number, pos, key)
 
     # --- reading -----------------------------------------------------------------------------
     def read_batch(
@@ -270,7 +269,7 @@ class DebeziumJsonSource(CaptureSource):
             if not stripped:
                 self._consume(line)
                 continue
-            origin = f"{self._file}:{line.number}"
+            origin = f"{line.file}:{line.number}"
             try:
                 parsed = parse(stripped, origin)
                 event = classify(parsed[0], origin=origin, connector_hint=hint)
@@ -325,8 +324,8 @@ class DebeziumJsonSource(CaptureSource):
         )
 
     def _consume(self, line: _Line) -> None:
-        assert self._file is not None
-        self._progress[self._file] = (line.end, line.number)
+        # A held-back control line may belong to an earlier file than the one being read.
+        self._progress[line.file] = (line.end, line.number)
 
     def _land(
         self,

@@ -30,8 +30,16 @@ the columns of the last value schema emitted for it; :meth:`SourceHistory.source
 unprojected rows.
 
 Strategies: :func:`histories` draws histories; :func:`deliveries` re-delivers a record list the
-way Debezium does after crashes. :func:`to_jsonl` writes records as ``kafka_json`` lines for the
-``debezium_json`` source.
+way Debezium does after crashes (a :class:`Delivery` of batches). :func:`to_jsonl` writes records
+as ``kafka_json`` lines for the ``debezium_json`` source. Test support: needs ``hypothesis``
+(the ``dev`` extra).
+
+Example:
+    >>> h = SourceHistory(("customers",), (Transaction((Insert("customers", 1, {"qty": 2}),)),))
+    >>> [r.topic for r in h.records()]
+    ['hist.transaction', 'hist.public.customers', 'hist.transaction']
+    >>> h.final_state()
+    {'public.customers': {'{"id":1}': {'id': 1, 'qty': 2, 'label': None, 'notes': None}}}
 """
 
 from __future__ import annotations

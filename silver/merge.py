@@ -80,6 +80,8 @@ _INPUT_METADATA = (KEY, POSITION, OP, SOURCE_TS, TX_ID, BRONZE_BATCH, UNAVAILABL
 
 PURGE_HORIZON_PROPERTY = "medallion.purgeHorizon"
 """Table property: hex of the highest position of a purged tombstone."""
+TRUNCATE_HORIZON_PROPERTY = "medallion.truncateHorizon"
+"""Table property: hex of the position of the latest truncate applied."""
 
 _SEGMENT = "__segment"
 _RANK = "__rank"
@@ -187,12 +189,22 @@ def ensure_table(
         logger.info("added columns %s to %s", [f.name for f in new], path)
 
 
-def _purge_horizon(spark: SparkSession, path: str) -> bytes | None:
+def _horizon(spark: SparkSession, path: str, prop: str) -> bytes | None:
     from delta.tables import DeltaTable
 
     detail = DeltaTable.forPath(spark, path).detail().collect()[0]
-    value = (detail["properties"] or {}).get(PURGE_HORIZON_PROPERTY)
+    value = (detail["properties"] or {}).get(prop)
     return bytes.fromhex(value) if value else None
+
+
+def _set_horizon(spark: SparkSession, path: str, prop: str, position: bytes) -> None:
+    current = _horizon(spark, path, prop)
+    if current is not None and current >= position:
+        return
+    spark.sql(
+        f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES "
+        f"({_sql_string(prop)} = {_sql_string(position.hex())})"
+    )
 
 
 def _with_txn(spark: SparkSession, app_id: str, version: int) -> None:
@@ -259,13 +271,25 @@ def apply_changes(
         )
         joined = last.join(target, last[KEY] == target["__t_key"], "left")
         live = joined["__t_key"].isNotNull() & ~joined["__t_deleted"]
-        placeholder_orphan = (F.size(UNAVAILABLE) > 0) & (F.col(OP) == "u") & ~live
-        horizon = _purge_horizon(spark, path)
+        # Placeholders left after the in-batch fold need the stored row. A create can carry them
+        # too (PostgreSQL's primary-key move with unchanged TOAST columns): its values are on the
+        # old key's row, which this MERGE does not look up, so such a create is refused rather
+        # than inserted with NULLs.
+        placeholder_orphan = (F.size(UNAVAILABLE) > 0) & F.col(OP).isin("c", "u", "r") & ~live
+        horizon = _horizon(spark, path, PURGE_HORIZON_PROPERTY)
         too_old = (
             joined["__t_key"].isNull() & (F.col(POSITION) < F.lit(horizon))
             if horizon is not None
             else F.lit(False)
         )
+        # A key silver never held, changed before the latest truncate: the truncate erased it.
+        truncated = _horizon(spark, path, TRUNCATE_HORIZON_PROPERTY)
+        before_truncate = (
+            joined["__t_key"].isNull() & (F.col(POSITION) < F.lit(truncated))
+            if truncated is not None
+            else F.lit(False)
+        )
+        joined = joined.where(~before_truncate)
         reason = F.when(
             placeholder_orphan,
             F.concat(
@@ -365,6 +389,7 @@ def apply_truncate(
     finally:
         _clear_txn(spark)
     metrics = DeltaTable.forPath(spark, path).history(1).collect()[0]["operationMetrics"]
+    _set_horizon(spark, path, TRUNCATE_HORIZON_PROPERTY, position)
     return int(metrics.get("numUpdatedRows", 0))
 
 
@@ -388,8 +413,7 @@ def purge_tombstones(spark: SparkSession, path: str, *, older_than_hours: float)
     top: Any = doomed.agg(F.max(POSITION)).collect()[0][0]
     if top is None:
         return 0
-    current = _purge_horizon(spark, path)
-    horizon = max(bytes(top), current) if current else bytes(top)
+    horizon = bytes(top)
     DeltaTable.forPath(spark, path).delete(F.col(DELETED) & (F.col(UPDATED_AT) < cutoff))
     removed = int(
         DeltaTable.forPath(spark, path)
@@ -397,9 +421,6 @@ def purge_tombstones(spark: SparkSession, path: str, *, older_than_hours: float)
         .collect()[0]["operationMetrics"]
         .get("numDeletedRows", 0)
     )
-    spark.sql(
-        f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES "
-        f"({_sql_string(PURGE_HORIZON_PROPERTY)} = {_sql_string(horizon.hex())})"
-    )
+    _set_horizon(spark, path, PURGE_HORIZON_PROPERTY, horizon)
     logger.info("purged %s tombstone rows from %s; horizon %s", removed, path, horizon.hex())
     return removed

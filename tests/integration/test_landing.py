@@ -344,3 +344,19 @@ def test_following_waits_for_an_unterminated_line(tmp_path: Path) -> None:
         f.write(last[25:] + b"\n")
     assert land(path, lake).landed == 1
     assert events(lake).num_rows == len(lines)
+
+
+def test_leading_control_record_in_its_own_file_lands_once(tmp_path: Path) -> None:
+    stream = postgres_stream(snapshot_rows=0, transactions=3, seed=41)
+    lines = list(stream.lines("kafka_json", schemas=False))
+    assert b'"BEGIN"' in lines[0]
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    write_lines(inbox / "a.jsonl", iter(lines[:1]))  # only the first BEGIN
+    write_lines(inbox / "b.jsonl", iter(lines[1:]))
+    lake = tmp_path / "lake"
+    assert land(inbox, lake).landed == len(lines)
+    assert land(inbox, lake).landed == 0
+    rows = sorted(events(lake).to_pylist(), key=lambda r: r[S.POSITION])
+    assert rows[0][S.TX_STATUS] == "BEGIN" and rows[0][S.ORIGIN] == "a.jsonl:1"
+    assert Counter(r[S.ORIGIN] for r in rows).most_common(1)[0][1] == 1

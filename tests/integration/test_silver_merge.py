@@ -160,3 +160,22 @@ def test_purged_tombstones_report_would_have_resurrected(spark: Any, tmp_path: P
     [rejected] = result.rejected.collect()
     assert rejected[KEY] == '{"id":1}' and "would have resurrected" in rejected["__reason"]
     assert set(rows(spark, t)) == {2, 5}
+
+
+def test_late_event_before_a_truncate_does_not_insert_a_new_key(spark: Any, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    apply(spark, t, ev(1, "c", 1, "a"))
+    apply_truncate(spark, str(t), pos(5), txn_app_id="test", txn_version=next(_versions))
+    result = apply(spark, t, ev(3, "c", 7, "erased by the truncate"), ev(6, "c", 8, "kept"))
+    assert result.rejected is None
+    assert set(rows(spark, t)) == {8}
+
+
+def test_create_with_an_unresolvable_placeholder_is_refused(spark: Any, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    # A primary-key move with an unchanged TOAST column: the create carries the placeholder.
+    result = apply(spark, t, ev(1, "c", 4, "moved", P, ("notes",)))
+    assert result.rejected is not None
+    [rejected] = result.rejected.collect()
+    assert "placeholder" in rejected["__reason"]
+    assert rows(spark, t) == {}

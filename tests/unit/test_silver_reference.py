@@ -60,7 +60,7 @@ from silver.reference import (
 pytestmark = pytest.mark.unit
 
 PROPERTY = settings(max_examples=100, deadline=None)
-FEWER = settings(max_examples=25, deadline=None)
+FEWER = settings(max_examples=40, deadline=None)
 
 T = "public.customers"
 
@@ -79,10 +79,6 @@ def history(*transactions: Sequence[Any], snapshot: Sequence[Insert] = ()) -> So
 def replayed(records: Sequence[ConnectRecord]) -> tuple[LiveRows, list[Problem]]:
     problems: list[Problem] = []
     return replay(events_from_records(records), problems=problems), problems
-
-
-def flat(batches: Sequence[Sequence[ConnectRecord]]) -> list[ConnectRecord]:
-    return list(itertools.chain.from_iterable(batches))
 
 
 def labels(state: LiveRows, collection: str = T) -> dict[str, Any]:
@@ -106,7 +102,7 @@ def test_replay_is_invariant_under_redelivery(
     case: tuple[SourceHistory, Delivery],
 ) -> None:
     h, batches = case
-    state, problems = replayed(flat(batches))
+    state, problems = replayed(batches.records())
     assert problems == []
     assert state == h.final_state()
 
@@ -131,7 +127,7 @@ def test_batch_by_batch_application_equals_the_ground_truth(
 ) -> None:
     """Silver applies bronze micro-batches one after the other: each sorted, state kept."""
     h, batches = case
-    events = iter(events_from_records(flat(batches)))
+    events = iter(events_from_records(batches.records()))
     state = SilverState()
     problems: list[Problem] = []
     for batch in batches:
