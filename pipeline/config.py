@@ -58,9 +58,9 @@ Three layers, later ones win: the YAML file, then environment variables, then th
 passed to :func:`load_config`.
 
 Environment variables are named ``MEDALLION__<SECTION>__<KEY>``. ``<SECTION>`` is ``LAKE``,
-``SPARK``, ``BRONZE``, ``LOGGING`` or ``SOURCES__<SOURCE NAME>``. ``<KEY>`` is a key of that
-section upper-cased, with ``.`` and ``-`` written as ``_``; the variable is matched against the
-section's known keys, so the mapping is unambiguous::
+``SPARK``, ``BRONZE``, ``SILVER``, ``LOGGING`` or ``SOURCES__<SOURCE NAME>``. ``<KEY>`` is a key
+of that section upper-cased, with ``.`` and ``-`` written as ``_``; the variable is matched
+against the section's known keys, so the mapping is unambiguous::
 
     MEDALLION__SPARK__MASTER=spark://x:7077              -> spark.master
     MEDALLION__SPARK__APP_NAME=nightly                   -> spark.app.name
@@ -128,6 +128,7 @@ __all__ = [
     "LakeConfig",
     "SparkConfig",
     "BronzeConfig",
+    "SilverConfig",
     "LoggingConfig",
     "SourceType",
     "SourceConfig",
@@ -174,6 +175,7 @@ _CTX_REJECT_LITERAL_SECRETS = "reject_literal_secrets"
 LAKE = "lake"
 SPARK = "spark"
 BRONZE = "bronze"
+SILVER = "silver"
 LOGGING = "logging"
 SOURCES = "sources"
 
@@ -195,6 +197,10 @@ BRONZE_MAX_BATCH_SIZE = "max.batch.size"
 BRONZE_MAX_BATCH_SIZE_DEFAULT = 20_000
 BRONZE_MAX_TRANSACTION_SIZE = "max.transaction.size"
 BRONZE_MAX_TRANSACTION_SIZE_DEFAULT = 100_000
+
+# --- silver ---------------------------------------------------------------------------------
+SILVER_TOMBSTONE_RETENTION_HOURS = "tombstone.retention.hours"
+SILVER_TOMBSTONE_RETENTION_HOURS_DEFAULT = 168.0
 
 # --- logging --------------------------------------------------------------------------------
 LOG_LEVEL = "level"
@@ -954,6 +960,17 @@ class BronzeConfig(ConfigModel):
     """A transaction larger than this is committed in parts, flagged ``tx_partial``."""
 
 
+class SilverConfig(ConfigModel):
+    """How silver applies bronze."""
+
+    tombstone_retention_hours: Annotated[float, Field(ge=0)] = _key(
+        SILVER_TOMBSTONE_RETENTION_HOURS_DEFAULT, SILVER_TOMBSTONE_RETENTION_HOURS
+    )
+    """Deleted rows stay as tombstone rows this long, so a late older event cannot resurrect
+    them; after the purge, such an event is reported ("would have resurrected"), never applied.
+    Set it above the longest delay you expect between a change and its arrival in bronze."""
+
+
 class LoggingConfig(ConfigModel):
     """Logging level; only the CLI installs handlers."""
 
@@ -1645,6 +1662,8 @@ class PipelineConfig(ConfigModel):
     """How to build the SparkSession."""
     bronze: BronzeConfig = Field(default_factory=dict, validate_default=True)
     """How records are landed in bronze."""
+    silver: SilverConfig = Field(default_factory=dict, validate_default=True)
+    """How silver applies bronze."""
     logging: LoggingConfig = Field(default_factory=dict, validate_default=True)
     """Log level."""
     sources: tuple[SourceConfig, ...] = ()
@@ -1698,6 +1717,7 @@ _SECTION_MODELS: Mapping[str, type[ConfigModel]] = {
     LAKE: LakeConfig,
     SPARK: SparkConfig,
     BRONZE: BronzeConfig,
+    SILVER: SilverConfig,
     LOGGING: LoggingConfig,
 }
 

@@ -133,7 +133,11 @@ def run_silver(
     from silver.job import SilverJob
 
     root = Path(lake_root) if lake_root else Path(config.lake.root)
-    job = SilverJob(spark_for(config, root), root)
+    job = SilverJob(
+        spark_for(config, root),
+        root,
+        tombstone_retention_hours=config.silver.tombstone_retention_hours,
+    )
     if continuous:
         job.run_continuous(interval)
         return []

@@ -60,6 +60,7 @@ class SilverRunResult:
         quarantined: Events refused into ``silver/_quarantine``.
         messages: Logical messages appended to ``silver/_messages``.
         ignored: Bronze rows that change no table (tombstones, BEGIN/END, heartbeats, DDL).
+        purged: Tombstone rows purged after the retention.
     """
 
     batches: int = 0
@@ -68,6 +69,7 @@ class SilverRunResult:
     quarantined: int = 0
     messages: int = 0
     ignored: int = 0
+    purged: int = 0
 
 
 class SilverJob:
@@ -76,15 +78,24 @@ class SilverJob:
     Args:
         spark: The session (with Delta).
         lake_root: The lake root (``bronze/`` and ``silver/`` under it).
+        tombstone_retention_hours: Purge tombstone rows older than this after each run; None
+            keeps them.
     """
 
-    def __init__(self, spark: SparkSession, lake_root: Path) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        lake_root: Path,
+        *,
+        tombstone_retention_hours: float | None = None,
+    ) -> None:
         self.spark = spark
         self.root = Path(lake_root)
         self.bronze = self.root / "bronze" / "events"
         self.silver = self.root / "silver"
         self.checkpoint = self.silver / "_checkpoints" / "bronze_events"
         self.result = SilverRunResult()
+        self.retention = tombstone_retention_hours
         self._schemas: dict[str, dict[str, Any]] = {}
 
     # --- driving ----------------------------------------------------------------------------
@@ -99,7 +110,20 @@ class SilverJob:
             .start()
         )
         query.awaitTermination()
+        self.purge()
         return self.result
+
+    def purge(self) -> int:
+        """Purge tombstone rows older than the retention from the tables this run touched."""
+        if self.retention is None:
+            return 0
+        purged = 0
+        for name in self.result.merged:
+            purged += M.purge_tombstones(
+                self.spark, str(self.silver / name), older_than_hours=self.retention
+            )
+        self.result.purged += purged
+        return purged
 
     def run_continuous(self, interval_seconds: float = 10.0) -> None:
         """Keep applying new bronze rows every ``interval_seconds`` until stopped."""

@@ -61,3 +61,30 @@ def test_silver_equals_source_and_reruns_change_nothing(
         assert live(spark, lake, f"public.{table}", columns) == expected, table
     again = SilverJob(spark, lake).run_once()
     assert again.batches == 0 and again.events == 0
+
+
+def test_purged_tombstones_turn_late_events_into_reports(spark: Any, tmp_path: Path) -> None:
+    stream = postgres_stream(snapshot_rows=4, transactions=30, seed=23)
+    path = tmp_path / "in.jsonl"
+    lines = list(stream.lines("kafka_json", schemas=True))
+    write_lines(path, iter(lines))
+    lake = tmp_path / "lake"
+    land(path, lake)
+    first = SilverJob(spark, lake, tombstone_retention_hours=0).run_once()
+    assert first.purged > 0
+    # Debezium redelivers everything (an old offset): events of purged keys must not come back.
+    with path.open("ab") as f:
+        for line in lines:
+            f.write(line + b"\n")
+    land(path, lake)
+    again = SilverJob(spark, lake).run_once()
+    assert again.quarantined > 0
+    reasons = {
+        r["reason"]
+        for r in spark.read.format("delta").load(str(lake / "silver" / "_quarantine")).collect()
+    }
+    assert any("would have resurrected" in reason for reason in reasons)
+    expected = {
+        i: {c: row[c] for c in COLUMNS["orders"]} for i, row in stream.final_state["orders"].items()
+    }
+    assert live(spark, lake, "public.orders", COLUMNS["orders"]) == expected
