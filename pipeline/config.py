@@ -201,6 +201,8 @@ BRONZE_MAX_TRANSACTION_SIZE_DEFAULT = 100_000
 # --- silver ---------------------------------------------------------------------------------
 SILVER_TOMBSTONE_RETENTION_HOURS = "tombstone.retention.hours"
 SILVER_TOMBSTONE_RETENTION_HOURS_DEFAULT = 168.0
+SILVER_TRANSACTION_TIMEOUT_SECONDS = "transaction.timeout.seconds"
+SILVER_TRANSACTION_TIMEOUT_SECONDS_DEFAULT = 300.0
 
 # --- logging --------------------------------------------------------------------------------
 LOG_LEVEL = "level"
@@ -969,6 +971,11 @@ class SilverConfig(ConfigModel):
     """Deleted rows stay as tombstone rows this long, so a late older event cannot resurrect
     them; after the purge, such an event is reported ("would have resurrected"), never applied.
     Set it above the longest delay you expect between a change and its arrival in bronze."""
+    transaction_timeout_seconds: Annotated[float, Field(ge=0)] = _key(
+        SILVER_TRANSACTION_TIMEOUT_SECONDS_DEFAULT, SILVER_TRANSACTION_TIMEOUT_SECONDS
+    )
+    """A source transaction waits this long for its END record (Debezium emits it only when the
+    next transaction starts) before it is applied as far as it arrived."""
 
 
 class LoggingConfig(ConfigModel):

@@ -137,6 +137,7 @@ def run_silver(
         spark_for(config, root),
         root,
         tombstone_retention_hours=config.silver.tombstone_retention_hours,
+        transaction_timeout_seconds=config.silver.transaction_timeout_seconds,
     )
     if continuous:
         job.run_continuous(interval)

@@ -14,12 +14,16 @@ Per micro-batch and source table:
   changes before a truncate, the truncate, and changes after it apply in source order;
 * refused events go to ``silver/_quarantine`` with the reason and their bronze coordinates;
 * logical messages (op ``m``) are appended to ``silver/_messages``;
-* one row per table goes to ``silver/_cuts``: the bronze batch, the highest position applied and
-  the table's Delta version, so gold can read every table at one consistent cut.
+* data events of a source transaction wait in ``silver/_pending`` until the transaction is
+  complete (:mod:`silver.transactions`);
+* one row per table goes to ``silver/_cuts``: the bronze batch, the highest position applied,
+  the first position still waiting for its transaction (the cut is consistent below it) and the
+  table's Delta version, so gold can read every table at one consistent cut.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import re
 from collections.abc import Mapping
@@ -61,6 +65,7 @@ class SilverRunResult:
         messages: Logical messages appended to ``silver/_messages``.
         ignored: Bronze rows that change no table (tombstones, BEGIN/END, heartbeats, DDL).
         purged: Tombstone rows purged after the retention.
+        tx_timed_out: Transactions applied without their END after the timeout.
     """
 
     batches: int = 0
@@ -70,6 +75,7 @@ class SilverRunResult:
     messages: int = 0
     ignored: int = 0
     purged: int = 0
+    tx_timed_out: int = 0
 
 
 class SilverJob:
@@ -80,6 +86,8 @@ class SilverJob:
         lake_root: The lake root (``bronze/`` and ``silver/`` under it).
         tombstone_retention_hours: Purge tombstone rows older than this after each run; None
             keeps them.
+        transaction_timeout_seconds: How long a transaction waits in ``silver/_pending`` for
+            its END record before it is applied as far as it arrived.
     """
 
     def __init__(
@@ -88,6 +96,7 @@ class SilverJob:
         lake_root: Path,
         *,
         tombstone_retention_hours: float | None = None,
+        transaction_timeout_seconds: float = 300.0,
     ) -> None:
         self.spark = spark
         self.root = Path(lake_root)
@@ -96,6 +105,8 @@ class SilverJob:
         self.checkpoint = self.silver / "_checkpoints" / "bronze_events"
         self.result = SilverRunResult()
         self.retention = tombstone_retention_hours
+        self.transaction_timeout = transaction_timeout_seconds
+        self.pending = self.silver / "_pending"
         self._schemas: dict[str, dict[str, Any]] = {}
 
     # --- driving ----------------------------------------------------------------------------
@@ -138,8 +149,21 @@ class SilverJob:
         query.awaitTermination()
 
     # --- one micro-batch --------------------------------------------------------------------
-    def _process(self, batch: DataFrame, batch_id: int) -> None:
-        batch = batch.cache()
+    def _process(self, micro_batch: DataFrame, batch_id: int) -> None:
+        from delta.tables import DeltaTable
+
+        from silver.transactions import split_complete
+
+        columns = micro_batch.columns
+        rows = micro_batch
+        if DeltaTable.isDeltaTable(self.spark, str(self.pending)):
+            rows = rows.unionByName(self.spark.read.format("delta").load(str(self.pending)))
+        split = split_complete(
+            rows, now=dt.datetime.now(dt.UTC), timeout_seconds=self.transaction_timeout
+        )
+        self.result.tx_timed_out += split.timed_out
+        waiting = split.waiting.select(*columns).localCheckpoint()
+        batch = split.ready.select(*columns).cache()
         try:
             self.result.batches += 1
             counts = {
@@ -167,11 +191,27 @@ class SilverJob:
                     row[B.SOURCE],
                     row[B.COLLECTION],
                     batch_id,
+                    waiting,
                 )
+            # Last, so that a replay of this micro-batch still sees the rows it applies.
+            (
+                waiting.write.format("delta")
+                .mode("overwrite")
+                .option("txnAppId", "medallion-silver:_pending")
+                .option("txnVersion", batch_id)
+                .save(str(self.pending))
+            )
         finally:
             batch.unpersist()
 
-    def _apply_table(self, events: DataFrame, source: str, collection: str, batch_id: int) -> None:
+    def _apply_table(
+        self,
+        events: DataFrame,
+        source: str,
+        collection: str,
+        batch_id: int,
+        waiting: DataFrame,
+    ) -> None:
         name = silver_table_name(source, collection)
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
@@ -212,7 +252,7 @@ class SilverJob:
                 )
                 step += 1
             lower = upper
-        self._record_cut(name, source, collection, batch_id, events)
+        self._record_cut(name, source, collection, batch_id, events, waiting)
 
     # --- decoding ---------------------------------------------------------------------------
     def _decode(self, events: DataFrame) -> tuple[DataFrame, list[str]]:
@@ -336,7 +376,13 @@ class SilverJob:
         self.result.messages += n
 
     def _record_cut(
-        self, name: str, source: str, collection: str, batch_id: int, events: DataFrame
+        self,
+        name: str,
+        source: str,
+        collection: str,
+        batch_id: int,
+        events: DataFrame,
+        waiting: DataFrame,
     ) -> None:
         from delta.tables import DeltaTable
 
@@ -345,10 +391,13 @@ class SilverJob:
             return
         version = DeltaTable.forPath(self.spark, path).history(1).collect()[0]["version"]
         top = events.agg(F.max(B.POSITION)).collect()[0][0]
+        first_waiting = (
+            waiting.where(F.col(B.SOURCE) == source).agg(F.min(B.POSITION)).collect()[0][0]
+        )
         cut = self.spark.createDataFrame(
-            [(batch_id, source, collection, name, top, version)],
+            [(batch_id, source, collection, name, top, first_waiting, version)],
             "silver_batch long, source string, collection string, silver_table string, "
-            "position binary, table_version long",
+            "position binary, waiting_from binary, table_version long",
         ).withColumn("recorded_at", F.current_timestamp())
         cut.write.format("delta").mode("append").save(str(self.silver / "_cuts"))
 

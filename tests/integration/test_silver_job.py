@@ -88,3 +88,53 @@ def test_purged_tombstones_turn_late_events_into_reports(spark: Any, tmp_path: P
         i: {c: row[c] for c in COLUMNS["orders"]} for i, row in stream.final_state["orders"].items()
     }
     assert live(spark, lake, "public.orders", COLUMNS["orders"]) == expected
+
+
+def _cut_inside_a_transaction(lines: list[bytes]) -> tuple[int, str]:
+    """Index just after the first data event of a multi-event streamed transaction, and its id."""
+    import orjson
+
+    for i, line in enumerate(lines):
+        value = orjson.loads(line)["value"]
+        if isinstance(value, dict) and value.get("status") == "BEGIN":
+            end = next(j for j in range(i, len(lines)) if b'"END"' in lines[j])
+            if end - i > 3:
+                return i + 2, str(value["id"])
+    raise AssertionError("no multi-event transaction")
+
+
+@pytest.mark.parametrize("timeout", [3600.0, 0.0])
+def test_incomplete_transactions_wait_for_their_end(
+    spark: Any, tmp_path: Path, timeout: float
+) -> None:
+    stream = postgres_stream(snapshot_rows=3, transactions=20, seed=29)
+    lines = list(stream.lines("kafka_json", schemas=False))
+    cut, tx_id = _cut_inside_a_transaction(lines)
+    path = tmp_path / "in.jsonl"
+    write_lines(path, iter(lines[:cut]))
+    lake = tmp_path / "lake"
+    land(path, lake)
+    first = SilverJob(spark, lake, transaction_timeout_seconds=timeout).run_once()
+    applied = set()
+    for table in COLUMNS:
+        path_t = lake / "silver" / silver_table_name("shop", f"public.{table}")
+        applied |= {
+            r[0]
+            for r in spark.read.format("delta").load(str(path_t)).select("_cdc_tx_id").collect()
+        }
+    pending = spark.read.format("delta").load(str(lake / "silver" / "_pending"))
+    if timeout:
+        assert tx_id not in applied and first.tx_timed_out == 0
+        assert {r["tx_id"] for r in pending.collect()} == {tx_id}
+    else:
+        assert tx_id in applied and first.tx_timed_out == 1
+        assert pending.count() == 0
+    with path.open("ab") as f:
+        for line in lines[cut:]:
+            f.write(line + b"\n")
+    land(path, lake)
+    SilverJob(spark, lake, transaction_timeout_seconds=timeout).run_once()
+    assert spark.read.format("delta").load(str(lake / "silver" / "_pending")).count() == 0
+    for table, columns in COLUMNS.items():
+        expected = {i: {c: row[c] for c in columns} for i, row in stream.final_state[table].items()}
+        assert live(spark, lake, f"public.{table}", columns) == expected, table
