@@ -9,7 +9,8 @@ micro-batch again, the tables it had already merged skip it.
 Per micro-batch and source table:
 
 * data events are decoded with the Connect schema each was written with (``value_schema_id``),
-  never today's; events without a schema are decoded with a schema inferred from the batch;
+  never today's; events without a schema (``schemas.enable=false``) with the newest registered
+  schema of their table, or, when there is none, a schema inferred from the batch;
 * the changes are applied by :func:`silver.merge.apply_changes`, split at truncates so that
   changes before a truncate, the truncate, and changes after it apply in source order;
 * refused events go to ``silver/_quarantine`` with the reason and their bronze coordinates;
@@ -323,6 +324,9 @@ class SilverJob:
                     raise LookupError(f"schema {schema_id} is not in {registry}")
                 self._schemas[schema_id] = orjson.loads(found[0][0])
             return self._schemas[schema_id]
+        registered = self._registered_schema(subset)
+        if registered is not None:
+            return registered
         from silver import types as T
 
         samples = [
@@ -340,6 +344,32 @@ class SilverJob:
                 {"type": "string", "optional": False, "field": "op"},
             ],
         }
+
+    def _registered_schema(self, subset: DataFrame) -> dict[str, Any] | None:
+        """The newest registered envelope schema of the subset's table, for schema-less events.
+
+        Debezium names a table's envelope schema ``<server>.<collection>.Envelope``; bronze keeps
+        the server name in ``source_partition``. Decoding schema-less events with it keeps one
+        type per column when a producer switches ``schemas.enable`` off.
+        """
+        names = [
+            f"{r[0].split('/')[0]}.{r[1]}.Envelope"
+            for r in subset.select(B.SOURCE_PARTITION, B.COLLECTION).distinct().collect()
+            if r[0] and r[1]
+        ]
+        if not names:
+            return None
+        registry = self.root / "bronze" / "schemas"
+        found = (
+            self.spark.read.format("delta")
+            .load(str(registry))
+            .where(F.col(B.SCHEMA_NAME).isin(names))
+            .orderBy(F.col(B.FIRST_SEEN_TS).desc())
+            .select(B.SCHEMA_JSON)
+            .limit(1)
+            .collect()
+        )
+        return orjson.loads(found[0][0]) if found else None
 
     # --- side tables ------------------------------------------------------------------------
     def _quarantine(self, rejected: DataFrame, source: str, collection: str, batch_id: int) -> None:
