@@ -28,7 +28,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipeline.sql import quote_identifier
+from pipeline.sql import quote_identifier, quote_string_literal
 
 __all__ = [
     "MergeResult",
@@ -203,7 +203,7 @@ def _set_horizon(spark: SparkSession, path: str, prop: str, position: bytes) -> 
         return
     spark.sql(
         f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES "
-        f"({_sql_string(prop)} = {_sql_string(position.hex())})"
+        f"({quote_string_literal(prop)} = {quote_string_literal(position.hex())})"
     )
 
 
@@ -311,7 +311,7 @@ def apply_changes(
             src, tgt = f"{s}.{quote_identifier(name)}", f"{t}.{quote_identifier(name)}"
             sets[quote_identifier(name)] = F.expr(
                 f"CASE WHEN {s}.{OP} = 'd' OR array_contains({s}.{UNAVAILABLE}, "
-                f"{_sql_string(name)}) THEN {tgt} ELSE {src} END"
+                f"{quote_string_literal(name)}) THEN {tgt} ELSE {src} END"
             )
         meta = {
             POSITION: F.col(f"{s}.{POSITION}"),
@@ -354,10 +354,6 @@ def apply_changes(
         )
     finally:
         changes.unpersist()
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def apply_truncate(
