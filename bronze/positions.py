@@ -219,6 +219,8 @@ def _slot_setters(cls: type, *names: str) -> tuple[_Setter, ...]:
     The internal ``_new`` constructors set fields through these instead of the frozen dataclass
     ``__init__`` (``object.__setattr__`` per field), which halves construction time on the
     landing path. They are used only with components that were already parsed and range-checked.
+    Each class unrolls its own ``_new`` on purpose: one generic constructor looping over the
+    setters measured 2.98 us instead of 2.18 us per resolved PostgreSQL position.
     """
     return tuple(cls.__dict__[name].__set__ for name in names)
 

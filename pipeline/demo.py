@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipeline.orchestration import bronze_tables, land_sources
+from pipeline.orchestration import bronze_tables, land_sources, spark_for
 from pipeline.sql import qualified
 
 __all__ = ["run_demo"]
@@ -44,18 +44,9 @@ def run_demo(config: Any, output: Any, *, lake_root: Path | None = None) -> None
             for r in results
         ],
     )
-    from pipeline.spark import build_spark_session, register_lake_tables
+    from pipeline.spark import register_lake_tables
 
-    spark = build_spark_session(
-        master=config.spark.master,
-        app_name=config.spark.app_name,
-        lake_root=root,
-        conf=dict(config.spark.conf),
-        jars_dir=config.spark.jars_dir,
-    )
-    from pipeline.spark_functions import register_functions
-
-    register_functions(spark)
+    spark = spark_for(config, root)
     names = register_lake_tables(spark, root)
     output.message(f"2. Spark SQL sees: {', '.join(sorted(names))}")
     queries = (

@@ -150,7 +150,7 @@ def run_silver(
             "events": sum(r.events for r in results),
             "inserted": sum(r.inserted for r in results),
             "updated": sum(r.updated for r in results),
-            "quarantined": sum(0 if r.rejected is None else r.rejected.count() for r in results),
+            "quarantined": sum(r.rejected_count for r in results),
         }
         for name, results in result.merged.items()
     ]

@@ -221,7 +221,6 @@ class SilverJob:
             for r in events.where(F.col(B.OP) == "t").select(B.POSITION).collect()
         )
         changes, data_columns = self._decode(events.where(F.col(B.OP).isin("c", "u", "d", "r")))
-        self.result.events += changes.count()
         step = 0
         bounds: list[bytes | None] = [*truncates, None]
         lower: bytes | None = None
@@ -240,9 +239,10 @@ class SilverJob:
                 txn_version=batch_id * _STEPS_PER_BATCH + step,
             )
             step += 1
+            self.result.events += result.events
             self.result.merged.setdefault(name, []).append(result)
             if result.rejected is not None:
-                self._quarantine(result.rejected, source, collection, batch_id)
+                self._quarantine(result, source, collection, batch_id)
             if upper is not None:
                 M.apply_truncate(
                     self.spark,
@@ -372,8 +372,11 @@ class SilverJob:
         return orjson.loads(found[0][0]) if found else None
 
     # --- side tables ------------------------------------------------------------------------
-    def _quarantine(self, rejected: DataFrame, source: str, collection: str, batch_id: int) -> None:
-        out = rejected.select(
+    def _quarantine(
+        self, result: M.MergeResult, source: str, collection: str, batch_id: int
+    ) -> None:
+        assert result.rejected is not None
+        out = result.rejected.select(
             F.lit(source).alias("source"),
             F.lit(collection).alias("collection"),
             F.col(M.ORIGIN).alias("origin"),
@@ -384,7 +387,7 @@ class SilverJob:
             F.lit(batch_id).alias("silver_batch"),
             F.current_timestamp().alias("quarantined_at"),
         )
-        n = out.count()
+        n = result.rejected_count
         out.write.format("delta").mode("append").save(str(self.silver / "_quarantine"))
         self.result.quarantined += n
         logger.warning("silver: %s events of %s.%s quarantined", n, source, collection)

@@ -100,6 +100,7 @@ class MergeResult:
         rejected: Events refused (placeholder without a row, older than the purge horizon),
             returned so the caller can quarantine them with the reason.
         skipped: True when Delta had already committed this app transaction version.
+        rejected_count: Number of rows in ``rejected``.
     """
 
     table: str
@@ -109,6 +110,7 @@ class MergeResult:
     updated: int
     rejected: DataFrame | None
     skipped: bool
+    rejected_count: int = 0
 
 
 def _q(*parts: str) -> str:
@@ -303,7 +305,11 @@ def apply_changes(
         flagged = joined.withColumn("__reason", reason).drop("__t_key", "__t_deleted").cache()
         rejected = flagged.where(F.col("__reason").isNotNull())
         accepted = flagged.where(F.col("__reason").isNull()).drop("__reason")
-        offered = accepted.count()
+        tally = flagged.agg(
+            F.count_if(F.col("__reason").isNull()).alias("offered"),
+            F.count_if(F.col("__reason").isNotNull()).alias("rejected"),
+        ).collect()[0]
+        offered, rejected_count = int(tally["offered"]), int(tally["rejected"])
 
         t, s = "t", "s"
         sets: dict[str, Column | str] = {}
@@ -342,15 +348,15 @@ def apply_changes(
         metrics = DeltaTable.forPath(spark, path).history(1).collect()[0]["operationMetrics"]
         inserted = int(metrics.get("numTargetRowsInserted", 0))
         updated = int(metrics.get("numTargetRowsUpdated", 0))
-        has_rejects = rejected.limit(1).count() > 0
         return MergeResult(
             path,
             events,
             offered,
             inserted,
             updated,
-            rejected.localCheckpoint() if has_rejects else None,
+            rejected.localCheckpoint() if rejected_count else None,
             skipped=False,
+            rejected_count=rejected_count,
         )
     finally:
         changes.unpersist()

@@ -13,7 +13,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -123,9 +122,7 @@ def test_kill_at_random_moments(tmp_path: Path) -> None:
             proc.stdout.close()
             proc.stderr.close()
         assert proc.returncode == 0, err.decode()[-2000:]
-        if kills >= 5:
-            break
-        time.sleep(0)  # finished before we could kill it enough: run again on what is left
+        break  # it finished on its own: the kills so far are what the assertion below counts
     assert kills >= 5, "the agent finished too fast to be killed; raise the input size"
     proc = start(path, lake)
     _, err = proc.communicate(timeout=300)
