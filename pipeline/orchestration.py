@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +14,6 @@ from deltalake.exceptions import TableNotFoundError
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.registry import create_source
-from pipeline.errors import ConfigError
 from pipeline.landing import LandingAgent, LandingResult
 
 __all__ = ["land_sources", "bronze_status", "bronze_tables", "run_silver", "spark_for"]
@@ -29,18 +27,8 @@ def bronze_tables(config: Any, lake_root: Path | None = None) -> BronzeTables:
 
 
 def _select(config: Any, names: Sequence[str]) -> list[Any]:
-    sources = list(config.sources)
-    if not names:
-        return sources
-    by_name = {s.name: s for s in sources}
-    chosen = []
-    for name in names:
-        if name not in by_name:
-            close = difflib.get_close_matches(name, list(by_name), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise ConfigError(f"no source named '{name}'{hint}", key_path="sources")
-        chosen.append(by_name[name])
-    return chosen
+    # PipelineConfig.source raises ConfigError with the closest name for an unknown one.
+    return [config.source(name) for name in names] if names else list(config.sources)
 
 
 def land_sources(
