@@ -572,6 +572,9 @@ def _source_specific(connector: str) -> tuple[str, list[dict[str, Any]]]:
             field("txId", "int64", optional=True),
             field("lsn", "int64", optional=True),
             field("xmin", "int64", optional=True),
+            # Not in Debezium's schema: medallion's agent and some Debezium builds send the
+            # transaction's commit LSN, the ordering key (docs/bronze.md).
+            field("commit_lsn", "int64", optional=True),
         ]
     if connector == "sqlserver":
         return "io.debezium.connector.sqlserver.Source", [

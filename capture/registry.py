@@ -13,7 +13,7 @@ from typing import Any
 
 from capture.base import CaptureSource
 from pipeline.config import SourceType
-from pipeline.errors import ConfigError, NotBuiltError
+from pipeline.errors import ConfigError, NotBuiltError, NotInstalledError
 
 __all__ = ["SourceType", "AVAILABLE_SOURCES", "create_source"]
 
@@ -23,6 +23,17 @@ def load_debezium_json(config: Any) -> CaptureSource:
     from capture.debezium_json import DebeziumJsonSource
 
     return DebeziumJsonSource.from_config(config)
+
+
+def load_postgresql(config: Any) -> CaptureSource:
+    """PostgreSQL logical decoding (pgoutput) with a consistent initial snapshot."""
+    try:
+        from capture.postgresql import PostgresSource
+    except ImportError as exc:
+        raise NotInstalledError(
+            "the postgresql capture agent needs psycopg 3: pip install '.[postgres]'"
+        ) from exc
+    return PostgresSource.from_config(config)
 
 
 def _not_built(kind: SourceType, where: str) -> Callable[[Any], CaptureSource]:
@@ -37,7 +48,7 @@ def _not_built(kind: SourceType, where: str) -> Callable[[Any], CaptureSource]:
 
 AVAILABLE_SOURCES: dict[SourceType, Callable[[Any], CaptureSource]] = {
     SourceType.DEBEZIUM_JSON: load_debezium_json,
-    SourceType.POSTGRESQL: _not_built(SourceType.POSTGRESQL, "issue 4"),
+    SourceType.POSTGRESQL: load_postgresql,
     SourceType.MYSQL: _not_built(SourceType.MYSQL, "issue 6"),
     SourceType.MONGODB: _not_built(SourceType.MONGODB, "planned"),
     SourceType.SQLSERVER: _not_built(SourceType.SQLSERVER, "planned"),

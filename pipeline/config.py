@@ -129,6 +129,9 @@ __all__ = [
     "SparkConfig",
     "BronzeConfig",
     "SilverConfig",
+    "SilverTableConfig",
+    "SchemaEvolutionPolicy",
+    "TableOptions",
     "LoggingConfig",
     "SourceType",
     "SourceConfig",
@@ -203,6 +206,10 @@ SILVER_TOMBSTONE_RETENTION_HOURS = "tombstone.retention.hours"
 SILVER_TOMBSTONE_RETENTION_HOURS_DEFAULT = 168.0
 SILVER_TRANSACTION_TIMEOUT_SECONDS = "transaction.timeout.seconds"
 SILVER_TRANSACTION_TIMEOUT_SECONDS_DEFAULT = 300.0
+SILVER_SCHEMA_EVOLUTION = "schema.evolution"
+SILVER_TABLES = "tables"
+SILVER_TABLE_HISTORY = "history"
+SILVER_TABLE_HISTORY_DEFAULT = False
 
 # --- logging --------------------------------------------------------------------------------
 LOG_LEVEL = "level"
@@ -385,7 +392,7 @@ PgPluginName = Literal[
 ]
 YbPluginName = Literal["yboutput", "pgoutput"]
 PublicationAutocreateMode = Literal["all_tables", "disabled", "filtered"]
-PgSnapshotMode = Literal["initial", "always", "never", "initial_only", "exported"]
+PgSnapshotMode = Literal["initial", "always", "never", "initial_only", "exported", "when_needed"]
 YbSnapshotMode = Literal["initial", "never", "initial_only"]
 HstoreHandlingMode = Literal["json", "map"]
 IntervalHandlingMode = Literal["numeric", "string"]
@@ -962,6 +969,46 @@ class BronzeConfig(ConfigModel):
     """A transaction larger than this is committed in parts, flagged ``tx_partial``."""
 
 
+class SchemaEvolutionPolicy(StrEnum):
+    """What silver does with a schema change that is neither a new column nor a safe widening.
+
+    New columns and safe widenings (int8 -> int16 -> int32 -> int64, float -> double, a
+    decimal with more digits, date -> timestamp) are always applied; the policy covers the rest
+    (a column changing to an incompatible type, e.g. int -> string or string -> int).
+    """
+
+    EVOLVE = "evolve"
+    """Rewrite the column to the new type when every stored value converts without loss; when
+    one does not, the events are quarantined instead (never a lossy cast)."""
+    QUARANTINE = "quarantine"
+    """Leave the table as it is; the events written with the new schema go to quarantine."""
+    FAIL = "fail"
+    """Stop the job with an error naming the table, column and types; nothing is applied and
+    the run resumes from the same bronze rows once the policy or the table is changed."""
+
+
+def _frozen_tables(tables: Mapping[str, Any]) -> Mapping[str, Any]:
+    return FrozenDict(tables)
+
+
+class SilverTableConfig(ConfigModel):
+    """Options of one silver table (``silver.tables.<source>.<schema>.<table>``)."""
+
+    schema_evolution: SchemaEvolutionPolicy | None = _key(None, SILVER_SCHEMA_EVOLUTION)
+    """Overrides ``silver.schema.evolution`` for this table."""
+    history: bool = _key(SILVER_TABLE_HISTORY_DEFAULT, SILVER_TABLE_HISTORY)
+    """Also keep an SCD type 2 history table ``<table>__history``: one row per version with
+    valid-from/valid-to by source commit time and position, linked across primary-key moves."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """The resolved options of one silver table."""
+
+    schema_evolution: SchemaEvolutionPolicy = SchemaEvolutionPolicy.EVOLVE
+    history: bool = False
+
+
 class SilverConfig(ConfigModel):
     """How silver applies bronze."""
 
@@ -976,6 +1023,32 @@ class SilverConfig(ConfigModel):
     )
     """A source transaction waits this long for its END record (Debezium emits it only when the
     next transaction starts) before it is applied as far as it arrived."""
+    schema_evolution: SchemaEvolutionPolicy = _key(
+        SchemaEvolutionPolicy.EVOLVE, SILVER_SCHEMA_EVOLUTION
+    )
+    """Policy for schema changes that are not additive or safe widenings (per table below)."""
+    tables: Annotated[Mapping[str, SilverTableConfig], AfterValidator(_frozen_tables)] = _key(
+        FrozenDict(), SILVER_TABLES
+    )
+    """Per-table options, keyed ``<source>.<schema>.<table>`` (or ``<schema>.<table>`` for that
+    table in every source)."""
+
+    def table(self, source: str, collection: str) -> TableOptions:
+        """The options of the silver table of ``collection`` captured by ``source``.
+
+        Args:
+            source: The source name.
+            collection: The source table (``<schema>.<table>``, or ``<db>.<table>``).
+
+        Returns:
+            The table's entry merged over the section defaults.
+        """
+        entry = self.tables.get(f"{source}.{collection}") or self.tables.get(collection)
+        policy = entry.schema_evolution if entry and entry.schema_evolution else None
+        return TableOptions(
+            schema_evolution=policy or self.schema_evolution,
+            history=bool(entry and entry.history),
+        )
 
 
 class LoggingConfig(ConfigModel):
@@ -1405,7 +1478,8 @@ class PostgresSourceConfig(_LogicalReplicationConfig):
     plugin_name: PgPluginName = _key(PG_PLUGIN_NAME_DEFAULT, PLUGIN_NAME)
     """Logical decoding output plugin; ``pgoutput`` is built into PostgreSQL 10+."""
     snapshot_mode: PgSnapshotMode = _key(SNAPSHOT_MODE_DEFAULT, SNAPSHOT_MODE)
-    """``initial``, ``always``, ``never``, ``initial_only`` or ``exported`` (lock-free)."""
+    """``initial``, ``always``, ``never``, ``initial_only``, ``exported`` (lock-free) or
+    ``when_needed`` (snapshot again when the slot was dropped or invalidated)."""
     hstore_handling_mode: HstoreHandlingMode = _key(
         HSTORE_HANDLING_MODE_DEFAULT, HSTORE_HANDLING_MODE
     )

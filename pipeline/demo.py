@@ -82,6 +82,7 @@ def run_demo(config: Any, output: Any, *, lake_root: Path | None = None) -> None
         root,
         tombstone_retention_hours=config.silver.tombstone_retention_hours,
         transaction_timeout_seconds=config.silver.transaction_timeout_seconds,
+        table_options=config.silver.table,
     )
     result = job.run_once()
     output.result(

@@ -31,6 +31,8 @@ __all__ = [
     "BronzeCommitConflict",
     "OffsetError",
     "StageFailed",
+    "SilverError",
+    "SchemaEvolutionError",
 ]
 
 
@@ -122,6 +124,26 @@ class BronzeCommitConflict(BronzeError, Retryable):
 
 class OffsetError(BronzeError, Terminal):
     """The committed offsets in bronze are inconsistent with the agent's state."""
+
+
+class SilverError(PipelineError):
+    """Applying bronze to silver failed."""
+
+
+class SchemaEvolutionError(SilverError, Terminal):
+    """A schema change the table's policy (``fail``) does not allow; names table and columns."""
+
+    def __init__(self, table: str, schema_id: str | None, changes: tuple[str, ...]) -> None:
+        self.table = table
+        self.schema_id = schema_id
+        self.changes = changes
+        super().__init__(
+            f"silver table {table}: schema {schema_id or '(inferred)'} changes "
+            + "; ".join(changes)
+            + " and the table's schema.evolution policy is 'fail'. Nothing was applied; set "
+            "silver.tables.<table>.schema.evolution to 'evolve' or 'quarantine' (or fix the "
+            "table) and run again: the job resumes from the same bronze rows"
+        )
 
 
 class StageFailed(PipelineError):

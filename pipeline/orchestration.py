@@ -126,6 +126,7 @@ def run_silver(
         root,
         tombstone_retention_hours=config.silver.tombstone_retention_hours,
         transaction_timeout_seconds=config.silver.transaction_timeout_seconds,
+        table_options=config.silver.table,
     )
     if continuous:
         job.run_continuous(interval)

@@ -27,17 +27,25 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructField, StructType
 
 from bronze import schema as B
+from bronze.envelope import HEADER_NEW_KEY as NEW_KEY_HEADER
+from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
+from pipeline.config import SchemaEvolutionPolicy, TableOptions
+from pipeline.errors import PipelineError, SchemaEvolutionError
+from pipeline.sql import quote_identifier
+from silver import evolution as E
 from silver import merge as M
+from silver import scd2 as S
 
 __all__ = ["SilverJob", "SilverRunResult", "silver_table_name"]
 
@@ -46,6 +54,65 @@ logger = logging.getLogger(__name__)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 _STEPS_PER_BATCH = 1024
 """MERGE/truncate steps per micro-batch and table; bounds the app transaction version space."""
+_REASON = "__reason"
+_DECODED_METADATA = frozenset(
+    (
+        M.KEY,
+        M.POSITION,
+        M.OP,
+        M.SOURCE_TS,
+        M.TX_ID,
+        M.BRONZE_BATCH,
+        M.UNAVAILABLE,
+        M.OLD_KEY,
+        M.NEXT_KEY,
+        M.ORIGIN,
+    )
+)
+_QUARANTINE_COLUMNS = (M.KEY, M.POSITION, M.BRONZE_BATCH, M.ORIGIN, _REASON)
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """The events of one table written with one schema, decoded."""
+
+    schema_id: str | None
+    first: bytes
+    """Position of the part's first event (parts are compared with the table in this order)."""
+    frame: DataFrame
+    row: StructType
+    """The data columns the schema decodes to."""
+
+
+def _canonical_key(text: Column) -> Column:
+    """One spelling per key: the JSON of its fields as strings (a ``{schema, payload}`` wrapper,
+    as a header converter may write, is unwrapped first)."""
+    parsed = F.from_json(text, "map<string,string>")
+    wrapped = parsed["payload"].isNotNull() & parsed["schema"].isNotNull()
+    return F.to_json(
+        F.when(wrapped, F.from_json(parsed["payload"], "map<string,string>")).otherwise(parsed)
+    )
+
+
+def _report_row(part: _Part, change: E.ColumnChange, action: str) -> tuple[Any, ...]:
+    return (
+        part.schema_id,
+        part.first,
+        change.column,
+        change.old,
+        change.new,
+        change.kind,
+        action,
+    )
+
+
+def _union(frames: list[DataFrame]) -> DataFrame | None:
+    if not frames:
+        return None
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame, allowMissingColumns=True)
+    return out
 
 
 def silver_table_name(source: str, collection: str) -> str:
@@ -89,6 +156,8 @@ class SilverJob:
             keeps them.
         transaction_timeout_seconds: How long a transaction waits in ``silver/_pending`` for
             its END record before it is applied as far as it arrived.
+        table_options: Options of a silver table by source and collection (schema-evolution
+            policy, history); :meth:`pipeline.config.SilverConfig.table` in the pipeline.
     """
 
     def __init__(
@@ -98,6 +167,7 @@ class SilverJob:
         *,
         tombstone_retention_hours: float | None = None,
         transaction_timeout_seconds: float = 300.0,
+        table_options: Callable[[str, str], TableOptions] | None = None,
     ) -> None:
         self.spark = spark
         self.root = Path(lake_root)
@@ -109,19 +179,15 @@ class SilverJob:
         self.transaction_timeout = transaction_timeout_seconds
         self.pending = self.silver / "_pending"
         self._schemas: dict[str, dict[str, Any]] = {}
+        self.table_options = table_options or (lambda _source, _collection: TableOptions())
+        self._failure: PipelineError | None = None
+        self._purge_every: float | None = None
+        self._purged_at: dict[str, float] = {}
 
     # --- driving ----------------------------------------------------------------------------
     def run_once(self) -> SilverRunResult:
         """Process everything in bronze not yet applied, then stop."""
-        query = (
-            self.spark.readStream.format("delta")
-            .load(str(self.bronze))
-            .writeStream.foreachBatch(self._process)
-            .option("checkpointLocation", str(self.checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
+        self._run({"availableNow": True})
         self.purge()
         return self.result
 
@@ -138,19 +204,56 @@ class SilverJob:
         return purged
 
     def run_continuous(self, interval_seconds: float = 10.0) -> None:
-        """Keep applying new bronze rows every ``interval_seconds`` until stopped."""
+        """Keep applying new bronze rows every ``interval_seconds`` until stopped.
+
+        Tombstone rows past the retention are purged after each micro-batch that touched their
+        table, at most once an hour per table.
+        """
+        self._purge_every = 3600.0
+        self._run({"processingTime": f"{interval_seconds} seconds"})
+
+    def _run(self, trigger: dict[str, Any]) -> None:
+        from pyspark.errors import StreamingQueryException
+
         query = (
             self.spark.readStream.format("delta")
             .load(str(self.bronze))
             .writeStream.foreachBatch(self._process)
             .option("checkpointLocation", str(self.checkpoint))
-            .trigger(processingTime=f"{interval_seconds} seconds")
+            .trigger(**trigger)
             .start()
         )
-        query.awaitTermination()
+        try:
+            query.awaitTermination()
+        except StreamingQueryException:
+            # Spark reports a foreachBatch failure as its own exception with our message in
+            # text; the medallion error (with its terminal/retryable marker) is re-raised.
+            if self._failure is not None:
+                raise self._failure from None
+            raise
 
     # --- one micro-batch --------------------------------------------------------------------
     def _process(self, micro_batch: DataFrame, batch_id: int) -> None:
+        try:
+            self._process_batch(micro_batch, batch_id)
+        except PipelineError as exc:
+            self._failure = exc
+            raise
+        if self._purge_every is not None:
+            self._purge_due()
+
+    def _purge_due(self) -> None:
+        now = dt.datetime.now(dt.UTC).timestamp()
+        for name in list(self.result.merged):
+            if now - self._purged_at.get(name, 0.0) >= (self._purge_every or 0.0):
+                self._purged_at[name] = now
+                if self.retention is not None:
+                    self.result.purged += M.purge_tombstones(
+                        self.spark, str(self.silver / name), older_than_hours=self.retention
+                    )
+
+    # --- one micro-batch --------------------------------------------------------------------
+    def _process_batch(self, micro_batch: DataFrame, batch_id: int) -> None:
         from delta.tables import DeltaTable
 
         from silver.transactions import split_complete
@@ -216,12 +319,21 @@ class SilverJob:
         name = silver_table_name(source, collection)
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
-        truncates = sorted(
-            bytes(r[B.POSITION])
-            for r in events.where(F.col(B.OP) == "t").select(B.POSITION).collect()
+        options = self.table_options(source, collection)
+        truncated_at = {
+            bytes(r[B.POSITION]): r[B.SOURCE_TS_MS]
+            for r in events.where(F.col(B.OP) == "t").select(B.POSITION, B.SOURCE_TS_MS).collect()
+        }
+        truncates = sorted(truncated_at)
+        parts = self._decode(events.where(F.col(B.OP).isin("c", "u", "d", "r")))
+        changes, data_columns, refused = self._conform(
+            path, parts, options.schema_evolution, name=name, batch_id=batch_id
         )
-        changes, data_columns = self._decode(events.where(F.col(B.OP).isin("c", "u", "d", "r")))
         step = 0
+        if refused is not None:
+            step += self._quarantine(refused, source, collection, name, batch_id, step)
+        if changes is None:
+            changes = self.spark.createDataFrame([], _EMPTY_CHANGES)
         bounds: list[bytes | None] = [*truncates, None]
         lower: bytes | None = None
         for upper in bounds:
@@ -238,11 +350,20 @@ class SilverJob:
                 txn_app_id=app_id,
                 txn_version=batch_id * _STEPS_PER_BATCH + step,
             )
+            if options.history:
+                S.apply_history(
+                    self.spark,
+                    S.history_path(path),
+                    segment,
+                    data_columns,
+                    txn_app_id=f"{app_id}__history",
+                    txn_version=batch_id * _STEPS_PER_BATCH + step,
+                )
             step += 1
             self.result.events += result.events
             self.result.merged.setdefault(name, []).append(result)
             if result.rejected is not None:
-                self._quarantine(result, source, collection, batch_id)
+                step += self._quarantine(result.rejected, source, collection, name, batch_id, step)
             if upper is not None:
                 M.apply_truncate(
                     self.spark,
@@ -251,19 +372,32 @@ class SilverJob:
                     txn_app_id=app_id,
                     txn_version=batch_id * _STEPS_PER_BATCH + step,
                 )
+                if options.history:
+                    S.truncate_history(
+                        self.spark,
+                        S.history_path(path),
+                        upper,
+                        truncated_at[upper],
+                        txn_app_id=f"{app_id}__history",
+                        txn_version=batch_id * _STEPS_PER_BATCH + step,
+                    )
                 step += 1
             lower = upper
         self._record_cut(name, source, collection, batch_id, events, waiting)
 
     # --- decoding ---------------------------------------------------------------------------
-    def _decode(self, events: DataFrame) -> tuple[DataFrame, list[str]]:
-        """Decode every event with its own schema; union the results by column name."""
+    def _decode(self, events: DataFrame) -> list[_Part]:
+        """Decode every event with its own schema: one part per schema, in source order."""
         from silver import types as T
 
-        ids = [r[0] for r in events.select(B.VALUE_SCHEMA_ID).distinct().collect()]
-        parts: list[DataFrame] = []
-        columns: list[str] = []
-        for schema_id in ids:
+        ids = (
+            events.groupBy(B.VALUE_SCHEMA_ID)
+            .agg(F.min(B.POSITION).alias("first"))
+            .orderBy("first")
+            .collect()
+        )
+        parts: list[_Part] = []
+        for schema_id, first in ids:
             subset = events.where(
                 F.col(B.VALUE_SCHEMA_ID).isNull()
                 if schema_id is None
@@ -276,38 +410,230 @@ class SilverJob:
             )
             image = F.when(F.col(B.OP) == "d", F.col("__v.before")).otherwise(F.col("__v.after"))
             parsed = parsed.withColumn("__image", image)
-            decoded = T.decode_row(F.col("__image"), row)
-            names = [f["field"] for f in row.get("fields", [])]
-            for n in names:
-                if n not in columns:
-                    columns.append(n)
-            parts.append(
-                parsed.select(
-                    F.to_json(F.from_json(B.KEY_JSON, "map<string,string>")).alias(M.KEY),
-                    F.col(B.POSITION).alias(M.POSITION),
-                    F.col(B.OP).alias(M.OP),
-                    F.col(B.SOURCE_TS_MS).alias(M.SOURCE_TS),
-                    F.col(B.TX_ID).alias(M.TX_ID),
-                    F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(
-                        M.BRONZE_BATCH
-                    ),
-                    T.unavailable_flags(F.col("__image"), row).alias(M.UNAVAILABLE),
-                    F.col(B.ORIGIN).alias(M.ORIGIN),
-                    *decoded,
+            old_key = F.filter(B.HEADERS, lambda h: h["key"] == OLD_KEY_HEADER)
+            new_key = F.filter(B.HEADERS, lambda h: h["key"] == NEW_KEY_HEADER)
+            frame = parsed.select(
+                _canonical_key(F.col(B.KEY_JSON)).alias(M.KEY),
+                F.col(B.POSITION).alias(M.POSITION),
+                F.col(B.OP).alias(M.OP),
+                F.col(B.SOURCE_TS_MS).alias(M.SOURCE_TS),
+                F.col(B.TX_ID).alias(M.TX_ID),
+                F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(
+                    M.BRONZE_BATCH
+                ),
+                T.unavailable_flags(F.col("__image"), row).alias(M.UNAVAILABLE),
+                F.when(F.size(old_key) > 0, _canonical_key(old_key[0]["value"])).alias(M.OLD_KEY),
+                F.when(F.size(new_key) > 0, _canonical_key(new_key[0]["value"])).alias(M.NEXT_KEY),
+                F.col(B.ORIGIN).alias(M.ORIGIN),
+                *T.decode_row(F.col("__image"), row),
+            )
+            data = StructType([f for f in frame.schema.fields if f.name not in _DECODED_METADATA])
+            parts.append(_Part(schema_id, bytes(first), frame, data))
+        return parts
+
+    def _conform(
+        self,
+        path: str,
+        parts: list[_Part],
+        policy: SchemaEvolutionPolicy,
+        *,
+        name: str,
+        batch_id: int,
+    ) -> tuple[DataFrame | None, list[str], DataFrame | None]:
+        """Evolve the table for the batch's schemas, then cast every part to the table's types.
+
+        Returns:
+            The changes to apply (None when there are none), the data columns in table order,
+            and the events refused (schema policy, or a value a cast would damage) with
+            ``__reason``.
+        """
+        from delta.tables import DeltaTable
+
+        exists = DeltaTable.isDeltaTable(self.spark, path)
+        stored = (
+            StructType(
+                [
+                    f
+                    for f in self.spark.read.format("delta").load(path).schema.fields
+                    if f.name not in M.METADATA_COLUMNS
+                ]
+            )
+            if exists
+            else None
+        )
+        current: dict[str, DataType] = (
+            {f.name: f.dataType for f in stored.fields} if stored is not None else {}
+        )
+        report: list[tuple[Any, ...]] = []
+        refused: dict[int, str] = {}
+        rewrite: dict[str, tuple[DataType, list[int]]] = {}
+        for i, part in enumerate(parts):
+            if not current and not exists:
+                current = {f.name: f.dataType for f in part.row.fields}
+                continue
+            changes = E.compare(
+                StructType([StructField(n, t) for n, t in current.items()]), part.row
+            )
+            bad = [c for c in changes if c.kind == E.INCOMPATIBLE]
+            if bad and policy is SchemaEvolutionPolicy.FAIL:
+                raise SchemaEvolutionError(name, part.schema_id, tuple(c.describe() for c in bad))
+            if bad and policy is SchemaEvolutionPolicy.QUARANTINE:
+                refused[i] = "schema change refused (schema.evolution: quarantine): " + "; ".join(
+                    c.describe() for c in bad
                 )
+                report += [_report_row(part, c, "quarantined") for c in bad]
+                continue
+            for c in changes:
+                if c.kind == E.NARROWER:
+                    continue
+                new_type = next(f.dataType for f in part.row.fields if f.name == c.column)
+                if c.kind == E.INCOMPATIBLE:
+                    rewrite.setdefault(c.column, (new_type, []))[1].append(i)
+                current[c.column] = new_type
+                if c.kind != E.INCOMPATIBLE:
+                    report.append(_report_row(part, c, c.kind))
+        if exists and stored is not None:
+            refused_columns = self._rewrite_columns(path, stored, rewrite, parts, refused, report)
+            for column in refused_columns:
+                current[column] = stored[column].dataType
+            self._widen_and_add(path, stored, current)
+        if report:
+            self._record_schema_changes(name, report, batch_id)
+        table = StructType([StructField(n, t) for n, t in current.items()])
+        columns = list(current)
+        accepted: list[DataFrame] = []
+        rejected: list[DataFrame] = []
+        for i, part in enumerate(parts):
+            if i in refused:
+                rejected.append(
+                    part.frame.withColumn(_REASON, F.lit(refused[i])).select(*_QUARANTINE_COLUMNS)
+                )
+                continue
+            frame = E.conform(
+                part.frame, table, [f.name for f in part.row.fields], reason_column=_REASON
             )
-        if not parts:
-            empty = events.sparkSession.createDataFrame(
-                [],
-                "_cdc_key string, _cdc_position binary, _cdc_op string, _cdc_source_ts long, "
-                "_cdc_tx_id string, _cdc_bronze_batch string, _cdc_unavailable array<string>, "
-                "__origin string",
+            accepted.append(frame.where(F.col(_REASON).isNull()).drop(_REASON))
+            rejected.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
+        applied = _union(accepted)
+        if applied is not None:
+            # Columns none of these events carry (dropped in the source, or added after them)
+            # are NULL in the rows they write.
+            missing = [c for c in columns if c not in applied.columns]
+            applied = applied.select(
+                *[F.col(quote_identifier(c)) for c in applied.columns],
+                *[F.lit(None).cast(current[c]).alias(c) for c in missing],
             )
-            return empty, []
-        union = parts[0]
-        for part in parts[1:]:
-            union = union.unionByName(part, allowMissingColumns=True)
-        return union, columns
+        return applied, columns, _union(rejected)
+
+    def _rewrite_columns(
+        self,
+        path: str,
+        stored: StructType,
+        rewrite: Mapping[str, tuple[DataType, list[int]]],
+        parts: list[_Part],
+        refused: dict[int, str],
+        report: list[tuple[Any, ...]],
+    ) -> list[str]:
+        """Rewrite columns to an incompatible new type where every stored value converts.
+
+        Returns:
+            The columns left as they were (some stored value would not convert); the parts
+            that asked for them are refused.
+        """
+        kept: list[str] = []
+        if not rewrite:
+            return kept
+        table = self.spark.read.format("delta").load(path)
+        target = StructType(
+            [
+                StructField(f.name, rewrite[f.name][0]) if f.name in rewrite else f
+                for f in table.schema.fields
+            ]
+        )
+        checked = E.conform(table, target, list(rewrite), reason_column=_REASON)
+        failing = {
+            r[0]: r[1]
+            for r in checked.where(F.col(_REASON).isNotNull())
+            .groupBy(_REASON)
+            .agg(F.count("*"))
+            .collect()
+        }
+        doable = [c for c in rewrite if not any(f"column {c} " in reason for reason in failing)]
+        for column, (new_type, asked) in rewrite.items():
+            old = stored[column].dataType.simpleString()
+            change = E.ColumnChange(column, old, new_type.simpleString(), E.INCOMPATIBLE)
+            if column in doable:
+                report += [_report_row(parts[i], change, "rewritten") for i in asked[:1]]
+                continue
+            kept.append(column)
+            count = sum(n for reason, n in failing.items() if f"column {column} " in reason)
+            for i in asked:
+                refused[i] = (
+                    f"schema change not applied (schema.evolution: evolve): {change.describe()}:"
+                    f" {count} stored values do not convert without loss"
+                )
+                report.append(_report_row(parts[i], change, "quarantined"))
+        if doable:
+            cast_to = StructType(
+                [
+                    StructField(f.name, rewrite[f.name][0]) if f.name in doable else f
+                    for f in table.schema.fields
+                ]
+            )
+            rewritten = E.conform(table, cast_to, doable, reason_column=_REASON).drop(_REASON)
+            (
+                rewritten.localCheckpoint()
+                .write.format("delta")
+                .mode("overwrite")
+                .option("overwriteSchema", "true")
+                .save(path)
+            )
+            logger.warning("silver %s: rewrote columns %s to their new types", path, doable)
+        return kept
+
+    def _widen_and_add(self, path: str, stored: StructType, wanted: Mapping[str, DataType]) -> None:
+        """Widen columns in place (Delta type widening) and add new ones."""
+        table = f"delta.{quote_identifier(path)}"
+        have = {f.name: f.dataType for f in stored.fields}
+        widen = [
+            (n, t) for n, t in wanted.items() if n in have and E.classify(have[n], t) == E.WIDENED
+        ]
+        if widen:
+            self.spark.sql(
+                f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
+            )
+            for column, type_ in widen:
+                self.spark.sql(
+                    f"ALTER TABLE {table} ALTER COLUMN {quote_identifier(column)} "
+                    f"TYPE {type_.simpleString()}"
+                )
+            logger.info("silver %s: widened %s", path, [c for c, _ in widen])
+        added = [(n, t) for n, t in wanted.items() if n not in have]
+        if added:
+            columns = ", ".join(f"{quote_identifier(n)} {t.simpleString()}" for n, t in added)
+            self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({columns})")
+            logger.info("silver %s: added columns %s", path, [n for n, _ in added])
+
+    def _record_schema_changes(
+        self, name: str, report: list[tuple[Any, ...]], batch_id: int
+    ) -> None:
+        frame = self.spark.createDataFrame(
+            [(name, *row, batch_id) for row in report],
+            "silver_table string, schema_id string, first_position binary, column string, "
+            "old_type string, new_type string, kind string, action string, silver_batch long",
+        ).withColumn("recorded_at", F.current_timestamp())
+        (
+            frame.write.format("delta")
+            .mode("append")
+            .option("txnAppId", f"medallion-silver:_schema_changes:{name}")
+            .option("txnVersion", batch_id)
+            .save(str(self.silver / "_schema_changes"))
+        )
+        logger.warning(
+            "silver %s: schema changes %s",
+            name,
+            ", ".join(f"{r[2]} {r[3]} -> {r[4]} ({r[6]})" for r in report),
+        )
 
     def _envelope_schema(self, schema_id: str | None, subset: DataFrame) -> dict[str, Any]:
         if schema_id is not None:
@@ -373,24 +699,42 @@ class SilverJob:
 
     # --- side tables ------------------------------------------------------------------------
     def _quarantine(
-        self, result: M.MergeResult, source: str, collection: str, batch_id: int
-    ) -> None:
-        assert result.rejected is not None
-        out = result.rejected.select(
+        self,
+        rejected: DataFrame,
+        source: str,
+        collection: str,
+        name: str,
+        batch_id: int,
+        step: int,
+    ) -> int:
+        """Append refused events (with ``__reason``) to ``silver/_quarantine``, once per step.
+
+        Returns:
+            1: the step number it used (its Delta app transaction version).
+        """
+        out = rejected.select(
             F.lit(source).alias("source"),
             F.lit(collection).alias("collection"),
             F.col(M.ORIGIN).alias("origin"),
             F.col(M.KEY).alias("key"),
             F.col(M.POSITION).alias("position"),
             F.col(M.BRONZE_BATCH).alias("bronze_batch"),
-            F.col("__reason").alias("reason"),
+            F.col(_REASON).alias("reason"),
             F.lit(batch_id).alias("silver_batch"),
             F.current_timestamp().alias("quarantined_at"),
-        )
-        n = result.rejected_count
-        out.write.format("delta").mode("append").save(str(self.silver / "_quarantine"))
-        self.result.quarantined += n
-        logger.warning("silver: %s events of %s.%s quarantined", n, source, collection)
+        ).localCheckpoint()
+        n = out.count()
+        if n:
+            (
+                out.write.format("delta")
+                .mode("append")
+                .option("txnAppId", f"medallion-silver:_quarantine:{name}")
+                .option("txnVersion", batch_id * _STEPS_PER_BATCH + step)
+                .save(str(self.silver / "_quarantine"))
+            )
+            self.result.quarantined += n
+            logger.warning("silver: %s events of %s.%s quarantined", n, source, collection)
+        return 1
 
     def _append_messages(self, messages: DataFrame) -> None:
         out = messages.select(
@@ -422,7 +766,9 @@ class SilverJob:
         path = str(self.silver / name)
         if not DeltaTable.isDeltaTable(self.spark, path):
             return
-        version = DeltaTable.forPath(self.spark, path).history(1).collect()[0]["version"]
+        from deltalake import DeltaTable as LogTable
+
+        version = LogTable(path).version()
         top = events.agg(F.max(B.POSITION)).collect()[0][0]
         first_waiting = (
             waiting.where(F.col(B.SOURCE) == source).agg(F.min(B.POSITION)).collect()[0][0]
@@ -433,6 +779,13 @@ class SilverJob:
             "position binary, waiting_from binary, table_version long",
         ).withColumn("recorded_at", F.current_timestamp())
         cut.write.format("delta").mode("append").save(str(self.silver / "_cuts"))
+
+
+_EMPTY_CHANGES = (
+    "_cdc_key string, _cdc_position binary, _cdc_op string, _cdc_source_ts long, "
+    "_cdc_tx_id string, _cdc_bronze_batch string, _cdc_unavailable array<string>, "
+    "_cdc_old_key string, _cdc_next_key string, __origin string"
+)
 
 
 def _row_schema(envelope: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,11 +36,14 @@ __all__ = [
     "apply_truncate",
     "purge_tombstones",
     "METADATA_COLUMNS",
+    "TABLE_PROPERTIES",
     "KEY",
     "POSITION",
     "OP",
     "DELETED",
     "UNAVAILABLE",
+    "OLD_KEY",
+    "NEXT_KEY",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,6 +68,12 @@ UNAVAILABLE = "_cdc_unavailable"
 """Input only: names of columns whose value was the unavailable-value placeholder."""
 ORIGIN = "__origin"
 """Input only, optional: where the event came from; carried to rejected events."""
+OLD_KEY = "_cdc_old_key"
+"""Input only, optional: for the create of a primary-key move, the key the row moved from
+(Debezium's ``__debezium.oldkey`` header), so its unchanged columns can be found."""
+NEXT_KEY = "_cdc_next_key"
+"""Input only, optional: for the delete of a primary-key move, the key the row moved to
+(``__debezium.newkey``); kept by the history table."""
 
 METADATA_COLUMNS: tuple[str, ...] = (
     KEY,
@@ -83,7 +92,16 @@ PURGE_HORIZON_PROPERTY = "medallion.purgeHorizon"
 TRUNCATE_HORIZON_PROPERTY = "medallion.truncateHorizon"
 """Table property: hex of the position of the latest truncate applied."""
 
+TABLE_PROPERTIES: dict[str, str] = {
+    # A MERGE that touches a few rows of a file marks them deleted instead of rewriting it.
+    "delta.enableDeletionVectors": "true",
+    # Safe type changes (int -> bigint...) apply to the table's metadata, without a rewrite.
+    "delta.enableTypeWidening": "true",
+}
+"""Delta properties every silver table is created with."""
+
 _SEGMENT = "__segment"
+_REASON = "__reason"
 _RANK = "__rank"
 
 
@@ -117,16 +135,16 @@ def _q(*parts: str) -> str:
     return ".".join(quote_identifier(p) for p in parts)
 
 
-def fold_and_collapse(changes: DataFrame, data_columns: Sequence[str]) -> DataFrame:
-    """Resolve in-batch placeholders, then keep each key's last change.
+def fold(changes: DataFrame, data_columns: Sequence[str]) -> DataFrame:
+    """Resolve placeholders from each key's earlier events of the batch.
 
     Args:
         changes: Decoded changes with the input metadata columns and ``data_columns``.
         data_columns: The table's data column names.
 
     Returns:
-        One row per key: its last change, with placeholders taken from the key's earlier
-        events of the batch where there are any (the rest stay listed in ``_cdc_unavailable``).
+        Every change, with placeholders taken from the key's earlier events of the batch where
+        there are any (the rest stay listed in ``_cdc_unavailable``).
     """
     by_key = Window.partitionBy(KEY).orderBy(POSITION)
     # A full image (c, r) or a delete starts a new segment: placeholders never reach past it.
@@ -148,8 +166,8 @@ def fold_and_collapse(changes: DataFrame, data_columns: Sequence[str]) -> DataFr
         carried = F.last(F.when(~missing, F.struct(col.alias("v"))), ignorenulls=True).over(upto)
         resolved.append(F.when(missing, carried["v"]).otherwise(col).alias(name))
         still_unavailable.append(F.when(missing & carried.isNull(), F.lit(name)))
-    passthrough = [c for c in changes.columns if c == ORIGIN]
-    folded = segmented.select(
+    passthrough = [c for c in changes.columns if c in (ORIGIN, OLD_KEY)]
+    return segmented.select(
         *[F.col(c) for c in _INPUT_METADATA if c != UNAVAILABLE],
         *passthrough,
         F.filter(F.array(*still_unavailable), lambda x: x.isNotNull()).alias(UNAVAILABLE)
@@ -157,8 +175,109 @@ def fold_and_collapse(changes: DataFrame, data_columns: Sequence[str]) -> DataFr
         else F.array().cast("array<string>").alias(UNAVAILABLE),
         *resolved,
     )
+
+
+def collapse(folded: DataFrame) -> DataFrame:
+    """Keep each key's last change (by position)."""
     last = Window.partitionBy(KEY).orderBy(F.col(POSITION).desc())
     return folded.withColumn(_RANK, F.row_number().over(last)).where(F.col(_RANK) == 1).drop(_RANK)
+
+
+def fold_and_collapse(changes: DataFrame, data_columns: Sequence[str]) -> DataFrame:
+    """:func:`fold`, then :func:`collapse`: one row per key, its last change."""
+    return collapse(fold(changes, data_columns))
+
+
+def _moved_with_placeholders() -> Column:
+    return (F.col(OP) == "c") & F.col(OLD_KEY).isNotNull() & (F.size(UNAVAILABLE) > 0)
+
+
+def resolve_moves(
+    folded: DataFrame, stored: DataFrame, data_columns: Sequence[str], *, rounds: int = 4
+) -> DataFrame:
+    """Fill placeholders in the create of a primary-key move from the row it moved from.
+
+    PostgreSQL sends an update that changes the key with its unchanged TOAST columns as
+    placeholders; Debezium turns it into a delete of the old key and a create of the new one
+    carrying them. Their values are the old key's: its latest c/u/r before the move in this
+    batch, else its stored silver row (a tombstone keeps its values). Moves chained in one
+    batch (A -> B -> C) resolve one link per round.
+
+    Args:
+        folded: The batch after :func:`fold` (with ``_cdc_old_key``).
+        stored: The silver table's rows (``_cdc_key`` and the data columns).
+        data_columns: The data columns.
+        rounds: At most this many links of a chain are followed.
+
+    Returns:
+        ``folded`` with those creates (and the later events of their keys) resolved as far as
+        the old rows allow; the rest keep their placeholders (and are refused later).
+    """
+    pending = folded.where(_moved_with_placeholders()).count()
+    for _ in range(rounds):
+        if pending == 0:
+            break
+        moved = folded.where(_moved_with_placeholders())
+        state = folded.where(F.col(OP).isin("c", "u", "r")).select(
+            F.col(KEY).alias("__k"),
+            F.col(POSITION).alias("__p"),
+            F.col(UNAVAILABLE).alias("__u"),
+            *[F.col(quote_identifier(c)).alias(f"__b_{i}") for i, c in enumerate(data_columns)],
+        )
+        before = (
+            moved.select(KEY, POSITION, OLD_KEY)
+            .join(state, (F.col("__k") == F.col(OLD_KEY)) & (F.col("__p") < F.col(POSITION)))
+            .withColumn(
+                _RANK,
+                F.row_number().over(Window.partitionBy(KEY, POSITION).orderBy(F.col("__p").desc())),
+            )
+            .where(F.col(_RANK) == 1)
+            .drop(_RANK, "__k", "__p", OLD_KEY)
+        )
+        old_rows = stored.select(
+            F.col(KEY).alias("__sk"),
+            *[F.col(quote_identifier(c)).alias(f"__s_{i}") for i, c in enumerate(data_columns)],
+        )
+        found = (
+            moved.select(KEY, POSITION, OLD_KEY, UNAVAILABLE)
+            .join(before, [KEY, POSITION], "left")
+            .join(old_rows, F.col("__sk") == F.col(OLD_KEY), "left")
+        )
+        values: list[Column] = []
+        left: list[Column] = []
+        for i, c in enumerate(data_columns):
+            wanted = F.array_contains(F.col(UNAVAILABLE), F.lit(c))
+            in_batch = F.col("__u").isNotNull() & ~F.array_contains(F.col("__u"), F.lit(c))
+            value = F.when(in_batch, F.struct(F.col(f"__b_{i}").alias("v"))).when(
+                F.col("__sk").isNotNull(), F.struct(F.col(f"__s_{i}").alias("v"))
+            )
+            values.append(F.when(wanted, value).alias(f"__r_{i}"))
+            left.append(F.when(wanted & value.isNull(), F.lit(c)))
+        resolved = found.select(
+            KEY,
+            POSITION,
+            F.filter(F.array(*left), lambda x: x.isNotNull()).alias("__left"),
+            *values,
+        )
+        joined = folded.join(resolved, [KEY, POSITION], "left")
+        folded = fold(
+            joined.select(
+                *[c for c in folded.columns if c != UNAVAILABLE and c not in data_columns],
+                F.coalesce(F.col("__left"), F.col(UNAVAILABLE)).alias(UNAVAILABLE),
+                *[
+                    F.when(F.col(f"__r_{i}").isNotNull(), F.col(f"__r_{i}.v"))
+                    .otherwise(F.col(quote_identifier(c)))
+                    .alias(c)
+                    for i, c in enumerate(data_columns)
+                ],
+            ),
+            data_columns,
+        ).localCheckpoint()
+        still = folded.where(_moved_with_placeholders()).count()
+        if still >= pending:
+            break
+        pending = still
+    return folded
 
 
 def ensure_table(
@@ -180,7 +299,7 @@ def ensure_table(
             F.current_timestamp().alias(UPDATED_AT),
             *[F.col(quote_identifier(f.name)) for f in wanted],
         ).limit(0)
-        empty.write.format("delta").mode("ignore").save(path)
+        empty.write.format("delta").options(**TABLE_PROPERTIES).mode("ignore").save(path)
         logger.info("created silver table %s", path)
         return
     existing = {f.name for f in spark.read.format("delta").load(path).schema.fields}
@@ -192,11 +311,20 @@ def ensure_table(
 
 
 def _horizon(spark: SparkSession, path: str, prop: str) -> bytes | None:
-    from delta.tables import DeltaTable
+    # Table properties and commit metrics are in the Delta log: deltalake reads them without a
+    # Spark job (it cannot read silver's data, which has deletion vectors, but needs not).
+    from deltalake import DeltaTable as LogTable
 
-    detail = DeltaTable.forPath(spark, path).detail().collect()[0]
-    value = (detail["properties"] or {}).get(prop)
+    value = LogTable(path).metadata().configuration.get(prop)
     return bytes.fromhex(value) if value else None
+
+
+def last_commit_metrics(path: str) -> dict[str, int]:
+    """``operationMetrics`` of the table's latest commit, as integers."""
+    from deltalake import DeltaTable as LogTable
+
+    metrics = LogTable(path).history(1)[0].get("operationMetrics") or {}
+    return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
 
 
 def _set_horizon(spark: SparkSession, path: str, prop: str, position: bytes) -> None:
@@ -257,59 +385,43 @@ def apply_changes(
     from delta.tables import DeltaTable
 
     changes = changes.cache()
+    cached: list[DataFrame] = [changes]
     try:
-        events = changes.count()
+        has_moves = OLD_KEY in changes.columns
+        stats = changes.agg(
+            F.count("*").alias("events"),
+            F.count_if(_moved_with_placeholders() if has_moves else F.lit(False)).alias("moves"),
+        ).collect()[0]
+        events = int(stats["events"])
         if events == 0:
             return MergeResult(path, 0, 0, 0, 0, None, skipped=False)
         if _already_committed(spark, path, txn_app_id, txn_version):
             logger.info("silver %s: %s v%s already applied", path, txn_app_id, txn_version)
             return MergeResult(path, events, 0, 0, 0, None, skipped=True)
         ensure_table(spark, path, changes, data_columns)
-        last = fold_and_collapse(changes, data_columns).cache()
-        target = (
-            spark.read.format("delta")
-            .load(path)
-            .select(F.col(KEY).alias("__t_key"), F.col(DELETED).alias("__t_deleted"))
-        )
-        joined = last.join(target, last[KEY] == target["__t_key"], "left")
-        live = joined["__t_key"].isNotNull() & ~joined["__t_deleted"]
-        # Placeholders left after the in-batch fold need the stored row. A create can carry them
-        # too (PostgreSQL's primary-key move with unchanged TOAST columns): its values are on the
-        # old key's row, which this MERGE does not look up, so such a create is refused rather
-        # than inserted with NULLs.
-        placeholder_orphan = (F.size(UNAVAILABLE) > 0) & F.col(OP).isin("c", "u", "r") & ~live
-        horizon = _horizon(spark, path, PURGE_HORIZON_PROPERTY)
-        too_old = (
-            joined["__t_key"].isNull() & (F.col(POSITION) < F.lit(horizon))
-            if horizon is not None
-            else F.lit(False)
-        )
-        # A key silver never held, changed before the latest truncate: the truncate erased it.
+        folded = fold(changes, data_columns)
+        if stats["moves"]:
+            stored = spark.read.format("delta").load(path)
+            folded = resolve_moves(folded, stored, data_columns)
+        last = collapse(folded).cache()
+        cached.append(last)
+        purge_horizon = _horizon(spark, path, PURGE_HORIZON_PROPERTY)
         truncated = _horizon(spark, path, TRUNCATE_HORIZON_PROPERTY)
-        before_truncate = (
-            joined["__t_key"].isNull() & (F.col(POSITION) < F.lit(truncated))
-            if truncated is not None
-            else F.lit(False)
-        )
-        joined = joined.where(~before_truncate)
-        reason = F.when(
-            placeholder_orphan,
-            F.concat(
-                F.lit("unavailable-value placeholder for a row silver does not have: "),
-                F.array_join(F.col(UNAVAILABLE), ", "),
-            ),
-        ).when(
-            too_old,
-            F.lit("would have resurrected: older than the purge horizon of deleted rows"),
-        )
-        flagged = joined.withColumn("__reason", reason).drop("__t_key", "__t_deleted").cache()
-        rejected = flagged.where(F.col("__reason").isNotNull())
-        accepted = flagged.where(F.col("__reason").isNull()).drop("__reason")
-        tally = flagged.agg(
-            F.count_if(F.col("__reason").isNull()).alias("offered"),
-            F.count_if(F.col("__reason").isNotNull()).alias("rejected"),
+        lowest = max((h for h in (purge_horizon, truncated) if h is not None), default=None)
+        probe = last.agg(
+            F.count("*").alias("keys"),
+            F.count_if(F.size(UNAVAILABLE) > 0).alias("placeholders"),
+            F.count_if(F.col(POSITION) < F.lit(lowest) if lowest else F.lit(False)).alias("old"),
         ).collect()[0]
-        offered, rejected_count = int(tally["offered"]), int(tally["rejected"])
+        # Most batches need nothing from the stored rows but what the MERGE itself reads; the
+        # lookup join below (a second pass over the table) is made only when a row needs it.
+        if probe["placeholders"] or probe["old"]:
+            flagged, offered, rejected_count = _refuse(spark, path, last, purge_horizon, truncated)
+            cached.append(flagged)
+            accepted = flagged.where(F.col(_REASON).isNull()).drop(_REASON)
+            rejected: DataFrame | None = flagged.where(F.col(_REASON).isNotNull())
+        else:
+            accepted, rejected, offered, rejected_count = last, None, int(probe["keys"]), 0
 
         t, s = "t", "s"
         sets: dict[str, Column | str] = {}
@@ -345,21 +457,74 @@ def apply_changes(
             )
         finally:
             _clear_txn(spark)
-        metrics = DeltaTable.forPath(spark, path).history(1).collect()[0]["operationMetrics"]
-        inserted = int(metrics.get("numTargetRowsInserted", 0))
-        updated = int(metrics.get("numTargetRowsUpdated", 0))
+        metrics = last_commit_metrics(path)
+        inserted = metrics.get("numTargetRowsInserted", 0)
+        updated = metrics.get("numTargetRowsUpdated", 0)
         return MergeResult(
             path,
             events,
             offered,
             inserted,
             updated,
-            rejected.localCheckpoint() if rejected_count else None,
+            rejected.localCheckpoint() if rejected is not None and rejected_count else None,
             skipped=False,
             rejected_count=rejected_count,
         )
     finally:
-        changes.unpersist()
+        for frame in cached:
+            frame.unpersist()
+
+
+def _refuse(
+    spark: SparkSession,
+    path: str,
+    last: DataFrame,
+    purge_horizon: bytes | None,
+    truncated: bytes | None,
+) -> tuple[DataFrame, int, int]:
+    """Flag the batch's last changes silver must refuse, with the reason in ``__reason``.
+
+    Returns:
+        The flagged changes (cached: the caller unpersists them), how many are accepted and
+        how many refused.
+    """
+    target = (
+        spark.read.format("delta")
+        .load(path)
+        .select(F.col(KEY).alias("__t_key"), F.col(DELETED).alias("__t_deleted"))
+    )
+    joined = last.join(target, last[KEY] == target["__t_key"], "left")
+    live = joined["__t_key"].isNotNull() & ~joined["__t_deleted"]
+    # Placeholders left after the in-batch fold and the move resolution need the stored row.
+    placeholder_orphan = (F.size(UNAVAILABLE) > 0) & F.col(OP).isin("c", "u", "r") & ~live
+    too_old = (
+        joined["__t_key"].isNull() & (F.col(POSITION) < F.lit(purge_horizon))
+        if purge_horizon is not None
+        else F.lit(False)
+    )
+    # A key silver never held, changed before the latest truncate: the truncate erased it.
+    before_truncate = (
+        joined["__t_key"].isNull() & (F.col(POSITION) < F.lit(truncated))
+        if truncated is not None
+        else F.lit(False)
+    )
+    joined = joined.where(~before_truncate)
+    reason = F.when(
+        placeholder_orphan,
+        F.concat(
+            F.lit("unavailable-value placeholder for a row silver does not have: "),
+            F.array_join(F.col(UNAVAILABLE), ", "),
+        ),
+    ).when(
+        too_old,
+        F.lit("would have resurrected: older than the purge horizon of deleted rows"),
+    )
+    flagged = joined.withColumn(_REASON, reason).drop("__t_key", "__t_deleted").cache()
+    tally = flagged.agg(
+        F.count_if(F.col(_REASON).isNull()).alias("offered"),
+        F.count_if(F.col(_REASON).isNotNull()).alias("rejected"),
+    ).collect()[0]
+    return flagged, int(tally["offered"]), int(tally["rejected"])
 
 
 def apply_truncate(
@@ -390,9 +555,9 @@ def apply_truncate(
         )
     finally:
         _clear_txn(spark)
-    metrics = DeltaTable.forPath(spark, path).history(1).collect()[0]["operationMetrics"]
+    metrics = last_commit_metrics(path)
     _set_horizon(spark, path, TRUNCATE_HORIZON_PROPERTY, position)
-    return int(metrics.get("numUpdatedRows", 0))
+    return metrics.get("numUpdatedRows", 0)
 
 
 def purge_tombstones(spark: SparkSession, path: str, *, older_than_hours: float) -> int:
@@ -416,13 +581,10 @@ def purge_tombstones(spark: SparkSession, path: str, *, older_than_hours: float)
     if top is None:
         return 0
     horizon = bytes(top)
-    DeltaTable.forPath(spark, path).delete(F.col(DELETED) & (F.col(UPDATED_AT) < cutoff))
-    removed = int(
-        DeltaTable.forPath(spark, path)
-        .history(1)
-        .collect()[0]["operationMetrics"]
-        .get("numDeletedRows", 0)
-    )
+    # The horizon first: a crash between the two leaves rows that are still guarded by their
+    # tombstones, never purged rows without a horizon.
     _set_horizon(spark, path, PURGE_HORIZON_PROPERTY, horizon)
+    DeltaTable.forPath(spark, path).delete(F.col(DELETED) & (F.col(UPDATED_AT) < cutoff))
+    removed = last_commit_metrics(path).get("numDeletedRows", 0)
     logger.info("purged %s tombstone rows from %s; horizon %s", removed, path, horizon.hex())
     return removed

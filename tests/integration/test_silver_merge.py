@@ -179,3 +179,57 @@ def test_create_with_an_unresolvable_placeholder_is_refused(spark: Any, tmp_path
     [rejected] = result.rejected.collect()
     assert "placeholder" in rejected["__reason"]
     assert rows(spark, t) == {}
+
+
+MOVE_SCHEMA = SCHEMA.replace("id int,", "_cdc_old_key string, id int,")
+
+
+def move_ev(n: int, op: str, ident: int, old: int | None, *rest: Any, **kw: Any) -> tuple[Any, ...]:
+    base = ev(n, op, ident, *rest, **kw)
+    return (*base[:7], f'{{"id":{old}}}' if old is not None else None, *base[7:])
+
+
+def apply_moves(spark: Any, path: Path, *events: tuple[Any, ...]) -> Any:
+    df = spark.createDataFrame(list(events), MOVE_SCHEMA)
+    return apply_changes(spark, str(path), df, DATA, txn_app_id="test", txn_version=next(_versions))
+
+
+def test_key_move_placeholder_takes_the_old_rows_stored_value(spark: Any, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    apply_moves(spark, t, move_ev(1, "c", 1, None, "a", "long toasted text"))
+    # PostgreSQL: UPDATE ... SET id = 2 leaves the TOAST column out of the WAL; Debezium sends
+    # delete(1) + create(2) whose notes is the placeholder.
+    result = apply_moves(
+        spark,
+        t,
+        move_ev(5, "d", 1, None),
+        move_ev(6, "c", 2, 1, "a", P, unavailable=("notes",)),
+        move_ev(7, "u", 2, None, "a2", P, unavailable=("notes",)),
+    )
+    assert result.rejected is None
+    assert rows(spark, t) == {2: {**rows(spark, t)[2], "name": "a2", "notes": "long toasted text"}}
+
+
+def test_key_move_placeholder_from_the_same_batch_and_a_chain(spark: Any, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    result = apply_moves(
+        spark,
+        t,
+        move_ev(1, "c", 1, None, "a", "first"),
+        move_ev(2, "u", 1, None, "b", "second"),
+        move_ev(3, "d", 1, None),
+        move_ev(4, "c", 2, 1, "c", P, unavailable=("notes",)),
+        move_ev(5, "d", 2, None),
+        move_ev(6, "c", 3, 2, "d", P, unavailable=("notes",)),
+    )
+    assert result.rejected is None
+    live = rows(spark, t)
+    assert set(live) == {3}
+    assert (live[3]["name"], live[3]["notes"]) == ("d", "second")
+
+
+def test_key_move_from_an_unknown_row_is_still_refused(spark: Any, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    result = apply_moves(spark, t, move_ev(6, "c", 2, 1, "a", P, unavailable=("notes",)))
+    assert result.rejected is not None and result.rejected_count == 1
+    assert rows(spark, t) == {}

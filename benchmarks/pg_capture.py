@@ -1,0 +1,190 @@
+"""Benchmark: the PostgreSQL capture agent into bronze: snapshot rows/s, stream events/s, RSS.
+
+Starts a private PostgreSQL 15 (``scripts/pg_test_cluster.sh``; or ``--dsn``), loads pgbench's
+tables (``pgbench -i -s 10``: 1M rows in ``pgbench_accounts``), then times the real agent
+(PostgresSource -> LandingAgent -> BronzeWriter -> Delta commits) in a child process:
+
+1. **snapshot**: a fresh slot and lake, the exported-snapshot read of every pgbench table;
+2. **stream**: ``pgbench -n`` runs its TPC-B-like transactions (3 updates + 1 insert each)
+   while the agent is stopped, then the agent catches up from its bronze offset; events/s is
+   data events landed over the catch-up time, so it is the rate the agent can sustain.
+
+Peak RSS is the child's ``VmHWM``; "per agent CPU-s" divides by the agent's own CPU time, which
+stays meaningful when other jobs share the machine (wall-clock rates do not). Targets (issue 4,
+2-core machine): >= 100k snapshot rows/s, >= 30k streamed events/s, <= 200 MB RSS.
+
+Usage::
+
+    .venv/bin/python benchmarks/pg_capture.py                 # scale 10, 50k transactions
+    .venv/bin/python benchmarks/pg_capture.py --quick         # scale 1, 5k transactions
+
+Results go to stdout as a Markdown table and to ``benchmarks/results/pg_capture.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PG_BIN = Path(os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin"))
+RESULTS = ROOT / "benchmarks" / "results" / "pg_capture.json"
+
+DRIVER = r"""
+import json, sys, time
+from pathlib import Path
+from bronze.writer import BronzeTables, BronzeWriter
+from capture.registry import create_source
+from pipeline.config import PostgresSourceConfig
+from pipeline.landing import LandingAgent
+config = PostgresSourceConfig.model_validate(json.loads(sys.argv[1]))
+agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),
+                     max_events=int(sys.argv[3]), max_transaction_events=100_000)
+t0, c0 = time.perf_counter(), time.process_time()
+result = agent.run()
+elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status")
+               if line.startswith("VmHWM:"))
+print(json.dumps({"landed": result.landed, "batches": result.batches, "seconds": elapsed,
+                  "cpu_seconds": cpu, "peak_rss_mib": hwm_kib / 1024}))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run_agent(raw: dict[str, Any], lake: Path, max_events: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("MEDALLION_FAULTS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", DRIVER, json.dumps(raw), str(lake), str(max_events)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"agent failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _pgbench(args: list[str], host: str, port: int) -> None:
+    subprocess.run(
+        [str(PG_BIN / "pgbench"), "-h", host, "-p", str(port), "-U", "postgres", *args, "postgres"],
+        check=True,
+        capture_output=True,
+    )
+
+
+def main() -> None:
+    """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=10, help="pgbench scale (100k rows each)")
+    parser.add_argument("--transactions", type=int, default=50_000, help="pgbench transactions")
+    parser.add_argument("--batch", type=int, default=20_000, help="bronze max.batch.size")
+    parser.add_argument("--quick", action="store_true", help="scale 1, 5k transactions")
+    parser.add_argument("--dsn-host", default=None, help="use a running server (host)")
+    parser.add_argument("--dsn-port", type=int, default=None, help="use a running server (port)")
+    args = parser.parse_args()
+    if args.quick:
+        args.scale, args.transactions = 1, 5_000
+    workdir = Path(tempfile.mkdtemp(prefix="medallion-pgbench-"))
+    cluster_dir = Path(tempfile.mkdtemp(prefix="medallion-pg-bench-"))
+    host, port = args.dsn_host or "127.0.0.1", args.dsn_port or _free_port()
+    started = args.dsn_port is None
+    if started:
+        subprocess.run(
+            [
+                "bash",
+                str(ROOT / "scripts" / "pg_test_cluster.sh"),
+                "start",
+                str(cluster_dir),
+                str(port),
+            ],  # fmt: skip
+            check=True,
+            capture_output=True,
+        )
+    try:
+        _pgbench(["-i", "-q", "-s", str(args.scale)], host, port)
+        raw = {
+            "name": "bench",
+            "connector": "postgresql",
+            "database.hostname": host,
+            "database.port": port,
+            "database.user": "postgres",
+            "database.dbname": "postgres",
+            "slot.name": "medallion_bench",
+            "publication.name": "medallion_bench",
+            "table.include.list": r"public\.pgbench_.*",
+        }
+        lake = workdir / "lake"
+        snapshot = _run_agent(raw, lake, args.batch)
+        rows = args.scale * 100_000 + args.scale * 10 + args.scale
+        t0 = time.perf_counter()
+        _pgbench(["-n", "-c", "2", "-j", "2", "-t", str(args.transactions // 2)], host, port)
+        workload_s = time.perf_counter() - t0
+        stream = _run_agent(raw, lake, args.batch)
+        events = stream["landed"]
+        figures = {
+            "machine": f"{platform.machine()}, {os.cpu_count()} cpu, "
+            f"Python {platform.python_version()}",
+            "scale": args.scale,
+            "snapshot_rows": snapshot["landed"],
+            "snapshot_rows_expected": rows,
+            "snapshot_seconds": round(snapshot["seconds"], 2),
+            "snapshot_rows_per_s": round(snapshot["landed"] / snapshot["seconds"]),
+            "snapshot_rows_per_cpu_s": round(snapshot["landed"] / snapshot["cpu_seconds"]),
+            "snapshot_peak_rss_mib": round(snapshot["peak_rss_mib"], 1),
+            "transactions": args.transactions,
+            "workload_seconds": round(workload_s, 2),
+            "stream_events": events,
+            "stream_seconds": round(stream["seconds"], 2),
+            "stream_events_per_s": round(events / stream["seconds"]),
+            "stream_events_per_cpu_s": round(events / stream["cpu_seconds"]),
+            "stream_peak_rss_mib": round(stream["peak_rss_mib"], 1),
+            "load_average_1m": round(os.getloadavg()[0], 2),
+        }
+    finally:
+        if started:
+            subprocess.run(
+                ["bash", str(ROOT / "scripts" / "pg_test_cluster.sh"), "stop", str(cluster_dir)],
+                check=False,
+                capture_output=True,
+            )
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(cluster_dir, ignore_errors=True)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
+    print("| phase | records | seconds | records/s | per agent CPU-s | peak RSS MiB | target |")
+    print("|---|---|---|---|---|---|---|")
+    print(
+        f"| snapshot (pgbench scale {args.scale}) | {figures['snapshot_rows']} | "
+        f"{figures['snapshot_seconds']} | {figures['snapshot_rows_per_s']} | "
+        f"{figures['snapshot_rows_per_cpu_s']} | {figures['snapshot_peak_rss_mib']} | "
+        ">= 100k rows/s, <= 200 MB |"
+    )
+    print(
+        f"| stream ({args.transactions} pgbench transactions) | {events} | "
+        f"{figures['stream_seconds']} | {figures['stream_events_per_s']} | "
+        f"{figures['stream_events_per_cpu_s']} | {figures['stream_peak_rss_mib']} | "
+        ">= 30k events/s, <= 200 MB |"
+    )
+    print(f"load average (1 min) at the end: {figures['load_average_1m']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""The streaming replication transport: one ``START_REPLICATION ... LOGICAL`` over psycopg 3.
+
+psycopg 3 has no replication API (psycopg#71); since 3.3 ``execute("START_REPLICATION ...")`` on
+a ``replication=database`` connection leaves it in COPY_BOTH mode, and the stream is read and
+answered with libpq's copy calls (``test-servers.md`` §1b). This class owns that connection
+state: it sends standby status updates, reads CopyData messages with a timeout, and ends the
+COPY cleanly so the server applies the last acknowledgement. What the messages mean is the
+caller's business (:mod:`capture.pgoutput` decodes them).
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import time
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from bronze.positions import format_pg_lsn
+from capture.pgoutput import standby_status_update
+from pipeline.errors import CaptureError, SourceUnavailable
+
+__all__ = ["ReplicationStream", "publication_option"]
+
+logger = logging.getLogger(__name__)
+
+SEND_TIMEOUT_S = 10.0
+"""How long a status update may wait for the socket before the connection counts as lost."""
+STOP_TIMEOUT_S = 5.0
+"""How long a clean stop waits for the server to end the COPY."""
+
+
+def publication_option(publication: str, conn: psycopg.Connection[Any]) -> str:
+    """The ``publication_names`` option value: the publication as a quoted identifier."""
+    return sql.Identifier(publication).as_string(conn)
+
+
+class ReplicationStream:
+    """A logical replication stream on a ``replication=database`` connection.
+
+    Args:
+        conn: The replication connection (autocommit); the stream owns it from now on.
+        source: The source name, for messages.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], source: str) -> None:
+        self.conn = conn
+        self.source = source
+        self.streaming = False
+        self.last_status = 0.0
+        """``time.monotonic()`` of the last status update sent."""
+
+    def start(self, slot: str, lsn: int, publication: str, *, messages: bool) -> None:
+        """``START_REPLICATION SLOT slot LOGICAL lsn`` with pgoutput protocol 1.
+
+        Args:
+            slot: The slot name.
+            lsn: Where to start; the server starts at the slot's confirmed flush if later.
+            publication: The publication to stream.
+            messages: Ask for ``pg_logical_emit_message`` messages (PostgreSQL 14+).
+
+        Raises:
+            SourceUnavailable: The connection failed, or the slot is still held by a walsender
+                of a killed predecessor (retryable).
+            CaptureError: The server refused the command.
+        """
+        options = [
+            sql.SQL("proto_version '1'"),
+            sql.SQL("publication_names {}").format(
+                sql.Literal(publication_option(publication, self.conn))
+            ),
+        ]
+        if messages:
+            options.append(sql.SQL("messages 'true'"))
+        command = sql.SQL("START_REPLICATION SLOT {} LOGICAL {} ({})").format(
+            sql.Identifier(slot), sql.SQL(format_pg_lsn(lsn)), sql.SQL(", ").join(options)
+        )
+        try:
+            self.conn.execute(command)
+        except psycopg.errors.ObjectInUse as exc:
+            # A killed predecessor's walsender holds the slot until it notices the dead socket.
+            raise SourceUnavailable(f"source {self.source}: {str(exc).strip()}") from None
+        except psycopg.OperationalError as exc:
+            raise SourceUnavailable(
+                f"source {self.source}: START_REPLICATION failed: {exc}"
+            ) from None
+        except psycopg.Error as exc:
+            raise CaptureError(f"source {self.source}: START_REPLICATION failed: {exc}") from None
+        self.streaming = True
+
+    def send_status(self, flush_lsn: int, *, reply: bool = False) -> None:
+        """Send a standby status update confirming ``flush_lsn`` (written = flushed = applied).
+
+        Args:
+            flush_lsn: Everything before it is durable downstream; the slot may recycle WAL.
+            reply: Ask the server for an immediate keepalive.
+
+        Raises:
+            SourceUnavailable: The connection is lost.
+        """
+        if not self.streaming:
+            return
+        pg = self.conn.pgconn
+        lsn = flush_lsn
+        try:
+            pg.put_copy_data(
+                standby_status_update(lsn, lsn, lsn, time.time_ns() // 1000, reply=reply)
+            )
+            # psycopg runs libpq non-blocking: flush() may leave bytes queued, and an
+            # acknowledgement still queued when the connection closes never reaches the slot.
+            deadline = time.monotonic() + SEND_TIMEOUT_S
+            while pg.flush() == 1:
+                if time.monotonic() > deadline:
+                    raise SourceUnavailable(f"source {self.source}: cannot send to the server")
+                select.select([], [pg.socket], [], 0.1)
+        except psycopg.Error as exc:
+            raise SourceUnavailable(
+                f"source {self.source}: replication connection lost: {exc}"
+            ) from None
+        self.last_status = time.monotonic()
+
+    def read(self, timeout: float) -> bytes | None:
+        """The next CopyData message (``w`` XLogData or ``k`` keepalive), or None after ``timeout``.
+
+        Raises:
+            SourceUnavailable: The connection is lost or the server ended the stream.
+        """
+        pg = self.conn.pgconn
+        try:
+            n, data = pg.get_copy_data(1)
+            if n == 0:
+                ready, _, _ = select.select([pg.socket], [], [], timeout)
+                if not ready:
+                    return None
+                pg.consume_input()
+                n, data = pg.get_copy_data(1)
+                if n == 0:
+                    return None
+        except psycopg.Error as exc:
+            raise SourceUnavailable(
+                f"source {self.source}: replication connection lost: {exc}"
+            ) from None
+        if n < 0:
+            result = pg.get_result()
+            text = "" if result is None else result.error_message.decode(errors="replace")
+            text = text.strip() or pg.error_message.decode(errors="replace").strip()
+            raise SourceUnavailable(f"source {self.source}: replication stream ended: {text}")
+        return bytes(data)
+
+    def stop(self, flush_lsn: int) -> None:
+        """Confirm ``flush_lsn`` and end the COPY (CopyDone), so the server applied it.
+
+        Closing the socket instead would leave it to chance whether the walsender read the last
+        status update before it saw the connection go. Never raises: a stream that cannot stop
+        cleanly is closed anyway.
+        """
+        if not self.streaming or self.conn.closed:
+            return
+        pg = self.conn.pgconn
+        try:
+            self.send_status(flush_lsn)
+            pg.put_copy_end()
+            pg.flush()
+            deadline = time.monotonic() + STOP_TIMEOUT_S
+            ended = False
+            while not ended and time.monotonic() < deadline:
+                n, _ = pg.get_copy_data(1)
+                if n == 0:
+                    select.select([pg.socket], [], [], 0.1)
+                    pg.consume_input()
+                # n < 0: the server ended the COPY, so it has read everything we sent.
+                ended = n < 0
+            while ended and pg.get_result() is not None:
+                pass  # CommandComplete; then the connection is idle and can be closed
+        except (psycopg.Error, SourceUnavailable) as exc:
+            logger.debug("source %s: replication stream did not end cleanly: %s", self.source, exc)
+        self.streaming = False
+
+    def close(self) -> None:
+        """Close the connection (without a clean stop; see :meth:`stop`)."""
+        self.streaming = False
+        try:
+            self.conn.close()
+        except psycopg.Error:
+            pass  # already gone; nothing to release
