@@ -467,6 +467,10 @@ class SilverJob:
         report: list[tuple[Any, ...]] = []
         refused: dict[int, str] = {}
         rewrite: dict[str, tuple[DataType, list[int]]] = {}
+        since = (
+            M.position_property(self.spark, path, M.SCHEMA_POSITION_PROPERTY) if exists else None
+        )
+        newest: bytes | None = None
         for i, part in enumerate(parts):
             if not current and not exists:
                 current = {f.name: f.dataType for f in part.row.fields}
@@ -474,6 +478,13 @@ class SilverJob:
             changes = E.compare(
                 StructType([StructField(n, t) for n, t in current.items()]), part.row
             )
+            if since is not None and part.first < since:
+                # Events written before the table's newest schema change (late, or replayed):
+                # their schema is history, not a change. They are cast to the table, value by
+                # value; one that does not fit is quarantined by ``conform`` below.
+                changes = tuple(c for c in changes if c.kind == E.ADDED)
+            elif any(c.kind != E.NARROWER for c in changes):
+                newest = part.first
             bad = [c for c in changes if c.kind == E.INCOMPATIBLE]
             if bad and policy is SchemaEvolutionPolicy.FAIL:
                 raise SchemaEvolutionError(name, part.schema_id, tuple(c.describe() for c in bad))
@@ -499,6 +510,8 @@ class SilverJob:
             self._widen_and_add(path, stored, current)
         if report:
             self._record_schema_changes(name, report, batch_id)
+        if not exists and parts:
+            newest = parts[0].first
         table = StructType([StructField(n, t) for n, t in current.items()])
         columns = list(current)
         accepted: list[DataFrame] = []
@@ -523,6 +536,10 @@ class SilverJob:
                 *[F.col(quote_identifier(c)) for c in applied.columns],
                 *[F.lit(None).cast(current[c]).alias(c) for c in missing],
             )
+            if not exists:
+                M.ensure_table(self.spark, path, applied, columns)
+        if newest is not None and DeltaTable.isDeltaTable(self.spark, path):
+            M.raise_position_property(self.spark, path, M.SCHEMA_POSITION_PROPERTY, newest)
         return applied, columns, _union(rejected)
 
     def _rewrite_columns(

@@ -91,6 +91,9 @@ PURGE_HORIZON_PROPERTY = "medallion.purgeHorizon"
 """Table property: hex of the highest position of a purged tombstone."""
 TRUNCATE_HORIZON_PROPERTY = "medallion.truncateHorizon"
 """Table property: hex of the position of the latest truncate applied."""
+SCHEMA_POSITION_PROPERTY = "medallion.schemaPosition"
+"""Table property: hex of the first position of the newest schema that changed the table;
+events of schemas seen before it are older events, cast to the table, never changing it."""
 
 TABLE_PROPERTIES: dict[str, str] = {
     # A MERGE that touches a few rows of a file marks them deleted instead of rewriting it.
@@ -310,7 +313,8 @@ def ensure_table(
         logger.info("added columns %s to %s", [f.name for f in new], path)
 
 
-def _horizon(spark: SparkSession, path: str, prop: str) -> bytes | None:
+def position_property(spark: SparkSession, path: str, prop: str) -> bytes | None:
+    """A position kept in a table property (hex), or None."""
     # Table properties and commit metrics are in the Delta log: deltalake reads them without a
     # Spark job (it cannot read silver's data, which has deletion vectors, but needs not).
     from deltalake import DeltaTable as LogTable
@@ -327,8 +331,9 @@ def last_commit_metrics(path: str) -> dict[str, int]:
     return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
 
 
-def _set_horizon(spark: SparkSession, path: str, prop: str, position: bytes) -> None:
-    current = _horizon(spark, path, prop)
+def raise_position_property(spark: SparkSession, path: str, prop: str, position: bytes) -> None:
+    """Set a position table property to ``position`` unless it already holds a later one."""
+    current = position_property(spark, path, prop)
     if current is not None and current >= position:
         return
     spark.sql(
@@ -405,8 +410,8 @@ def apply_changes(
             folded = resolve_moves(folded, stored, data_columns)
         last = collapse(folded).cache()
         cached.append(last)
-        purge_horizon = _horizon(spark, path, PURGE_HORIZON_PROPERTY)
-        truncated = _horizon(spark, path, TRUNCATE_HORIZON_PROPERTY)
+        purge_horizon = position_property(spark, path, PURGE_HORIZON_PROPERTY)
+        truncated = position_property(spark, path, TRUNCATE_HORIZON_PROPERTY)
         lowest = max((h for h in (purge_horizon, truncated) if h is not None), default=None)
         probe = last.agg(
             F.count("*").alias("keys"),
@@ -556,7 +561,7 @@ def apply_truncate(
     finally:
         _clear_txn(spark)
     metrics = last_commit_metrics(path)
-    _set_horizon(spark, path, TRUNCATE_HORIZON_PROPERTY, position)
+    raise_position_property(spark, path, TRUNCATE_HORIZON_PROPERTY, position)
     return metrics.get("numUpdatedRows", 0)
 
 
@@ -583,7 +588,7 @@ def purge_tombstones(spark: SparkSession, path: str, *, older_than_hours: float)
     horizon = bytes(top)
     # The horizon first: a crash between the two leaves rows that are still guarded by their
     # tombstones, never purged rows without a horizon.
-    _set_horizon(spark, path, PURGE_HORIZON_PROPERTY, horizon)
+    raise_position_property(spark, path, PURGE_HORIZON_PROPERTY, horizon)
     DeltaTable.forPath(spark, path).delete(F.col(DELETED) & (F.col(UPDATED_AT) < cutoff))
     removed = last_commit_metrics(path).get("numDeletedRows", 0)
     logger.info("purged %s tombstone rows from %s; horizon %s", removed, path, horizon.hex())
