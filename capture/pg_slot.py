@@ -280,13 +280,35 @@ def drop_slot(conn: psycopg.Connection[Any], slot: str) -> None:
 
 
 def slot_lag(conn: psycopg.Connection[Any], slot: str) -> dict[str, Any] | None:
-    """The slot's LSNs and the WAL it retains (bytes behind the server), or None."""
+    """The slot's state and the WAL it holds back, for ``medallion status``; None if no slot.
+
+    Args:
+        conn: An ordinary connection to the slot's database server.
+        slot: The slot name.
+
+    Returns:
+        ``slot``, ``active`` (a consumer is connected), ``restart_lsn``, ``confirmed_flush_lsn``,
+        ``wal_status`` (``reserved``, ``extended``, ``unreserved`` or ``lost``),
+        ``lag_bytes`` (WAL written since the slot's confirmed flush LSN: what the agent has not
+        acknowledged yet) and ``retained_wal_bytes`` (WAL since ``restart_lsn``: what the server
+        keeps on disk for the slot). Byte counts are None when the slot has no such LSN.
+    """
     row = conn.execute(
-        "SELECT restart_lsn::text, confirmed_flush_lsn::text,"
+        "SELECT active, restart_lsn::text, confirmed_flush_lsn::text, wal_status,"
+        " pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint,"
         " pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint"
         " FROM pg_replication_slots WHERE slot_name = %s",
         (slot,),
     ).fetchone()
     if row is None:
         return None
-    return {"restart_lsn": row[0], "confirmed_flush_lsn": row[1], "retained_wal_bytes": row[2]}
+    active, restart, confirmed, wal_status, lag, retained = row
+    return {
+        "slot": slot,
+        "active": bool(active),
+        "restart_lsn": restart,
+        "confirmed_flush_lsn": confirmed,
+        "wal_status": wal_status,
+        "lag_bytes": lag,
+        "retained_wal_bytes": retained,
+    }

@@ -37,7 +37,7 @@ import re
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any, Final
 
 import orjson
@@ -235,10 +235,18 @@ def _unscaled_bytes(unscaled: int) -> bytes:
 def decimal_bytes(value: Decimal, scale: int) -> str:
     """Connect ``Decimal`` JSON value: base64 of the unscaled value at ``scale``.
 
+    Exact for any number of digits: the default decimal context (28 digits) would round
+    ``NUMERIC`` values that PostgreSQL holds exactly (up to 131072 digits before the point).
+
     >>> decimal_bytes(Decimal("1.50"), 2)
     'AJY='
+    >>> wide = Decimal("-12345678901234567890123456789012345678901234.5678")
+    >>> int.from_bytes(base64.b64decode(decimal_bytes(wide, 4)), "big", signed=True)
+    -123456789012345678901234567890123456789012345678
     """
-    unscaled = int(value.scaleb(scale).to_integral_value())
+    with localcontext() as context:
+        context.prec = max(context.prec, len(value.as_tuple().digits) + abs(scale) + 1)
+        unscaled = int(value.scaleb(scale).to_integral_value())
     return _b64(_unscaled_bytes(unscaled))
 
 

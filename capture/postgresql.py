@@ -1375,8 +1375,22 @@ class PostgresSource(CaptureSource):
                 logger.warning("source %s: could not drop slot: %s", self.name, exc)
 
     def slot_lag(self) -> dict[str, Any] | None:
-        """The slot's retained WAL for ``medallion status``: LSNs and bytes behind the server."""
-        return pg_slot.slot_lag(self._side(), self.settings.slot_name)
+        """The slot's state and retained WAL for ``medallion status`` (see
+        :func:`capture.pg_slot.slot_lag`), on a short-lived connection of its own; None when the
+        slot does not exist.
+
+        Raises:
+            SourceUnavailable: The server cannot be reached.
+            CaptureError: The query failed (e.g. the user may not read ``pg_replication_slots``).
+        """
+        with self._connect() as conn:
+            try:
+                return pg_slot.slot_lag(conn, self.settings.slot_name)
+            except psycopg.Error as exc:
+                raise CaptureError(
+                    f"source {self.name}: cannot read slot {self.settings.slot_name}: "
+                    f"{str(exc).strip()}"
+                ) from None
 
 
 _MISSING_TABLE: Any = object()

@@ -182,7 +182,13 @@ def capture(state: _State, sources: tuple[str, ...], follow: bool, max_batches: 
 @click.pass_obj
 @catch_exception
 def status(state: _State) -> None:
-    """Show what bronze holds per source: committed batch, offset, landed and quarantined."""
+    """Show per source: committed batch, landed and quarantined rows, replication slot, offset.
+
+    For a ``postgresql`` source the row names its slot, whether a consumer is connected
+    (``slot_active``), the WAL written since the slot's confirmed flush LSN (``slot_lag_bytes``)
+    and the WAL the server retains for it (``retained_wal_bytes``); an unreachable server or a
+    missing slot shows in ``slot_error``.
+    """
     from pipeline.orchestration import bronze_status
 
     state.output.result("bronze", bronze_status(state.config))

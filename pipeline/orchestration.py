@@ -14,9 +14,17 @@ from deltalake.exceptions import TableNotFoundError
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.registry import create_source
+from pipeline.errors import PipelineError
 from pipeline.landing import LandingAgent, LandingResult
 
-__all__ = ["land_sources", "bronze_status", "bronze_tables", "run_silver", "spark_for"]
+__all__ = [
+    "SLOT_COLUMNS",
+    "land_sources",
+    "bronze_status",
+    "bronze_tables",
+    "run_silver",
+    "spark_for",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +84,46 @@ def _count_by_source(path: Path) -> dict[str, int]:
     return {str(v["values"]): int(v["counts"]) for v in counts.to_pylist()}
 
 
+SLOT_COLUMNS = ("slot", "slot_active", "slot_lag_bytes", "retained_wal_bytes", "slot_error")
+"""Replication-slot columns of :func:`bronze_status` (None for sources without a slot)."""
+
+
+def _slot_status(source_config: Any) -> dict[str, Any]:
+    """The replication-slot columns of one source's status row.
+
+    A ``postgresql`` source reports its slot: whether a consumer is connected, the WAL written
+    since the slot's confirmed flush LSN (``slot_lag_bytes``: not yet acknowledged, i.e. not yet
+    in bronze) and since its restart LSN (``retained_wal_bytes``: what the server keeps on disk for
+    it). An unreachable server or a missing slot is reported in ``slot_error``, never raised:
+    status must work when the source is down. Other sources get None in every column.
+    """
+    row: dict[str, Any] = dict.fromkeys(SLOT_COLUMNS)
+    if str(source_config.connector) != "postgresql":
+        return row
+    from capture.postgresql import PostgresSource
+
+    source = create_source(source_config)
+    assert isinstance(source, PostgresSource)
+    row["slot"] = source.settings.slot_name
+    try:
+        lag = source.slot_lag()
+    except PipelineError as exc:
+        row["slot_error"] = str(exc)
+        return row
+    if lag is None:
+        row["slot_error"] = f"replication slot {row['slot']} does not exist"
+        return row
+    row["slot_active"] = lag["active"]
+    row["slot_lag_bytes"] = lag["lag_bytes"]
+    row["retained_wal_bytes"] = lag["retained_wal_bytes"]
+    if lag["wal_status"] == "lost":
+        row["slot_error"] = f"replication slot {row['slot']} is invalidated (wal_status lost)"
+    return row
+
+
 def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, Any]]:
-    """Per configured source: last committed batch, its offset, landed and quarantined rows."""
+    """Per configured source: last committed batch, landed and quarantined rows, its replication
+    slot (:data:`SLOT_COLUMNS`, for ``postgresql`` sources) and the committed offset."""
     tables = bronze_tables(config, lake_root)
     writer = BronzeWriter(tables)
     landed = _count_by_source(tables.events)
@@ -92,6 +138,7 @@ def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, 
                 "last_batch": committed.batch_seq if committed else None,
                 "landed": landed.get(source.name, 0),
                 "quarantined": quarantined.get(source.name, 0),
+                **_slot_status(source),
                 "offset": committed.offset if committed else None,
             }
         )

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 from click.testing import CliRunner
+from psycopg import sql
 
+from bronze.writer import BronzeTables, BronzeWriter
+from capture.pg_slot import parse_lsn
+from capture.registry import create_source
 from capture.synthetic import postgres_stream, write_lines
 from pipeline.cli import EXIT_CONFIG, EXIT_NOT_BUILT, cli
+from pipeline.config import load_config
+from pipeline.landing import LandingAgent
 
 pytestmark = pytest.mark.delta
 
@@ -105,3 +118,142 @@ def test_capture_then_run_fills_silver(spark: object, tmp_path: Path) -> None:
     again = runner.invoke(cli, ["--config", str(config), "--output", "json", "run"])
     assert again.exit_code == 0, again.output
     assert json.loads(again.output.strip().splitlines()[-1])["rows"] == []
+
+
+@pytest.fixture
+def pg_corner(pg_dsn: str) -> Iterator[dict[str, str]]:
+    """A private schema, slot and publication name on the real PostgreSQL; all dropped after."""
+    tag = uuid.uuid4().hex[:8]
+    corner = {"schema": f"cli_{tag}", "slot": f"medallion_cli_{tag}", "publication": f"pub_{tag}"}
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(corner["schema"])))
+    yield corner
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+            "WHERE slot_name = %s AND active_pid IS NOT NULL",
+            (corner["slot"],),
+        )
+        for _ in range(50):
+            try:
+                conn.execute(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE slot_name = %s",
+                    (corner["slot"],),
+                )
+                break
+            except psycopg.errors.ObjectInUse:
+                time.sleep(0.1)
+        conn.execute(
+            sql.SQL("DROP PUBLICATION IF EXISTS {}").format(sql.Identifier(corner["publication"]))
+        )
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(corner["schema"])))
+
+
+def _closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.mark.postgres
+def test_status_shows_the_postgresql_slot_and_its_wal_lag(
+    pg_dsn: str, pg_corner: dict[str, str], tmp_path: Path
+) -> None:
+    info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    s = pg_corner["schema"]
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(
+        "lake: {root: lake}\n"
+        "sources:\n"
+        "  - name: pg\n"
+        "    connector: postgresql\n"
+        f"    database.hostname: {info.get('host', '127.0.0.1')}\n"
+        f"    database.port: {info.get('port', 5432)}\n"
+        f"    database.user: {info.get('user', 'postgres')}\n"
+        f"    database.dbname: {info.get('dbname', 'postgres')}\n"
+        "    topic.prefix: srv\n"
+        f"    slot.name: {pg_corner['slot']}\n"
+        f"    publication.name: {pg_corner['publication']}\n"
+        f"    schema.include.list: {s}\n"
+        "  - name: down\n"
+        "    connector: postgresql\n"
+        "    database.hostname: 127.0.0.1\n"
+        f"    database.port: {_closed_port()}\n"
+        "    database.user: postgres\n"
+        "    database.dbname: postgres\n"
+        "    topic.prefix: down\n"
+        "    slot.name: never_created\n"
+    )
+    runner = CliRunner()
+
+    def status() -> dict[str, dict[str, Any]]:
+        result = runner.invoke(cli, ["--config", str(config), "--output", "json", "status"])
+        assert result.exit_code == 0, result.output
+        rows = json.loads(result.output.strip().splitlines()[-1])["rows"]
+        return {r["source"]: r for r in rows}
+
+    def server(query: str) -> Any:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            row = conn.execute(query, (pg_corner["slot"],)).fetchone()
+            assert row is not None
+            return row[0]
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {s}.t (id int PRIMARY KEY, v text)")
+    before = status()
+    assert before["pg"]["slot"] == pg_corner["slot"] and before["pg"]["slot_active"] is None
+    assert "does not exist" in before["pg"]["slot_error"]
+    down = before["down"]
+    assert down["slot"] == "never_created" and down["slot_active"] is None
+    assert "cannot connect" in down["slot_error"]
+
+    assert runner.invoke(cli, ["--config", str(config), "capture", "-s", "pg"]).exit_code == 0
+    caught_up = status()["pg"]
+    assert caught_up["slot_error"] is None and caught_up["slot_active"] is False
+    # the agent confirmed everything it read: what is behind the slot is what came after
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        start = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        conn.execute(
+            f"INSERT INTO {s}.t SELECT g, repeat('x', 200) FROM generate_series(1, 2000) g"
+        )
+        end = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    assert start is not None and end is not None
+    written = parse_lsn(end[0]) - parse_lsn(start[0])
+    behind = status()["pg"]
+    expected_lag = server(
+        "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint "
+        "FROM pg_replication_slots WHERE slot_name = %s"
+    )
+    assert written > 400_000  # 2000 rows of 200+ bytes
+    assert written <= behind["slot_lag_bytes"] <= expected_lag
+    assert behind["retained_wal_bytes"] >= behind["slot_lag_bytes"]
+
+    # while an agent follows the slot it is active; once it has landed the rows, the lag is gone
+    agent = LandingAgent(
+        create_source(load_config(str(config)).source("pg")),
+        BronzeWriter(BronzeTables.under(tmp_path / "lake")),
+    )
+    stop = threading.Event()
+    follower = threading.Thread(
+        target=lambda: agent.run(follow=True, poll_interval_s=0.1, stop=stop)
+    )
+    follower.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            running = status()["pg"]
+            if running["slot_active"] and running["slot_lag_bytes"] < written:
+                break
+            assert time.monotonic() < deadline, running
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        follower.join(timeout=60)
+    text = runner.invoke(cli, ["--config", str(config), "status"])
+    assert text.exit_code == 0, text.output
+    header, pg_line = text.output.splitlines()[1:3]
+    for column in ("slot", "slot_active", "slot_lag_bytes", "retained_wal_bytes", "slot_error"):
+        assert column in header.split()
+    assert pg_line.split()[0] == "pg" and pg_corner["slot"] in pg_line.split()

@@ -70,6 +70,19 @@ def test_decimal_bytes_match_java_big_integer() -> None:
         assert base64.b64decode(decimal_bytes(Decimal(value), 0)) == expected
 
 
+def test_decimals_wider_than_the_default_context_stay_exact() -> None:
+    # Python's default decimal context keeps 28 digits; NUMERIC keeps them all.
+    for text, scale in [("-12345678901234567890123456789012345678901234.5678", 4),
+                        ("9" * 60, 0), ("0." + "1" * 40, 40)]:  # fmt: skip
+        expected = int(text.replace(".", "").replace("-", "")) * (-1 if text[0] == "-" else 1)
+        got = base64.b64decode(decimal_bytes(Decimal(text), scale))
+        assert int.from_bytes(got, "big", signed=True) == expected
+        variable = convert(1700, text)  # NUMERIC without scale: VariableScaleDecimal
+        assert isinstance(variable, dict)
+        assert variable["scale"] == scale
+        assert int.from_bytes(base64.b64decode(variable["value"]), "big", signed=True) == expected
+
+
 def test_money() -> None:
     assert unscaled(str(convert(790, "$1,234.56"))) == 123456
     assert unscaled(str(convert(790, "-$0.01"))) == -1
