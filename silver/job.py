@@ -788,7 +788,11 @@ class SilverJob:
         version = LogTable(path).version()
         top = events.agg(F.max(B.POSITION)).collect()[0][0]
         first_waiting = (
-            waiting.where(F.col(B.SOURCE) == source).agg(F.min(B.POSITION)).collect()[0][0]
+            # Only data rows hold the cut back: an END waiting for data (reordered delivery)
+            # holds nothing that is missing from silver.
+            waiting.where((F.col(B.SOURCE) == source) & (F.col(B.KIND) == "data"))
+            .agg(F.min(B.POSITION))
+            .collect()[0][0]
         )
         cut = self.spark.createDataFrame(
             [(batch_id, source, collection, name, top, first_waiting, version)],

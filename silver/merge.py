@@ -103,6 +103,11 @@ TABLE_PROPERTIES: dict[str, str] = {
 }
 """Delta properties every silver table is created with."""
 
+_METADATA_SCHEMA = (
+    f"{KEY} string, {POSITION} binary, {OP} string, {DELETED} boolean, {SOURCE_TS} bigint, "
+    f"{TX_ID} string, {BRONZE_BATCH} string, {UPDATED_AT} timestamp"
+)
+
 _SEGMENT = "__segment"
 _REASON = "__reason"
 _RANK = "__rank"
@@ -186,6 +191,21 @@ def collapse(folded: DataFrame) -> DataFrame:
     return folded.withColumn(_RANK, F.row_number().over(last)).where(F.col(_RANK) == 1).drop(_RANK)
 
 
+def collapse_by_aggregate(changes: DataFrame) -> DataFrame:
+    """:func:`collapse` for batches without placeholders: one hash aggregate, no sort.
+
+    ``max_by`` keeps the row of the highest position per key; a window (sort per key) costs
+    several times more on large batches.
+    """
+    others = [c for c in changes.columns if c != KEY]
+    picked = changes.groupBy(KEY).agg(
+        F.max_by(F.struct(*[F.col(quote_identifier(c)) for c in others]), F.col(POSITION)).alias(
+            "__last"
+        )
+    )
+    return picked.select(KEY, *[F.col("__last")[c].alias(c) for c in others])
+
+
 def fold_and_collapse(changes: DataFrame, data_columns: Sequence[str]) -> DataFrame:
     """:func:`fold`, then :func:`collapse`: one row per key, its last change."""
     return collapse(fold(changes, data_columns))
@@ -203,7 +223,7 @@ def resolve_moves(
     PostgreSQL sends an update that changes the key with its unchanged TOAST columns as
     placeholders; Debezium turns it into a delete of the old key and a create of the new one
     carrying them. Their values are the old key's: its latest c/u/r before the move in this
-    batch, else its stored silver row (a tombstone keeps its values). Moves chained in one
+    batch, else its stored silver row (as it is before this batch's MERGE). Moves chained in one
     batch (A -> B -> C) resolve one link per round.
 
     Args:
@@ -395,6 +415,7 @@ def apply_changes(
         has_moves = OLD_KEY in changes.columns
         stats = changes.agg(
             F.count("*").alias("events"),
+            F.count_if(F.size(UNAVAILABLE) > 0).alias("placeholders"),
             F.count_if(_moved_with_placeholders() if has_moves else F.lit(False)).alias("moves"),
         ).collect()[0]
         events = int(stats["events"])
@@ -404,11 +425,14 @@ def apply_changes(
             logger.info("silver %s: %s v%s already applied", path, txn_app_id, txn_version)
             return MergeResult(path, events, 0, 0, 0, None, skipped=True)
         ensure_table(spark, path, changes, data_columns)
-        folded = fold(changes, data_columns)
-        if stats["moves"]:
-            stored = spark.read.format("delta").load(path)
-            folded = resolve_moves(folded, stored, data_columns)
-        last = collapse(folded).cache()
+        if stats["placeholders"]:
+            folded = fold(changes, data_columns)
+            if stats["moves"]:
+                stored = spark.read.format("delta").load(path)
+                folded = resolve_moves(folded, stored, data_columns)
+            last = collapse(folded).cache()
+        else:
+            last = collapse_by_aggregate(changes.drop(OLD_KEY, NEXT_KEY)).cache()
         cached.append(last)
         purge_horizon = position_property(spark, path, PURGE_HORIZON_PROPERTY)
         truncated = position_property(spark, path, TRUNCATE_HORIZON_PROPERTY)
@@ -432,9 +456,16 @@ def apply_changes(
         sets: dict[str, Column | str] = {}
         for name in data_columns:
             src, tgt = f"{s}.{quote_identifier(name)}", f"{t}.{quote_identifier(name)}"
-            sets[quote_identifier(name)] = F.expr(
-                f"CASE WHEN {s}.{OP} = 'd' OR array_contains({s}.{UNAVAILABLE}, "
-                f"{quote_string_literal(name)}) THEN {tgt} ELSE {src} END"
+            # Only a placeholder needs the stored value. Referencing target columns makes Delta
+            # read and shuffle every column of every file the MERGE touches (the whole table
+            # when keys are random), so batches without placeholders set source values only.
+            sets[quote_identifier(name)] = (
+                F.expr(
+                    f"CASE WHEN array_contains({s}.{UNAVAILABLE}, "
+                    f"{quote_string_literal(name)}) THEN {tgt} ELSE {src} END"
+                )
+                if probe["placeholders"]
+                else F.col(src)
             )
         meta = {
             POSITION: F.col(f"{s}.{POSITION}"),
@@ -546,6 +577,12 @@ def apply_truncate(
     from delta.tables import DeltaTable
 
     if not DeltaTable.isDeltaTable(spark, path):
+        # Nothing to mark, but the horizon must hold: events older than the truncate that
+        # arrive later (reordered) must not insert rows the truncate erased. The table starts
+        # with the metadata columns; data columns are added by the first changes.
+        empty = spark.createDataFrame([], _METADATA_SCHEMA)
+        empty.write.format("delta").options(**TABLE_PROPERTIES).mode("ignore").save(path)
+        raise_position_property(spark, path, TRUNCATE_HORIZON_PROPERTY, position)
         return 0
     _with_txn(spark, txn_app_id, txn_version)
     try:

@@ -9,7 +9,9 @@ also be released by a timeout: once its first row has waited ``timeout_seconds``
 applied as far as it arrived and counted as released by timeout.
 
 Events without a transaction block (snapshot rows, connectors without transaction metadata,
-tombstones) are never held.
+tombstones) are never held. An END that arrives before any of its data events waits as well (up
+to the same timeout, after which an END without data is dropped: its events were applied
+earlier, or never come).
 """
 
 from __future__ import annotations
@@ -66,15 +68,21 @@ def split_complete(
     ends = (
         rows.where((F.col(B.KIND) == "transaction") & (F.col(B.TX_STATUS) == "END"))
         .groupBy(*txn)
-        .agg(F.max(B.TX_EVENT_COUNT).alias("__expected"))
+        .agg(
+            F.max(B.TX_EVENT_COUNT).alias("__expected"),
+            F.min(B.INGEST_TS).alias("__end_first"),
+        )
     )
     cutoff = F.lit(now - dt.timedelta(seconds=timeout_seconds))
+    # Outer join: an END that arrives before its data events (bronze rows reordered, or
+    # delivered in another micro-batch) waits too, else the data would wait for the timeout.
     status = (
-        seen.join(ends, txn, "left")
+        seen.join(ends, txn, "full")
         .select(
             *txn,
+            F.col("__seen").isNotNull().alias("__has_data"),
             (F.col("__seen") >= F.col("__expected")).alias("__complete"),
-            (F.col("__first") < cutoff).alias("__expired"),
+            (F.coalesce(F.col("__first"), F.col("__end_first")) < cutoff).alias("__expired"),
         )
         .withColumn("__complete", F.coalesce("__complete", F.lit(False)))
         .cache()
@@ -82,7 +90,9 @@ def split_complete(
     held = status.where(~F.col("__complete") & ~F.col("__expired")).select(
         *txn, F.lit(True).alias("__held")
     )
-    timed_out = status.where(~F.col("__complete") & F.col("__expired")).count()
+    timed_out = status.where(
+        F.col("__has_data") & ~F.col("__complete") & F.col("__expired")
+    ).count()
     marked = rows.join(held, txn, "left")
     is_held = F.coalesce(F.col("__held"), F.lit(False))
     holds_row = is_held & (gated | (F.col(B.KIND) == "transaction"))

@@ -134,7 +134,10 @@ def test_incomplete_transactions_wait_for_their_end(
             f.write(line + b"\n")
     land(path, lake)
     SilverJob(spark, lake, transaction_timeout_seconds=timeout).run_once()
-    assert spark.read.format("delta").load(str(lake / "silver" / "_pending")).count() == 0
+    # No data waits any more (END records of transactions without gated data may wait for
+    # data that never comes, up to the timeout).
+    pending = spark.read.format("delta").load(str(lake / "silver" / "_pending"))
+    assert pending.where("kind = 'data'").count() == 0
     for table, columns in COLUMNS.items():
         expected = {i: {c: row[c] for c in columns} for i, row in stream.final_state[table].items()}
         assert live(spark, lake, f"public.{table}", columns) == expected, table

@@ -68,11 +68,11 @@ def test_insert_update_delete_keeps_a_tombstone(spark: Any, tmp_path: Path) -> N
     t = tmp_path / "t"
     r = apply(spark, t, ev(1, "c", 1, "a", "x"), ev(2, "c", 2, "b", "y"))
     assert (r.inserted, r.updated) == (2, 0)
-    apply(spark, t, ev(3, "u", 1, "a2", "x"), ev(4, "d", 2))
+    apply(spark, t, ev(3, "u", 1, "a2", "x"), ev(4, "d", 2, "b as deleted"))
     assert {k: v["name"] for k, v in rows(spark, t).items()} == {1: "a2"}
     tomb = rows(spark, t, live=False)[2]
     assert tomb[DELETED] and tomb[OP] == "d" and tomb[POSITION] == pos(4)
-    assert tomb["name"] == "b"  # a tombstone keeps the last values for inspection
+    assert tomb["name"] == "b as deleted"  # a tombstone holds the delete's before image
 
 
 def test_replays_change_nothing(spark: Any, tmp_path: Path) -> None:
