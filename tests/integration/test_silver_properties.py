@@ -156,43 +156,6 @@ def test_silver_does_not_depend_on_arrival_order(
     batches = [arrival[a:b] for a, b in itertools.pairwise(bounds)]
     lake = tmp_path_factory.mktemp("lake")
     reordered_arrival(spark, staging, lake, batches)
-    import os
-
-    if os.environ.get("DEBUG_REORDER"):
-        for b in batches:
-            print(
-                "BATCH",
-                [
-                    (
-                        r["collection"],
-                        r["kind"],
-                        r["op"],
-                        r["position"].hex() if r["position"] else None,
-                        r["key_json"],
-                        r["tx_id"],
-                    )
-                    for r in b
-                ],
-            )
-        for p in (lake / "silver").iterdir():
-            if p.name.startswith("h__"):
-                print(
-                    p.name,
-                    [
-                        (r["_cdc_key"], r["_cdc_op"], r["_cdc_deleted"], r["_cdc_position"].hex())
-                        for r in spark.read.format("delta").load(str(p)).collect()
-                    ],
-                )
-        q = lake / "silver" / "_quarantine"
-        if q.exists():
-            print("Q", spark.read.format("delta").load(str(q)).collect())
-        print(
-            "PENDING",
-            spark.read.format("delta")
-            .load(str(lake / "silver" / "_pending"))
-            .select("op", "position", "tx_id")
-            .collect(),
-        )
     expected = history.final_state()
     tables = [history.collection(t) for t in history.tables]
     assert silver_live(spark, lake, expected, tables) == as_expected(expected)
