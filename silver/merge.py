@@ -215,92 +215,108 @@ def _moved_with_placeholders() -> Column:
     return (F.col(OP) == "c") & F.col(OLD_KEY).isNotNull() & (F.size(UNAVAILABLE) > 0)
 
 
-def resolve_moves(
-    folded: DataFrame, stored: DataFrame, data_columns: Sequence[str], *, rounds: int = 4
-) -> DataFrame:
+def resolve_moves(folded: DataFrame, stored: DataFrame, data_columns: Sequence[str]) -> DataFrame:
     """Fill placeholders in the create of a primary-key move from the row it moved from.
 
     PostgreSQL sends an update that changes the key with its unchanged TOAST columns as
     placeholders; Debezium turns it into a delete of the old key and a create of the new one
     carrying them. Their values are the old key's: its latest c/u/r before the move in this
     batch, else its stored silver row (as it is before this batch's MERGE). Moves chained in one
-    batch (A -> B -> C) resolve one link per round.
+    batch (A -> B -> C ...) resolve one link per round, for as long as a round resolves one.
+    When the old key is known nowhere (a snapshot resumed after a crash read the row already
+    under its new key), the new key's own earlier row, in the batch or stored, is the last resort.
 
     Args:
         folded: The batch after :func:`fold` (with ``_cdc_old_key``).
         stored: The silver table's rows (``_cdc_key`` and the data columns).
         data_columns: The data columns.
-        rounds: At most this many links of a chain are followed.
 
     Returns:
         ``folded`` with those creates (and the later events of their keys) resolved as far as
-        the old rows allow; the rest keep their placeholders (and are refused later).
+        the rows allow; the rest keep their placeholders (and are refused later).
     """
     pending = folded.where(_moved_with_placeholders()).count()
-    for _ in range(rounds):
-        if pending == 0:
-            break
-        moved = folded.where(_moved_with_placeholders())
-        state = folded.where(F.col(OP).isin("c", "u", "r")).select(
-            F.col(KEY).alias("__k"),
-            F.col(POSITION).alias("__p"),
-            F.col(UNAVAILABLE).alias("__u"),
-            *[F.col(quote_identifier(c)).alias(f"__b_{i}") for i, c in enumerate(data_columns)],
-        )
-        before = (
-            moved.select(KEY, POSITION, OLD_KEY)
-            .join(state, (F.col("__k") == F.col(OLD_KEY)) & (F.col("__p") < F.col(POSITION)))
-            .withColumn(
-                _RANK,
-                F.row_number().over(Window.partitionBy(KEY, POSITION).orderBy(F.col("__p").desc())),
-            )
-            .where(F.col(_RANK) == 1)
-            .drop(_RANK, "__k", "__p", OLD_KEY)
-        )
-        old_rows = stored.select(
-            F.col(KEY).alias("__sk"),
-            *[F.col(quote_identifier(c)).alias(f"__s_{i}") for i, c in enumerate(data_columns)],
-        )
-        found = (
-            moved.select(KEY, POSITION, OLD_KEY, UNAVAILABLE)
-            .join(before, [KEY, POSITION], "left")
-            .join(old_rows, F.col("__sk") == F.col(OLD_KEY), "left")
-        )
-        values: list[Column] = []
-        left: list[Column] = []
-        for i, c in enumerate(data_columns):
-            wanted = F.array_contains(F.col(UNAVAILABLE), F.lit(c))
-            in_batch = F.col("__u").isNotNull() & ~F.array_contains(F.col("__u"), F.lit(c))
-            value = F.when(in_batch, F.struct(F.col(f"__b_{i}").alias("v"))).when(
-                F.col("__sk").isNotNull(), F.struct(F.col(f"__s_{i}").alias("v"))
-            )
-            values.append(F.when(wanted, value).alias(f"__r_{i}"))
-            left.append(F.when(wanted & value.isNull(), F.lit(c)))
-        resolved = found.select(
-            KEY,
-            POSITION,
-            F.filter(F.array(*left), lambda x: x.isNotNull()).alias("__left"),
-            *values,
-        )
-        joined = folded.join(resolved, [KEY, POSITION], "left")
-        folded = fold(
-            joined.select(
-                *[c for c in folded.columns if c != UNAVAILABLE and c not in data_columns],
-                F.coalesce(F.col("__left"), F.col(UNAVAILABLE)).alias(UNAVAILABLE),
-                *[
-                    F.when(F.col(f"__r_{i}").isNotNull(), F.col(f"__r_{i}.v"))
-                    .otherwise(F.col(quote_identifier(c)))
-                    .alias(c)
-                    for i, c in enumerate(data_columns)
-                ],
-            ),
-            data_columns,
-        ).localCheckpoint()
+    via = OLD_KEY
+    while pending:
+        folded = _resolve_round(folded, stored, data_columns, via)
         still = folded.where(_moved_with_placeholders()).count()
-        if still >= pending:
+        if still < pending:
+            pending, via = still, OLD_KEY
+        elif via == OLD_KEY:
+            via = KEY
+        else:
             break
-        pending = still
     return folded
+
+
+def _resolve_round(
+    folded: DataFrame, stored: DataFrame, data_columns: Sequence[str], via: str
+) -> DataFrame:
+    """One round of :func:`resolve_moves`: look the values up on the key in column ``via``."""
+    moved = folded.where(_moved_with_placeholders()).withColumn("__via", F.col(via))
+    # On the old key, its latest c/u/r (the move's own delete comes after it). On the key
+    # itself, only a row that is live just before the create counts: a key deleted and then
+    # moved onto must not lend the deleted row's values.
+    live_ops = ("c", "u", "r") if via == OLD_KEY else ("c", "u", "r", "d")
+    state = folded.where(F.col(OP).isin(*live_ops)).select(
+        F.col(KEY).alias("__k"),
+        F.col(POSITION).alias("__p"),
+        F.when(F.col(OP) != "d", F.col(UNAVAILABLE)).alias("__u"),
+        (F.col(OP) == "d").alias("__gone"),
+        *[F.col(quote_identifier(c)).alias(f"__b_{i}") for i, c in enumerate(data_columns)],
+    )
+    if via == KEY and DELETED in stored.columns:
+        stored = stored.where(~F.col(DELETED))
+    before = (
+        moved.select(KEY, POSITION, "__via")
+        .join(state, (F.col("__k") == F.col("__via")) & (F.col("__p") < F.col(POSITION)))
+        .withColumn(
+            _RANK,
+            F.row_number().over(Window.partitionBy(KEY, POSITION).orderBy(F.col("__p").desc())),
+        )
+        .where(F.col(_RANK) == 1)
+        .drop(_RANK, "__k", "__p", "__via")
+    )
+    old_rows = stored.select(
+        F.col(KEY).alias("__sk"),
+        *[F.col(quote_identifier(c)).alias(f"__s_{i}") for i, c in enumerate(data_columns)],
+    )
+    found = (
+        moved.select(KEY, POSITION, "__via", UNAVAILABLE)
+        .join(before, [KEY, POSITION], "left")
+        .join(old_rows, F.col("__sk") == F.col("__via"), "left")
+    )
+    values: list[Column] = []
+    left: list[Column] = []
+    for i, c in enumerate(data_columns):
+        wanted = F.array_contains(F.col(UNAVAILABLE), F.lit(c))
+        in_batch = F.col("__u").isNotNull() & ~F.array_contains(F.col("__u"), F.lit(c))
+        value = F.when(in_batch, F.struct(F.col(f"__b_{i}").alias("v"))).when(
+            F.col("__sk").isNotNull() & ~F.coalesce(F.col("__gone"), F.lit(False)),
+            F.struct(F.col(f"__s_{i}").alias("v")),
+        )
+        values.append(F.when(wanted, value).alias(f"__r_{i}"))
+        left.append(F.when(wanted & value.isNull(), F.lit(c)))
+    resolved = found.select(
+        KEY,
+        POSITION,
+        F.filter(F.array(*left), lambda x: x.isNotNull()).alias("__left"),
+        *values,
+    )
+    joined = folded.join(resolved, [KEY, POSITION], "left")
+    return fold(
+        joined.select(
+            *[c for c in folded.columns if c != UNAVAILABLE and c not in data_columns],
+            F.coalesce(F.col("__left"), F.col(UNAVAILABLE)).alias(UNAVAILABLE),
+            *[
+                F.when(F.col(f"__r_{i}").isNotNull(), F.col(f"__r_{i}.v"))
+                .otherwise(F.col(quote_identifier(c)))
+                .alias(c)
+                for i, c in enumerate(data_columns)
+            ],
+        ),
+        data_columns,
+    ).localCheckpoint()
 
 
 def ensure_table(
