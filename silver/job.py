@@ -522,6 +522,9 @@ class SilverJob:
                     part.frame.withColumn(_REASON, F.lit(refused[i])).select(*_QUARANTINE_COLUMNS)
                 )
                 continue
+            if all(current.get(f.name) == f.dataType for f in part.row.fields):
+                accepted.append(part.frame)  # nothing to cast: no value can be damaged
+                continue
             frame = E.conform(
                 part.frame, table, [f.name for f in part.row.fields], reason_column=_REASON
             )
