@@ -37,6 +37,12 @@ __all__ = [
     "purge_tombstones",
     "METADATA_COLUMNS",
     "TABLE_PROPERTIES",
+    "already_committed",
+    "set_delta_txn",
+    "clear_delta_txn",
+    "last_commit_metrics",
+    "position_property",
+    "raise_position_property",
     "KEY",
     "POSITION",
     "OP",
@@ -378,17 +384,20 @@ def raise_position_property(spark: SparkSession, path: str, prop: str, position:
     )
 
 
-def _with_txn(spark: SparkSession, app_id: str, version: int) -> None:
+def set_delta_txn(spark: SparkSession, app_id: str, version: int) -> None:
+    """Make the session's next Delta writes an app transaction (``txnAppId``/``txnVersion``)."""
     spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(version))
 
 
-def _clear_txn(spark: SparkSession) -> None:
+def clear_delta_txn(spark: SparkSession) -> None:
+    """Undo :func:`set_delta_txn`."""
     spark.conf.unset("spark.databricks.delta.write.txnAppId")
     spark.conf.unset("spark.databricks.delta.write.txnVersion")
 
 
-def _already_committed(spark: SparkSession, path: str, app_id: str, version: int) -> bool:
+def already_committed(spark: SparkSession, path: str, app_id: str, version: int) -> bool:
+    """Whether the table at ``path`` holds app transaction ``app_id`` at ``version`` or later."""
     # Delta skips such a write itself; knowing it up front keeps the metrics honest. The
     # transaction versions are in the Delta log; deltalake reads them without a Spark job.
     from deltalake import DeltaTable as LogTable
@@ -437,7 +446,7 @@ def apply_changes(
         events = int(stats["events"])
         if events == 0:
             return MergeResult(path, 0, 0, 0, 0, None, skipped=False)
-        if _already_committed(spark, path, txn_app_id, txn_version):
+        if already_committed(spark, path, txn_app_id, txn_version):
             logger.info("silver %s: %s v%s already applied", path, txn_app_id, txn_version)
             return MergeResult(path, events, 0, 0, 0, None, skipped=True)
         ensure_table(spark, path, changes, data_columns)
@@ -495,7 +504,7 @@ def apply_changes(
         inserts: dict[str, Column | str] = {KEY: F.col(f"{s}.{KEY}"), **meta}
         for name in data_columns:
             inserts[quote_identifier(name)] = F.col(f"{s}.{quote_identifier(name)}")
-        _with_txn(spark, txn_app_id, txn_version)
+        set_delta_txn(spark, txn_app_id, txn_version)
         try:
             (
                 DeltaTable.forPath(spark, path)
@@ -508,7 +517,7 @@ def apply_changes(
                 .execute()
             )
         finally:
-            _clear_txn(spark)
+            clear_delta_txn(spark)
         metrics = last_commit_metrics(path)
         inserted = metrics.get("numTargetRowsInserted", 0)
         updated = metrics.get("numTargetRowsUpdated", 0)
@@ -600,7 +609,7 @@ def apply_truncate(
         empty.write.format("delta").options(**TABLE_PROPERTIES).mode("ignore").save(path)
         raise_position_property(spark, path, TRUNCATE_HORIZON_PROPERTY, position)
         return 0
-    _with_txn(spark, txn_app_id, txn_version)
+    set_delta_txn(spark, txn_app_id, txn_version)
     try:
         DeltaTable.forPath(spark, path).update(
             condition=(F.col(POSITION) < F.lit(position)) & ~F.col(DELETED),
@@ -612,7 +621,7 @@ def apply_truncate(
             },
         )
     finally:
-        _clear_txn(spark)
+        clear_delta_txn(spark)
     metrics = last_commit_metrics(path)
     raise_position_property(spark, path, TRUNCATE_HORIZON_PROPERTY, position)
     return metrics.get("numUpdatedRows", 0)

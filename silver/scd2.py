@@ -159,7 +159,7 @@ def apply_history(
     """
     from delta.tables import DeltaTable
 
-    if M._already_committed(spark, path, txn_app_id, txn_version):
+    if M.already_committed(spark, path, txn_app_id, txn_version):
         return 0
     for optional in (M.OLD_KEY, NEXT_KEY):
         if optional not in changes.columns:
@@ -225,7 +225,7 @@ def apply_history(
         VALID_TO_POSITION: F.col(f"{s}.{VALID_TO_POSITION}"),
         IS_CURRENT: F.col(f"{s}.{IS_CURRENT}"),
     }
-    M._with_txn(spark, txn_app_id, txn_version)
+    M.set_delta_txn(spark, txn_app_id, txn_version)
     try:
         (
             DeltaTable.forPath(spark, path)
@@ -241,7 +241,7 @@ def apply_history(
             .execute()
         )
     finally:
-        M._clear_txn(spark)
+        M.clear_delta_txn(spark)
     return M.last_commit_metrics(path).get("numTargetRowsInserted", 0)
 
 
