@@ -25,6 +25,7 @@ Per micro-batch and source table:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -181,6 +182,7 @@ class SilverJob:
         self._schemas: dict[str, dict[str, Any]] = {}
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
         self._failure: PipelineError | None = None
+        self._batch_id = 0
         self._purge_every: float | None = None
         self._purged_at: dict[str, float] = {}
 
@@ -256,6 +258,7 @@ class SilverJob:
     def _process_batch(self, micro_batch: DataFrame, batch_id: int) -> None:
         from delta.tables import DeltaTable
 
+        self._batch_id = batch_id
         from silver.transactions import split_complete
 
         columns = micro_batch.columns
@@ -331,7 +334,9 @@ class SilverJob:
         )
         step = 0
         if refused is not None:
-            step += self._quarantine(refused, source, collection, name, batch_id, step)
+            self._quarantine(
+                refused, source, collection, name, version=2 * batch_id * _STEPS_PER_BATCH
+            )
         if changes is None:
             changes = self.spark.createDataFrame([], _EMPTY_CHANGES)
         bounds: list[bytes | None] = [*truncates, None]
@@ -342,13 +347,23 @@ class SilverJob:
                 segment = segment.where(F.col(M.POSITION) > F.lit(lower))
             if upper is not None:
                 segment = segment.where(F.col(M.POSITION) < F.lit(upper))
+            # Refused events reach the quarantine before the MERGE commits: a crash between
+            # the two cannot lose them (the replayed MERGE is skipped, its refusals too).
+            version = batch_id * _STEPS_PER_BATCH + step
             result = M.apply_changes(
                 self.spark,
                 path,
                 segment,
                 data_columns,
                 txn_app_id=app_id,
-                txn_version=batch_id * _STEPS_PER_BATCH + step,
+                txn_version=version,
+                on_rejected=functools.partial(
+                    self._quarantine,
+                    source=source,
+                    collection=collection,
+                    name=name,
+                    version=2 * version + 1,
+                ),
             )
             if options.history:
                 S.apply_history(
@@ -362,8 +377,6 @@ class SilverJob:
             step += 1
             self.result.events += result.events
             self.result.merged.setdefault(name, []).append(result)
-            if result.rejected is not None:
-                step += self._quarantine(result.rejected, source, collection, name, batch_id, step)
             if upper is not None:
                 M.apply_truncate(
                     self.spark,
@@ -719,18 +732,13 @@ class SilverJob:
 
     # --- side tables ------------------------------------------------------------------------
     def _quarantine(
-        self,
-        rejected: DataFrame,
-        source: str,
-        collection: str,
-        name: str,
-        batch_id: int,
-        step: int,
-    ) -> int:
-        """Append refused events (with ``__reason``) to ``silver/_quarantine``, once per step.
+        self, rejected: DataFrame, source: str, collection: str, name: str, *, version: int
+    ) -> None:
+        """Append refused events (with ``__reason``) to ``silver/_quarantine``, exactly once.
 
-        Returns:
-            1: the step number it used (its Delta app transaction version).
+        ``version`` is the Delta app transaction version of this append for the table (schema
+        refusals ``2 * batch_id * steps``, MERGE refusals ``2 * merge version + 1``), so a
+        replayed micro-batch does not append them twice.
         """
         out = rejected.select(
             F.lit(source).alias("source"),
@@ -740,7 +748,7 @@ class SilverJob:
             F.col(M.POSITION).alias("position"),
             F.col(M.BRONZE_BATCH).alias("bronze_batch"),
             F.col(_REASON).alias("reason"),
-            F.lit(batch_id).alias("silver_batch"),
+            F.lit(self._batch_id).alias("silver_batch"),
             F.current_timestamp().alias("quarantined_at"),
         ).localCheckpoint()
         n = out.count()
@@ -749,12 +757,11 @@ class SilverJob:
                 out.write.format("delta")
                 .mode("append")
                 .option("txnAppId", f"medallion-silver:_quarantine:{name}")
-                .option("txnVersion", batch_id * _STEPS_PER_BATCH + step)
+                .option("txnVersion", version)
                 .save(str(self.silver / "_quarantine"))
             )
             self.result.quarantined += n
             logger.warning("silver: %s events of %s.%s quarantined", n, source, collection)
-        return 1
 
     def _append_messages(self, messages: DataFrame) -> None:
         out = messages.select(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -418,6 +418,7 @@ def apply_changes(
     *,
     txn_app_id: str,
     txn_version: int,
+    on_rejected: Callable[[DataFrame], None] | None = None,
 ) -> MergeResult:
     """Apply one batch of decoded changes to the silver table at ``path``.
 
@@ -428,6 +429,8 @@ def apply_changes(
         data_columns: The data column names, in table order.
         txn_app_id: Delta app id of this silver table's writer.
         txn_version: Monotonic version of this MERGE (from the bronze micro-batch).
+        on_rejected: Called with the refused events (``__reason`` says why) before the MERGE
+            commits, so that a crash after the commit cannot lose them.
 
     Returns:
         Counts, and the rejected events for quarantine.
@@ -504,6 +507,8 @@ def apply_changes(
         inserts: dict[str, Column | str] = {KEY: F.col(f"{s}.{KEY}"), **meta}
         for name in data_columns:
             inserts[quote_identifier(name)] = F.col(f"{s}.{quote_identifier(name)}")
+        if on_rejected is not None and rejected is not None and rejected_count:
+            on_rejected(rejected)
         set_delta_txn(spark, txn_app_id, txn_version)
         try:
             (
