@@ -30,11 +30,11 @@ row whose non-NULL value would become NULL or change on the way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ByteType,
@@ -62,6 +62,7 @@ __all__ = [
     "compare",
     "is_widening",
     "conform",
+    "widen_and_add",
 ]
 
 logger = logging.getLogger(__name__)
@@ -232,3 +233,31 @@ def conform(
             for c in flagged.columns
         ]
     )
+
+
+def widen_and_add(
+    spark: SparkSession, path: str, have: Mapping[str, DataType], wanted: Mapping[str, DataType]
+) -> None:
+    """Widen the table's columns in place (Delta type widening) and add the ones it lacks.
+
+    Args:
+        spark: The session.
+        path: The Delta table.
+        have: The table's columns and types now.
+        wanted: Columns and types it should have; only widenings and additions are applied.
+    """
+    table = f"delta.{quote_identifier(path)}"
+    widen = [(n, t) for n, t in wanted.items() if n in have and classify(have[n], t) == WIDENED]
+    if widen:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+        for column, type_ in widen:
+            spark.sql(
+                f"ALTER TABLE {table} ALTER COLUMN {quote_identifier(column)} "
+                f"TYPE {type_.simpleString()}"
+            )
+        logger.info("%s: widened %s", path, [c for c, _ in widen])
+    added = [(n, t) for n, t in wanted.items() if n not in have]
+    if added:
+        columns = ", ".join(f"{quote_identifier(n)} {t.simpleString()}" for n, t in added)
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({columns})")
+        logger.info("%s: added columns %s", path, [n for n, _ in added])

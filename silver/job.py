@@ -520,7 +520,7 @@ class SilverJob:
             refused_columns = self._rewrite_columns(path, stored, rewrite, parts, refused, report)
             for column in refused_columns:
                 current[column] = stored[column].dataType
-            self._widen_and_add(path, stored, current)
+            E.widen_and_add(self.spark, path, {f.name: f.dataType for f in stored.fields}, current)
         if report:
             self._record_schema_changes(name, report, batch_id)
         if not exists and parts:
@@ -623,29 +623,6 @@ class SilverJob:
             )
             logger.warning("silver %s: rewrote columns %s to their new types", path, doable)
         return kept
-
-    def _widen_and_add(self, path: str, stored: StructType, wanted: Mapping[str, DataType]) -> None:
-        """Widen columns in place (Delta type widening) and add new ones."""
-        table = f"delta.{quote_identifier(path)}"
-        have = {f.name: f.dataType for f in stored.fields}
-        widen = [
-            (n, t) for n, t in wanted.items() if n in have and E.classify(have[n], t) == E.WIDENED
-        ]
-        if widen:
-            self.spark.sql(
-                f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
-            )
-            for column, type_ in widen:
-                self.spark.sql(
-                    f"ALTER TABLE {table} ALTER COLUMN {quote_identifier(column)} "
-                    f"TYPE {type_.simpleString()}"
-                )
-            logger.info("silver %s: widened %s", path, [c for c, _ in widen])
-        added = [(n, t) for n, t in wanted.items() if n not in have]
-        if added:
-            columns = ", ".join(f"{quote_identifier(n)} {t.simpleString()}" for n, t in added)
-            self.spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({columns})")
-            logger.info("silver %s: added columns %s", path, [n for n, _ in added])
 
     def _record_schema_changes(
         self, name: str, report: list[tuple[Any, ...]], batch_id: int

@@ -347,12 +347,12 @@ def ensure_table(
         empty.write.format("delta").options(**TABLE_PROPERTIES).mode("ignore").save(path)
         logger.info("created silver table %s", path)
         return
-    existing = {f.name for f in spark.read.format("delta").load(path).schema.fields}
-    new = [f for f in wanted if f.name not in existing]
-    if new:
-        columns = ", ".join(f"{quote_identifier(f.name)} {f.dataType.simpleString()}" for f in new)
-        spark.sql(f"ALTER TABLE delta.{quote_identifier(path)} ADD COLUMNS ({columns})")
-        logger.info("added columns %s to %s", [f.name for f in new], path)
+    from silver.evolution import widen_and_add
+
+    existing = {f.name: f.dataType for f in spark.read.format("delta").load(path).schema.fields}
+    widen_and_add(
+        spark, path, existing, {f.name: f.dataType for f in wanted if f.name not in existing}
+    )
 
 
 def position_property(spark: SparkSession, path: str, prop: str) -> bytes | None:

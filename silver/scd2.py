@@ -79,22 +79,10 @@ def _ensure(spark: SparkSession, path: str, versions: DataFrame, data: Sequence[
         )
         return
     have = {f.name: f.dataType for f in spark.read.format("delta").load(path).schema.fields}
-    table = f"delta.{quote_identifier(path)}"
     wanted = {f.name: f.dataType for f in versions.schema.fields if f.name in set(data)}
-    added = [(n, t) for n, t in wanted.items() if n not in have]
-    if added:
-        columns = ", ".join(f"{quote_identifier(n)} {t.simpleString()}" for n, t in added)
-        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({columns})")
+    E.widen_and_add(spark, path, have, wanted)
     for name, type_ in wanted.items():
-        if name not in have or have[name] == type_:
-            continue
-        kind = E.classify(have[name], type_)
-        if kind == E.WIDENED:
-            spark.sql(
-                f"ALTER TABLE {table} ALTER COLUMN {quote_identifier(name)} "
-                f"TYPE {type_.simpleString()}"
-            )
-        elif kind == E.INCOMPATIBLE:
+        if name in have and E.classify(have[name], type_) == E.INCOMPATIBLE:
             _rewrite(spark, path, name, have[name], type_)
 
 
