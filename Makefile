@@ -15,7 +15,7 @@ help: ## list the targets
 bootstrap: ## Debian packages + .venv (pinned) + Delta jars; a no-op when all are in place
 	@bash scripts/bootstrap.sh all
 
-bootstrap-system: ## only the Debian packages (PostgreSQL 15, wal2json, MariaDB)
+bootstrap-system: ## only the Debian packages (PostgreSQL 15, wal2json, MariaDB, chromium)
 	@bash scripts/bootstrap.sh system
 
 bootstrap-venv: ## only .venv

@@ -291,18 +291,20 @@ def slot_lag(conn: psycopg.Connection[Any], slot: str) -> dict[str, Any] | None:
         ``wal_status`` (``reserved``, ``extended``, ``unreserved`` or ``lost``),
         ``lag_bytes`` (WAL written since the slot's confirmed flush LSN: what the agent has not
         acknowledged yet) and ``retained_wal_bytes`` (WAL since ``restart_lsn``: what the server
-        keeps on disk for the slot). Byte counts are None when the slot has no such LSN.
+        keeps on disk for the slot), ``safe_wal_bytes`` (WAL that can still be written before
+        the slot is invalidated by ``max_slot_wal_keep_size``: the retention headroom; None when
+        the setting is unlimited). Byte counts are None when the slot has no such LSN.
     """
     row = conn.execute(
         "SELECT active, restart_lsn::text, confirmed_flush_lsn::text, wal_status,"
         " pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint,"
-        " pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint"
+        " pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, safe_wal_size"
         " FROM pg_replication_slots WHERE slot_name = %s",
         (slot,),
     ).fetchone()
     if row is None:
         return None
-    active, restart, confirmed, wal_status, lag, retained = row
+    active, restart, confirmed, wal_status, lag, retained, safe = row
     return {
         "slot": slot,
         "active": bool(active),
@@ -311,4 +313,5 @@ def slot_lag(conn: psycopg.Connection[Any], slot: str) -> dict[str, Any] | None:
         "wal_status": wal_status,
         "lag_bytes": lag,
         "retained_wal_bytes": retained,
+        "safe_wal_bytes": safe,
     }

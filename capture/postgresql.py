@@ -51,7 +51,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, ClassVar
@@ -598,9 +598,7 @@ class PostgresSource(CaptureSource):
         """Rows of the remaining tables, in key order, as ``(table index, schema, texts)``."""
         snap, conn = self._snapshot, self._snap_conn
         assert snap is not None and conn is not None
-        fetch = sql.SQL("FETCH {} FROM {}").format(
-            sql.Literal(int(self.settings.snapshot_fetch_size)), sql.Identifier(SNAPSHOT_CURSOR)
-        )
+        size = int(self.settings.snapshot_fetch_size)
         index, after = snap.index, snap.after
         while index < len(snap.tables):
             schema, table = snap.tables[index]
@@ -608,41 +606,9 @@ class PostgresSource(CaptureSource):
             if ts is None:
                 index, after = index + 1, None
                 continue
-            cols = sql.SQL(", ").join(sql.Identifier(n) for n in ts.names)
-            keyed = ts.has_key
-            order = (
-                sql.SQL(", ").join(sql.Identifier(ts.names[i]) for i in ts.key_idx)
-                if keyed
-                else sql.SQL("ctid")
-            )
-            select_cols = cols if keyed else sql.SQL("{}, ctid").format(cols)
-            query = sql.SQL("DECLARE {} NO SCROLL CURSOR FOR SELECT {} FROM {}").format(
-                sql.Identifier(SNAPSHOT_CURSOR), select_cols, sql.Identifier(schema, table)
-            )
-            params: list[Any] = []
-            if after is not None:
-                if keyed:
-                    marks = sql.SQL(", ").join(sql.Placeholder() for _ in ts.key_idx)
-                    query = sql.SQL("{} WHERE ({}) > ({})").format(query, order, marks)
-                else:
-                    query = sql.SQL("{} WHERE ctid > {}::tid").format(query, sql.Placeholder())
-                params = list(after)
-            conn.execute(sql.SQL("{} ORDER BY {}").format(query, order), params)
-            # Every value as the text its output function writes (what pgoutput sends), loaded
-            # by psycopg's text loader in C: unregistered OIDs (domains) also load as text.
-            cur = conn.cursor()
-            for oid in {0, _TID_OID, *(c.type_oid for c in ts.columns)}:
-                cur.adapters.register_loader(oid, TextLoader)
-            size = self.settings.snapshot_fetch_size
-            while True:
-                cur.execute(fetch)
-                chunk = cur.fetchall()
+            for chunk in _keyed_chunks(conn, ts, SNAPSHOT_CURSOR, size, after=after):
                 for values in chunk:
                     yield index, ts, list(values)
-                if len(chunk) < size:
-                    break
-            cur.close()
-            conn.execute(sql.SQL("CLOSE {}").format(sql.Identifier(SNAPSHOT_CURSOR)))
             index, after = index + 1, None
 
     def _lookahead(self) -> Iterator[tuple[int, TableSchema, list[str | None], bool]]:
@@ -1374,6 +1340,71 @@ class PostgresSource(CaptureSource):
             except (psycopg.Error, SourceUnavailable) as exc:
                 logger.warning("source %s: could not drop slot: %s", self.name, exc)
 
+    def read_current(
+        self, *, fetch_size: int | None = None
+    ) -> Iterator[tuple[int, TableSchema, list[dict[str, Any] | None]]]:
+        """Every captured table's current rows, converted exactly as the snapshot converts them.
+
+        For reconciliation (:mod:`gold.reconcile`): one ``REPEATABLE READ, READ ONLY``
+        transaction on a connection of its own, so all tables are read at one instant; each
+        table is read in key order (``ctid`` for keyless tables) through a server-side cursor,
+        ``fetch_size`` rows at a time, and each row goes through the table's
+        :class:`TableSchema` (type handling modes, column filters, masks and hashes) into the
+        ``after`` payload the agent would land. No slot or publication is touched.
+
+        Args:
+            fetch_size: Rows per ``FETCH`` (default ``snapshot.fetch.size``).
+
+        Yields:
+            ``(wal_lsn, table, rows)``: ``wal_lsn`` is ``pg_current_wal_lsn()`` taken in the
+            transaction's first statement (the same value in every item); each table is
+            announced by an item with no rows, then its rows follow in chunks. A row whose
+            value the agent could not convert (it would have been quarantined) is None.
+
+        Raises:
+            SourceUnavailable: The server cannot be reached.
+        """
+        size = int(fetch_size or self.settings.snapshot_fetch_size)
+        conn = self._connect()
+        try:
+            conn.autocommit = False
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            # The snapshot is taken by this first statement, so the LSN is where it stands.
+            row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+            assert row is not None
+            lsn = parse_lsn(row[0])
+            for schema, table in self._captured_tables(conn):
+                ts = self._table_schema(conn, schema, table)
+                if ts is None:
+                    continue
+                yield lsn, ts, []
+                width = len(ts.names)  # a keyless table's rows end with their ctid
+                for chunk in _keyed_chunks(conn, ts, "medallion_reconcile", size):
+                    out: list[dict[str, Any] | None] = []
+                    for values in chunk:
+                        try:
+                            out.append(ts.row_and_key(list(values[:width]))[0])
+                        except (ValueConversionError, PipelineError) as exc:
+                            logger.warning(
+                                "source %s: %s: a row the agent would quarantine: %s",
+                                self.name,
+                                ts.collection,
+                                exc,
+                            )
+                            out.append(None)
+                    if out:
+                        yield lsn, ts, out
+            conn.rollback()
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise SourceUnavailable(f"source {self.name}: {str(exc).strip()}") from None
+        finally:
+            conn.close()
+            # Type lookups opened the side connection; _side() reopens it when needed again.
+            # (Not close(): with slot.drop.on.stop that would drop the agent's slot.)
+            if self._sql is not None:
+                self._sql.close()
+                self._sql = None
+
     def slot_lag(self) -> dict[str, Any] | None:
         """The slot's state and retained WAL for ``medallion status`` (see
         :func:`capture.pg_slot.slot_lag`), on a short-lived connection of its own; None when the
@@ -1391,6 +1422,53 @@ class PostgresSource(CaptureSource):
                     f"source {self.name}: cannot read slot {self.settings.slot_name}: "
                     f"{str(exc).strip()}"
                 ) from None
+
+
+def _keyed_chunks(
+    conn: psycopg.Connection[Any],
+    ts: TableSchema,
+    cursor: str,
+    size: int,
+    *,
+    after: Sequence[Any] | None = None,
+) -> Iterator[list[tuple[Any, ...]]]:
+    """A table's rows in key order (``ctid`` for a keyless table), ``size`` at a time, through
+    a server-side cursor; rows after ``after`` (a key, or a ctid with the ctid column last)
+    only. Each row is the text its output function writes (what pgoutput sends); a keyless
+    table's rows carry their ctid last."""
+    cols = sql.SQL(", ").join(sql.Identifier(n) for n in ts.names)
+    keyed = ts.has_key
+    order = (
+        sql.SQL(", ").join(sql.Identifier(ts.names[i]) for i in ts.key_idx)
+        if keyed
+        else sql.SQL("ctid")
+    )
+    select_cols = cols if keyed else sql.SQL("{}, ctid").format(cols)
+    query = sql.SQL("DECLARE {} NO SCROLL CURSOR FOR SELECT {} FROM {}").format(
+        sql.Identifier(cursor), select_cols, sql.Identifier(ts.schema, ts.table)
+    )
+    params: list[Any] = []
+    if after is not None:
+        if keyed:
+            marks = sql.SQL(", ").join(sql.Placeholder() for _ in ts.key_idx)
+            query = sql.SQL("{} WHERE ({}) > ({})").format(query, order, marks)
+        else:
+            query = sql.SQL("{} WHERE ctid > {}::tid").format(query, sql.Placeholder())
+        params = list(after)
+    conn.execute(sql.SQL("{} ORDER BY {}").format(query, order), params)
+    # psycopg's text loader in C, for every column: unregistered OIDs (domains) load as text.
+    cur = conn.cursor()
+    for oid in {0, _TID_OID, *(c.type_oid for c in ts.columns)}:
+        cur.adapters.register_loader(oid, TextLoader)
+    fetch = sql.SQL("FETCH {} FROM {}").format(sql.Literal(size), sql.Identifier(cursor))
+    while True:
+        cur.execute(fetch)
+        chunk = cur.fetchall()
+        yield chunk
+        if len(chunk) < size:
+            break
+    cur.close()
+    conn.execute(sql.SQL("CLOSE {}").format(sql.Identifier(cursor)))
 
 
 _MISSING_TABLE: Any = object()

@@ -182,16 +182,23 @@ def capture(state: _State, sources: tuple[str, ...], follow: bool, max_batches: 
 @click.pass_obj
 @catch_exception
 def status(state: _State) -> None:
-    """Show per source: committed batch, landed and quarantined rows, replication slot, offset.
+    """Show per source and table where each layer stands.
 
-    For a ``postgresql`` source the row names its slot, whether a consumer is connected
-    (``slot_active``), the WAL written since the slot's confirmed flush LSN (``slot_lag_bytes``)
-    and the WAL the server retains for it (``retained_wal_bytes``); an unreachable server or a
-    missing slot shows in ``slot_error``.
+    Per source: committed bronze batch, landed rows and recent events/s, quarantined events in
+    bronze and silver, the newest position in bronze, silver and gold, the lags source ->
+    bronze -> silver -> gold in seconds of source time, consistent cuts gold has not moved to
+    yet, and for a ``postgresql`` source its replication slot: whether a consumer is connected
+    (``slot_active``), WAL not yet acknowledged (``slot_lag_bytes``), WAL retained for it
+    (``retained_wal_bytes``) and WAL that can still be written before ``max_slot_wal_keep_size``
+    invalidates it (``retention_headroom_bytes``; empty: unlimited). An unreachable server or a
+    missing slot shows in ``slot_error``. Per table: silver and gold versions, last position
+    applied, quarantined events.
     """
-    from pipeline.orchestration import bronze_status
+    from pipeline.status import pipeline_status
 
-    state.output.result("bronze", bronze_status(state.config))
+    sources, tables = pipeline_status(state.config)
+    state.output.result("sources", sources)
+    state.output.result("tables", tables)
 
 
 @cli.command(name="run")
@@ -204,30 +211,121 @@ def status(state: _State) -> None:
     show_default=True,
     help="Seconds between micro-batches with --continuous.",
 )
+@click.option("--no-quality", is_flag=True, help="Publish gold without running the checks.")
 @click.pass_obj
 @catch_exception
-def run_cmd(state: _State, mode: str, interval: float) -> None:
-    """Decode bronze and MERGE it into silver, exactly once, in source order."""
-    from pipeline.orchestration import run_silver
+def run_cmd(state: _State, mode: str, interval: float, no_quality: bool) -> None:
+    """Bronze -> silver (MERGE, exactly once, in source order) -> gold at the newest consistent
+    cut that passes its blocking quality checks."""
+    from pipeline.orchestration import run_pipeline
 
-    rows = run_silver(state.config, continuous=mode == "continuous", interval=interval)
+    rows, gold = run_pipeline(
+        state.config,
+        continuous=mode == "continuous",
+        interval=interval,
+        run_checks=False if no_quality else None,
+    )
     state.output.result("silver", rows)
+    if gold is not None:
+        _print_gold(state.output, gold)
+
+
+def _print_gold(output: Output, gold: Any) -> None:
+    output.result(
+        "gold",
+        [
+            {
+                "source": source,
+                "status": "held"
+                if source in gold.held
+                else "moved"
+                if source in gold.published
+                else "unchanged",
+                "silver_batch": cut.silver_batch,
+                "source_time": cut.source_time,
+                "tables": len(cut.tables),
+            }
+            for source, cut in sorted(gold.current.items())
+        ]
+        + [
+            {
+                "source": source,
+                "status": "held (never published)",
+                "silver_batch": cut.silver_batch,
+                "source_time": cut.source_time,
+                "tables": len(cut.tables),
+            }
+            for source, cut in sorted(gold.held.items())
+            if source not in gold.current
+        ],
+    )
+    if gold.quality is not None:
+        _print_quality(output, gold.quality)
+    if gold.derived:
+        output.result(
+            "gold tables rebuilt",
+            [{"table": d.name, "rows": d.rows, "version": d.version} for d in gold.derived],
+        )
+
+
+def _print_quality(output: Output, run: Any) -> None:
+    output.result(
+        f"quality run {run.run_id}",
+        [
+            {
+                "source": r.source,
+                "table": r.table,
+                "check": r.check,
+                "severity": str(r.severity),
+                "ok": r.success,
+                "observed": r.observed,
+            }
+            for r in run.results
+            if not r.success
+        ],
+    )
+    output.message(
+        f"checks: {run.passed} passed, {run.warned} failed (warn), "
+        f"{len(run.blocking_failures)} failed (block); report: {run.report_path}"
+    )
 
 
 @cli.command()
+@click.option("--source", "-s", "sources", multiple=True, help="Source name(s); default: all.")
+@click.option(
+    "--reconcile/--no-reconcile",
+    default=False,
+    show_default=True,
+    help="Also reconcile gold with each database source.",
+)
 @click.pass_obj
 @catch_exception
-def quality(state: _State) -> None:
-    """Run the gold data-quality checks (not built yet)."""
-    raise NotBuiltError("gold data-quality checks ('medallion quality') arrive with the gold issue")
+def quality(state: _State, sources: tuple[str, ...], reconcile: bool) -> None:
+    """Run the data-quality checks on the gold cut each source shows (or, before the first
+    publication, its newest consistent cut); write the results table and the HTML report.
+    Exits 1 when a blocking check fails."""
+    from pipeline.orchestration import run_quality_now
+
+    run = run_quality_now(state.config, sources, reconcile=reconcile)
+    _print_quality(state.output, run)
+    if run.blocking_failures:
+        sys.exit(EXIT_ERROR)
 
 
 @cli.command()
+@click.argument("source")
+@click.option("--ranges", type=int, default=16, show_default=True, help="Key ranges to hash.")
 @click.pass_obj
 @catch_exception
-def reconcile(state: _State) -> None:
-    """Compare silver with the source tables (not built yet)."""
-    raise NotBuiltError("reconciliation with the source arrives with the gold issue")
+def reconcile(state: _State, source: str, ranges: int) -> None:
+    """Compare every captured table of SOURCE with its gold view: row counts, a hash per
+    primary-key range, and the differing keys. Exits 1 when they differ."""
+    from pipeline.orchestration import reconcile_now
+
+    result = reconcile_now(state.config, source, ranges=ranges)
+    state.output.result(f"reconcile {source}", result.rows())
+    if not result.success:
+        sys.exit(EXIT_ERROR)
 
 
 @cli.command()

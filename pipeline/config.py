@@ -58,9 +58,10 @@ Three layers, later ones win: the YAML file, then environment variables, then th
 passed to :func:`load_config`.
 
 Environment variables are named ``MEDALLION__<SECTION>__<KEY>``. ``<SECTION>`` is ``LAKE``,
-``SPARK``, ``BRONZE``, ``SILVER``, ``LOGGING`` or ``SOURCES__<SOURCE NAME>``. ``<KEY>`` is a key
-of that section upper-cased, with ``.`` and ``-`` written as ``_``; the variable is matched
-against the section's known keys, so the mapping is unambiguous::
+``SPARK``, ``BRONZE``, ``SILVER``, ``GOLD``, ``QUALITY``, ``LOGGING`` or
+``SOURCES__<SOURCE NAME>``. ``<KEY>`` is a key of that section upper-cased, with ``.`` and
+``-`` written as ``_``; the variable is matched against the section's known keys, so the
+mapping is unambiguous::
 
     MEDALLION__SPARK__MASTER=spark://x:7077              -> spark.master
     MEDALLION__SPARK__APP_NAME=nightly                   -> spark.app.name
@@ -179,6 +180,8 @@ LAKE = "lake"
 SPARK = "spark"
 BRONZE = "bronze"
 SILVER = "silver"
+GOLD = "gold"
+QUALITY = "quality"
 LOGGING = "logging"
 SOURCES = "sources"
 
@@ -210,6 +213,26 @@ SILVER_SCHEMA_EVOLUTION = "schema.evolution"
 SILVER_TABLES = "tables"
 SILVER_TABLE_HISTORY = "history"
 SILVER_TABLE_HISTORY_DEFAULT = False
+
+# --- gold -----------------------------------------------------------------------------------
+GOLD_TABLES = "tables"
+GOLD_TABLE_SQL = "sql"
+GOLD_TABLE_PYTHON = "python"
+GOLD_TABLE_DESCRIPTION = "description"
+
+# --- quality --------------------------------------------------------------------------------
+QUALITY_ENABLED = "enabled"
+QUALITY_FRESHNESS_SLO_SECONDS = "freshness.slo.seconds"
+QUALITY_FRESHNESS_SLO_SECONDS_DEFAULT = 3600.0
+QUALITY_QUARANTINE_MAX = "quarantine.max"
+QUALITY_RECONCILE_INTERVAL_SECONDS = "reconcile.interval.seconds"
+QUALITY_RECONCILE_INTERVAL_SECONDS_DEFAULT = 3600.0
+QUALITY_REPORT_DIR = "report.dir"
+QUALITY_SEVERITY = "severity"
+QUALITY_EXPECTATIONS = "expectations"
+QUALITY_EXPECTATION_TYPE = "type"
+QUALITY_EXPECTATION_KWARGS = "kwargs"
+QUALITY_EXPECTATION_SEVERITY = "severity"
 
 # --- logging --------------------------------------------------------------------------------
 LOG_LEVEL = "level"
@@ -1051,6 +1074,101 @@ class SilverConfig(ConfigModel):
         )
 
 
+class GoldTableConfig(ConfigModel):
+    """A gold table derived from the gold views (``gold.tables.<name>``): exactly one of ``sql``
+    and ``python``. It is rebuilt at every published cut by ``medallion run``."""
+
+    sql: str | None = _key(None, GOLD_TABLE_SQL)
+    """A Spark SQL query over the gold views (``gold.<source>__<schema>__<table>``)."""
+    python: str | None = _key(None, GOLD_TABLE_PYTHON, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    """``package.module:function``, called as ``function(spark, tables)`` where ``tables`` maps
+    ``<source>.<schema>.<table>`` to the gold DataFrame at the cut; returns a DataFrame."""
+    description: str = _key("", GOLD_TABLE_DESCRIPTION)
+    """Shown in reports and in the table's Delta description."""
+
+    @model_validator(mode="after")
+    def _one_definition(self) -> GoldTableConfig:
+        if (self.sql is None) == (self.python is None):
+            raise ValueError("give exactly one of 'sql' and 'python'")
+        return self
+
+
+class GoldConfig(ConfigModel):
+    """Gold: current-state views of every silver table at one consistent cut, and derived
+    tables declared here."""
+
+    tables: Annotated[Mapping[str, GoldTableConfig], AfterValidator(_frozen_tables)] = _key(
+        FrozenDict(), GOLD_TABLES
+    )
+    """Derived gold tables by name (``[a-z][a-z0-9_]*``), written to ``<lake>/gold/<name>``."""
+
+    @field_validator("tables")
+    @classmethod
+    def _table_names(cls, tables: Mapping[str, GoldTableConfig]) -> Mapping[str, GoldTableConfig]:
+        for name in tables:
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name.startswith("_"):
+                raise ValueError(f"gold table name '{name}' must match [a-z][a-z0-9_]*")
+        return tables
+
+
+class Severity(StrEnum):
+    """What a failed quality check does."""
+
+    WARN = "warn"
+    """Reported; gold moves to the new cut anyway."""
+    BLOCK = "block"
+    """Reported; gold stays at the last cut whose blocking checks passed."""
+
+
+class ExpectationConfig(ConfigModel):
+    """One user expectation: a great-expectations 1.x expectation type and its arguments."""
+
+    type: str = _key(PydanticUndefined, QUALITY_EXPECTATION_TYPE, pattern=r"^expect_[a-z0-9_]+$")
+    """The expectation's snake_case name, e.g. ``expect_column_values_to_be_between``."""
+    kwargs: Mapping[str, Any] = _key(
+        PydanticUndefined, QUALITY_EXPECTATION_KWARGS, default_factory=dict
+    )
+    """Its arguments (``column``, ``min_value``, ``regex`` ...), as GX names them."""
+    severity: Severity = _key(Severity.WARN, QUALITY_EXPECTATION_SEVERITY)
+    """``warn`` or ``block``."""
+
+
+class QualityConfig(ConfigModel):
+    """Data-quality checks on gold (``medallion quality``, and after each ``medallion run``)."""
+
+    enabled: bool = _key(True, QUALITY_ENABLED)
+    """Run the checks after each ``medallion run`` (before gold moves to the new cut)."""
+    freshness_slo_seconds: Annotated[float, Field(gt=0)] = _key(
+        QUALITY_FRESHNESS_SLO_SECONDS_DEFAULT, QUALITY_FRESHNESS_SLO_SECONDS
+    )
+    """The freshness check fails when gold is further behind the source than this."""
+    quarantine_max: NonNegativeInt = _key(0, QUALITY_QUARANTINE_MAX)
+    """The quarantine check fails when a table has more quarantined events than this."""
+    reconcile_interval_seconds: Annotated[float, Field(ge=0)] | None = _key(
+        QUALITY_RECONCILE_INTERVAL_SECONDS_DEFAULT, QUALITY_RECONCILE_INTERVAL_SECONDS
+    )
+    """``medallion run`` also reconciles gold with each database source at most this often
+    (0: every run; null: never; ``medallion reconcile`` runs it on demand)."""
+    report_dir: OptionalConfigPath = _key(None, QUALITY_REPORT_DIR)
+    """Directory of the HTML report (``index.html``, one file per run); null:
+    ``<lake>/reports/quality``."""
+    severity: Annotated[Mapping[str, Severity], AfterValidator(_frozen_tables)] = _key(
+        FrozenDict(), QUALITY_SEVERITY
+    )
+    """Severity per built-in check name (see ``gold.quality.CHECKS``), overriding its default."""
+    expectations: Annotated[
+        Mapping[str, tuple[ExpectationConfig, ...]], AfterValidator(_frozen_tables)
+    ] = _key(FrozenDict(), QUALITY_EXPECTATIONS)
+    """User expectations per table, keyed ``<source>.<schema>.<table>`` (or
+    ``<schema>.<table>`` for that table in every source)."""
+
+    def expectations_for(self, source: str, collection: str) -> tuple[ExpectationConfig, ...]:
+        """The user expectations of one table (source-qualified entry first, then unqualified)."""
+        return tuple(self.expectations.get(f"{source}.{collection}", ())) + tuple(
+            self.expectations.get(collection, ())
+        )
+
+
 class LoggingConfig(ConfigModel):
     """Logging level; only the CLI installs handlers."""
 
@@ -1745,6 +1863,10 @@ class PipelineConfig(ConfigModel):
     """How records are landed in bronze."""
     silver: SilverConfig = Field(default_factory=dict, validate_default=True)
     """How silver applies bronze."""
+    gold: GoldConfig = Field(default_factory=dict, validate_default=True)
+    """Gold views and derived tables."""
+    quality: QualityConfig = Field(default_factory=dict, validate_default=True)
+    """Data-quality checks."""
     logging: LoggingConfig = Field(default_factory=dict, validate_default=True)
     """Log level."""
     sources: tuple[SourceConfig, ...] = ()
@@ -1799,6 +1921,8 @@ _SECTION_MODELS: Mapping[str, type[ConfigModel]] = {
     SPARK: SparkConfig,
     BRONZE: BronzeConfig,
     SILVER: SilverConfig,
+    GOLD: GoldConfig,
+    QUALITY: QualityConfig,
     LOGGING: LoggingConfig,
 }
 

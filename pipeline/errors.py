@@ -33,6 +33,8 @@ __all__ = [
     "StageFailed",
     "SilverError",
     "SchemaEvolutionError",
+    "GoldError",
+    "ReconcileError",
 ]
 
 
@@ -144,6 +146,18 @@ class SchemaEvolutionError(SilverError, Terminal):
             "silver.tables.<table>.schema.evolution to 'evolve' or 'quarantine' (or fix the "
             "table) and run again: the job resumes from the same bronze rows"
         )
+
+
+class GoldError(PipelineError, Terminal):
+    """A gold table or check cannot be built as declared; names the table and config key."""
+
+    def __init__(self, reason: str, *, key_path: str | None = None) -> None:
+        self.key_path = key_path
+        super().__init__(reason + (f" (config key '{key_path}')" if key_path else ""))
+
+
+class ReconcileError(PipelineError, Terminal):
+    """A source cannot be reconciled with gold (no database, table missing, ...)."""
 
 
 class StageFailed(PipelineError):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from deltalake.exceptions import TableNotFoundError
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.registry import create_source
-from pipeline.errors import PipelineError
+from pipeline.errors import GoldError, PipelineError
 from pipeline.landing import LandingAgent, LandingResult
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "bronze_status",
     "bronze_tables",
     "run_silver",
+    "run_pipeline",
+    "reconcile_due",
     "spark_for",
 ]
 
@@ -84,7 +87,14 @@ def _count_by_source(path: Path) -> dict[str, int]:
     return {str(v["values"]): int(v["counts"]) for v in counts.to_pylist()}
 
 
-SLOT_COLUMNS = ("slot", "slot_active", "slot_lag_bytes", "retained_wal_bytes", "slot_error")
+SLOT_COLUMNS = (
+    "slot",
+    "slot_active",
+    "slot_lag_bytes",
+    "retained_wal_bytes",
+    "retention_headroom_bytes",
+    "slot_error",
+)
 """Replication-slot columns of :func:`bronze_status` (None for sources without a slot)."""
 
 
@@ -93,9 +103,11 @@ def _slot_status(source_config: Any) -> dict[str, Any]:
 
     A ``postgresql`` source reports its slot: whether a consumer is connected, the WAL written
     since the slot's confirmed flush LSN (``slot_lag_bytes``: not yet acknowledged, i.e. not yet
-    in bronze) and since its restart LSN (``retained_wal_bytes``: what the server keeps on disk for
-    it). An unreachable server or a missing slot is reported in ``slot_error``, never raised:
-    status must work when the source is down. Other sources get None in every column.
+    in bronze), since its restart LSN (``retained_wal_bytes``: what the server keeps on disk for
+    it) and what may still be written before ``max_slot_wal_keep_size`` invalidates the slot
+    (``retention_headroom_bytes``; None: unlimited). An unreachable server or a missing slot
+    is reported in ``slot_error``, never raised: status must work when the source is down.
+    Other sources get None in every column.
     """
     row: dict[str, Any] = dict.fromkeys(SLOT_COLUMNS)
     if str(source_config.connector) != "postgresql":
@@ -116,6 +128,7 @@ def _slot_status(source_config: Any) -> dict[str, Any]:
     row["slot_active"] = lag["active"]
     row["slot_lag_bytes"] = lag["lag_bytes"]
     row["retained_wal_bytes"] = lag["retained_wal_bytes"]
+    row["retention_headroom_bytes"] = lag.get("safe_wal_bytes")
     if lag["wal_status"] == "lost":
         row["slot_error"] = f"replication slot {row['slot']} is invalidated (wal_status lost)"
     return row
@@ -146,7 +159,8 @@ def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, 
 
 
 def spark_for(config: Any, lake_root: Path | None = None) -> Any:
-    """The configured SparkSession, with medallion's SQL functions and the lake's tables."""
+    """The configured SparkSession, with medallion's SQL functions, the lake's tables and the
+    ``gold.*`` views at the cuts gold shows."""
     from pipeline.spark import build_spark_session
     from pipeline.spark_functions import register_functions
 
@@ -158,27 +172,29 @@ def spark_for(config: Any, lake_root: Path | None = None) -> Any:
         jars_dir=config.spark.jars_dir,
     )
     register_functions(spark)
+    from gold.refresh import register_published_views
+
+    try:
+        register_published_views(spark, Path(lake_root) if lake_root else Path(config.lake.root))
+    except Exception as exc:  # a session must still open when gold cannot be shown
+        logger.warning("gold views not defined: %s", exc)
     return spark
 
 
-def run_silver(
-    config: Any, *, continuous: bool = False, interval: float = 10.0, lake_root: Path | None = None
-) -> list[dict[str, Any]]:
-    """Apply bronze to silver (once, or continuously); one summary row per silver table."""
+def _silver_job(config: Any, spark: Any, root: Path, **kwargs: Any) -> Any:
     from silver.job import SilverJob
 
-    root = Path(lake_root) if lake_root else Path(config.lake.root)
-    job = SilverJob(
-        spark_for(config, root),
+    return SilverJob(
+        spark,
         root,
         tombstone_retention_hours=config.silver.tombstone_retention_hours,
         transaction_timeout_seconds=config.silver.transaction_timeout_seconds,
         table_options=config.silver.table,
+        **kwargs,
     )
-    if continuous:
-        job.run_continuous(interval)
-        return []
-    result = job.run_once()
+
+
+def _silver_rows(result: Any) -> list[dict[str, Any]]:
     return [
         {
             "table": name,
@@ -190,3 +206,126 @@ def run_silver(
         }
         for name, results in result.merged.items()
     ]
+
+
+def run_silver(
+    config: Any, *, continuous: bool = False, interval: float = 10.0, lake_root: Path | None = None
+) -> list[dict[str, Any]]:
+    """Apply bronze to silver (once, or continuously); one summary row per silver table."""
+    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    job = _silver_job(config, spark_for(config, root), root)
+    if continuous:
+        job.run_continuous(interval)
+        return []
+    return _silver_rows(job.run_once())
+
+
+def reconcile_due(
+    config: Any, spark: Any, lake_root: Path, *, force: bool = False
+) -> Callable[[Mapping[str, Any]], list[Any]]:
+    """The scheduled reconciliation as a gold-refresh hook: for each candidate cut of a source
+    that has a database to compare with and was not reconciled within
+    ``quality.reconcile.interval.seconds`` (any time with ``force``), reconcile it and return
+    the outcomes."""
+    interval = config.quality.reconcile_interval_seconds
+
+    def hook(candidates: Mapping[str, Any]) -> list[Any]:
+        if interval is None and not force:
+            return []
+        from gold.reconcile import can_reconcile, last_reconciled, reconcile_source
+
+        outcomes: list[Any] = []
+        moment = time.time()
+        done = last_reconciled(lake_root)
+        for source, cut in sorted(candidates.items()):
+            if source not in config.source_names or not can_reconcile(config.source(source)):
+                continue  # a source no longer configured has no database to ask
+            last = done.get(source)
+            if not force and last is not None and interval and moment - last < interval:
+                continue
+            result = reconcile_source(spark, config, lake_root, source, cut=cut)
+            outcomes.extend(result.outcomes())
+        return outcomes
+
+    return hook
+
+
+def run_pipeline(
+    config: Any,
+    *,
+    continuous: bool = False,
+    interval: float = 10.0,
+    lake_root: Path | None = None,
+    run_checks: bool | None = None,
+) -> tuple[list[dict[str, Any]], Any]:
+    """``medallion run``: bronze -> silver, then gold moves to the newest consistent cut that
+    passes its blocking quality checks (after every micro-batch with ``continuous``).
+
+    Returns:
+        The silver summary rows and the last :class:`gold.refresh.GoldRefresh`.
+    """
+    from gold.refresh import refresh_gold
+
+    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    spark = spark_for(config, root)
+    hook = reconcile_due(config, spark, root)
+    last: list[Any] = [None]
+
+    def gold(_batch_id: int | None = None) -> None:
+        last[0] = refresh_gold(spark, config, root, run_checks=run_checks, extra_checks=hook)
+
+    if continuous:
+        _silver_job(config, spark, root, after_batch=gold).run_continuous(interval)
+        return [], last[0]
+    rows = _silver_rows(_silver_job(config, spark, root).run_once())
+    gold()
+    return rows, last[0]
+
+
+def run_quality_now(
+    config: Any,
+    names: Sequence[str] = (),
+    *,
+    reconcile: bool = False,
+    lake_root: Path | None = None,
+) -> Any:
+    """``medallion quality``: check the cut gold shows per source (its newest consistent cut
+    before the first publication); publishes nothing.
+
+    Returns:
+        The :class:`gold.quality.QualityRun`.
+    """
+    from gold.cuts import latest_cut
+    from gold.publish import published_cuts
+    from gold.quality import run_quality
+
+    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    shown = published_cuts(root)
+    cuts = {}
+    for source in _select(config, names):
+        cut = shown.get(source.name) or latest_cut(root, source.name)
+        if cut is not None:
+            cuts[source.name] = cut
+    if not cuts:
+        raise GoldError(
+            "nothing to check: no source has a consistent cut in silver yet "
+            "(run 'medallion capture' and 'medallion run' first)"
+        )
+    spark = spark_for(config, root)
+    extra = reconcile_due(config, spark, root, force=True)(cuts) if reconcile else []
+    return run_quality(spark, config, root, cuts, extra=extra)
+
+
+def reconcile_now(
+    config: Any, name: str, *, ranges: int = 16, lake_root: Path | None = None
+) -> Any:
+    """``medallion reconcile <source>``: compare the source database with the gold it shows.
+
+    Returns:
+        The :class:`gold.reconcile.ReconcileResult`.
+    """
+    from gold.reconcile import reconcilable, reconcile_source
+
+    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    reconcilable(config, name)  # fails before Spark starts: unknown name, no database
+    return reconcile_source(spark_for(config, root), config, root, name, ranges=ranges)

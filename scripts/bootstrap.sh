@@ -2,7 +2,8 @@
 # Set up everything medallion needs on a Debian 12 machine, idempotently.
 #
 # usage: scripts/bootstrap.sh [all|system|venv|jars|lock]
-#   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, and Java/Maven if missing.
+#   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, and
+#           Java/Maven if missing.
 #           The Debian services are NOT started: the tests start private instances.
 #   venv    .venv with `pip install -e '.[dev,postgres,mysql]'`, pinned by requirements.lock.
 #   jars    Delta's jars, fetched once from Maven Central into .cache/jars (scripts/fetch_jars.sh).
@@ -28,7 +29,8 @@ die() { log "ERROR: $*"; exit 1; }
 elapsed() { echo "$((SECONDS - $1)) s"; }
 
 # ---------------------------------------------------------------- system packages
-APT_PACKAGES=(postgresql-15 postgresql-15-wal2json mariadb-server)
+# chromium + chromium-driver: the tests render the HTML quality report headless.
+APT_PACKAGES=(postgresql-15 postgresql-15-wal2json mariadb-server chromium chromium-driver)
 PG_BIN=/usr/lib/postgresql/15/bin
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
@@ -68,7 +70,8 @@ step_system() {
   fi
   local bin
   for bin in "$PG_BIN/initdb" "$PG_BIN/pg_ctl" /usr/lib/postgresql/15/lib/wal2json.so \
-    /usr/sbin/mariadbd /usr/bin/mariadb-install-db /usr/bin/mariadb-admin; do
+    /usr/sbin/mariadbd /usr/bin/mariadb-install-db /usr/bin/mariadb-admin /usr/bin/chromium \
+    /usr/bin/chromedriver; do
     [ -e "$bin" ] || die "$bin is missing after installing ${APT_PACKAGES[*]}"
   done
 }

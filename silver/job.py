@@ -19,7 +19,11 @@ Per micro-batch and source table:
   complete (:mod:`silver.transactions`);
 * one row per table goes to ``silver/_cuts``: the bronze batch, the highest position applied,
   the first position still waiting for its transaction (the cut is consistent below it) and the
-  table's Delta version, so gold can read every table at one consistent cut.
+  table's Delta version, so gold can read every table at one consistent cut;
+* last, one row per source goes to ``silver/_progress``: the highest position and source time
+  of every row of the source the micro-batch consumed (heartbeats and END records too), the
+  first data position still waiting, and whether the newest data row applied belongs to a
+  transaction bronze had to cut (``open_tx``). :mod:`gold.cuts` reads the two tables.
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 _STEPS_PER_BATCH = 1024
 """MERGE/truncate steps per micro-batch and table; bounds the app transaction version space."""
 _REASON = "__reason"
+_KEYLESS = (
+    "null record key (a table without a primary key): silver cannot tell which row it changes; "
+    "give the table a primary key or name key columns with message.key.columns"
+)
 _DECODED_METADATA = frozenset(
     (
         M.KEY,
@@ -159,6 +167,8 @@ class SilverJob:
             its END record before it is applied as far as it arrived.
         table_options: Options of a silver table by source and collection (schema-evolution
             policy, history); :meth:`pipeline.config.SilverConfig.table` in the pipeline.
+        after_batch: Called with the micro-batch id after each micro-batch has committed
+            (gold refresh in ``run --continuous``).
     """
 
     def __init__(
@@ -169,6 +179,7 @@ class SilverJob:
         tombstone_retention_hours: float | None = None,
         transaction_timeout_seconds: float = 300.0,
         table_options: Callable[[str, str], TableOptions] | None = None,
+        after_batch: Callable[[int], None] | None = None,
     ) -> None:
         self.spark = spark
         self.root = Path(lake_root)
@@ -185,6 +196,7 @@ class SilverJob:
         self._batch_id = 0
         self._purge_every: float | None = None
         self._purged_at: dict[str, float] = {}
+        self.after_batch = after_batch
 
     # --- driving ----------------------------------------------------------------------------
     def run_once(self) -> SilverRunResult:
@@ -243,6 +255,12 @@ class SilverJob:
             raise
         if self._purge_every is not None:
             self._purge_due()
+        if self.after_batch is not None:
+            try:
+                self.after_batch(batch_id)
+            except PipelineError as exc:
+                self._failure = exc
+                raise
 
     def _purge_due(self) -> None:
         now = dt.datetime.now(dt.UTC).timestamp()
@@ -300,6 +318,7 @@ class SilverJob:
                     batch_id,
                     waiting,
                 )
+            self._record_progress(batch, waiting, batch_id)
             # Last, so that a replay of this micro-batch still sees the rows it applies.
             (
                 waiting.write.format("delta")
@@ -323,15 +342,30 @@ class SilverJob:
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
         options = self.table_options(source, collection)
-        truncated_at = {
-            bytes(r[B.POSITION]): r[B.SOURCE_TS_MS]
-            for r in events.where(F.col(B.OP) == "t").select(B.POSITION, B.SOURCE_TS_MS).collect()
-        }
+        row_ops = F.col(B.OP).isin("c", "u", "d", "r")
+        stats = events.agg(
+            F.collect_list(F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))).alias(
+                "truncates"
+            ),
+            F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
+        ).collect()[0]
+        truncated_at = {bytes(t[0]): t[1] for t in stats["truncates"]}
         truncates = sorted(truncated_at)
-        parts = self._decode(events.where(F.col(B.OP).isin("c", "u", "d", "r")))
+        parts = self._decode(events.where(row_ops))
         changes, data_columns, refused = self._conform(
             path, parts, options.schema_evolution, name=name, batch_id=batch_id
         )
+        if stats["keyless"] and changes is not None:
+            # A row without a key cannot be matched to the row it changes (R10 of
+            # silver.reference): quarantined with the reason, never merged under a null key.
+            keyless = changes.where(F.col(M.KEY).isNull())
+            changes = changes.where(F.col(M.KEY).isNotNull())
+            refused = _union(
+                [
+                    *([refused] if refused is not None else []),
+                    keyless.withColumn(_REASON, F.lit(_KEYLESS)).select(*_QUARANTINE_COLUMNS),
+                ]
+            )
         step = 0
         if refused is not None:
             self._quarantine(
@@ -787,6 +821,60 @@ class SilverJob:
             "position binary, waiting_from binary, table_version long",
         ).withColumn("recorded_at", F.current_timestamp())
         cut.write.format("delta").mode("append").save(str(self.silver / "_cuts"))
+
+    def _record_progress(self, batch: DataFrame, waiting: DataFrame, batch_id: int) -> None:
+        """One ``silver/_progress`` row per source with rows in this micro-batch (after every
+        MERGE of it committed, so a row never names data that is not in silver)."""
+        consumed = {
+            r[B.SOURCE]: r
+            for r in batch.groupBy(B.SOURCE)
+            .agg(
+                F.max(B.POSITION).alias("position"),
+                F.max(B.SOURCE_TS_MS).alias("source_ts_ms"),
+                F.count("*").alias("events"),
+                # A transaction without BEGIN/END is not held back (silver cannot know its
+                # size), but bronze flags the rows of one it had to cut: when the newest data
+                # row applied is such a row, the rest of its transaction is still to come.
+                F.max_by(B.TX_PARTIAL, F.when(F.col(B.KIND) == "data", F.col(B.POSITION))).alias(
+                    "open_tx"
+                ),
+            )
+            .collect()
+        }
+        if not consumed:
+            return
+        first_waiting = {
+            r[B.SOURCE]: r["waiting_from"]
+            for r in waiting.where(F.col(B.KIND) == "data")
+            .groupBy(B.SOURCE)
+            .agg(F.min(B.POSITION).alias("waiting_from"))
+            .collect()
+        }
+        rows = [
+            (
+                batch_id,
+                source,
+                r["position"],
+                r["source_ts_ms"],
+                first_waiting.get(source),
+                bool(r["open_tx"]),
+                r["events"],
+            )
+            for source, r in sorted(consumed.items())
+        ]
+        (
+            self.spark.createDataFrame(
+                rows,
+                "silver_batch long, source string, position binary, source_ts_ms long, "
+                "waiting_from binary, open_tx boolean, events long",
+            )
+            .withColumn("recorded_at", F.current_timestamp())
+            .write.format("delta")
+            .mode("append")
+            .option("txnAppId", "medallion-silver:_progress")
+            .option("txnVersion", batch_id)
+            .save(str(self.silver / "_progress"))
+        )
 
 
 _EMPTY_CHANGES = (

@@ -53,12 +53,22 @@ def test_help_lists_every_command() -> None:
     assert "--config" in result.output and "--log-level" in result.output
 
 
-@pytest.mark.parametrize("command", [["quality"], ["reconcile"]])
-def test_unbuilt_commands_say_so(command: list[str], tmp_path: Path) -> None:
+def test_quality_before_any_cut_says_what_to_run(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    result = CliRunner().invoke(cli, ["--config", str(config), *command])
-    assert result.exit_code == EXIT_NOT_BUILT
-    assert "not built yet" in result.output
+    result = CliRunner().invoke(cli, ["--config", str(config), "quality"])
+    assert result.exit_code == 1
+    assert "no source has a consistent cut" in result.output
+    assert "medallion run" in result.output
+
+
+def test_reconcile_needs_a_database_source(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    runner = CliRunner()
+    unknown = runner.invoke(cli, ["--config", str(config), "reconcile", "shp"])
+    assert unknown.exit_code == EXIT_CONFIG and "did you mean 'shop'" in unknown.output
+    result = runner.invoke(cli, ["--config", str(config), "reconcile", "shop"])
+    assert result.exit_code == 1, result.output
+    assert "shop" in result.output and "debezium_json" in result.output
 
 
 def test_capture_then_status(tmp_path: Path) -> None:
@@ -73,8 +83,8 @@ def test_capture_then_status(tmp_path: Path) -> None:
     assert json.loads(again.output.strip().splitlines()[-1])["rows"][0]["read"] == 0
     status = runner.invoke(cli, ["--config", str(config), "--output", "json", "status"])
     assert status.exit_code == 0, status.output
-    row = json.loads(status.output.strip().splitlines()[-1])["rows"][0]
-    assert (row["landed"], row["quarantined"]) == (landed["landed"], 1)
+    row = titled(status.stdout, "sources")[0]
+    assert (row["landed"], row["bronze_quarantined"]) == (landed["landed"], 1)
     assert row["last_batch"] == landed["last_batch"]
     assert row["offset"]["files"]["a.jsonl"][1] == landed["read"]
 
@@ -110,14 +120,27 @@ def test_capture_then_run_fills_silver(spark: object, tmp_path: Path) -> None:
     config = write_config(tmp_path)
     runner = CliRunner()
     assert runner.invoke(cli, ["--config", str(config), "capture"]).exit_code == 0
-    result = runner.invoke(cli, ["--config", str(config), "--output", "json", "run", "--once"])
+    result = runner.invoke(
+        cli, ["--config", str(config), "--output", "json", "run", "--once", "--no-quality"]
+    )
     assert result.exit_code == 0, result.output
-    rows = {r["table"]: r for r in json.loads(result.output.strip().splitlines()[-1])["rows"]}
+    rows = {r["table"]: r for r in titled(result.stdout, "silver")}
     assert set(rows) == {"shop__public__customers", "shop__public__orders"}
     assert all(r["inserted"] > 0 and r["quarantined"] == 0 for r in rows.values())
-    again = runner.invoke(cli, ["--config", str(config), "--output", "json", "run"])
+    gold = {r["source"]: r for r in titled(result.stdout, "gold")}
+    assert gold["shop"]["status"] == "moved"
+    again = runner.invoke(cli, ["--config", str(config), "--output", "json", "run", "--no-quality"])
     assert again.exit_code == 0, again.output
-    assert json.loads(again.output.strip().splitlines()[-1])["rows"] == []
+    assert titled(again.stdout, "silver") == []
+    assert titled(again.stdout, "gold")[0]["status"] == "unchanged"
+
+
+def titled(output: str, title: str) -> list[dict[str, Any]]:
+    """The rows of the JSON result called ``title`` in a command's output."""
+    for line in output.strip().splitlines():
+        if line.startswith("{") and json.loads(line).get("title") == title:
+            return list(json.loads(line)["rows"])
+    raise AssertionError(f"no result '{title}' in {output!r}")
 
 
 @pytest.fixture
@@ -191,8 +214,7 @@ def test_status_shows_the_postgresql_slot_and_its_wal_lag(
     def status() -> dict[str, dict[str, Any]]:
         result = runner.invoke(cli, ["--config", str(config), "--output", "json", "status"])
         assert result.exit_code == 0, result.output
-        rows = json.loads(result.output.strip().splitlines()[-1])["rows"]
-        return {r["source"]: r for r in rows}
+        return {r["source"]: r for r in titled(result.stdout, "sources")}
 
     def server(query: str) -> Any:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
@@ -229,6 +251,8 @@ def test_status_shows_the_postgresql_slot_and_its_wal_lag(
     assert written > 400_000  # 2000 rows of 200+ bytes
     assert written <= behind["slot_lag_bytes"] <= expected_lag
     assert behind["retained_wal_bytes"] >= behind["slot_lag_bytes"]
+    # max_slot_wal_keep_size is unlimited on the test server: no headroom limit to report
+    assert behind["retention_headroom_bytes"] is None
 
     # while an agent follows the slot it is active; once it has landed the rows, the lag is gone
     agent = LandingAgent(
@@ -254,6 +278,13 @@ def test_status_shows_the_postgresql_slot_and_its_wal_lag(
     text = runner.invoke(cli, ["--config", str(config), "status"])
     assert text.exit_code == 0, text.output
     header, pg_line = text.output.splitlines()[1:3]
-    for column in ("slot", "slot_active", "slot_lag_bytes", "retained_wal_bytes", "slot_error"):
+    for column in (
+        "slot",
+        "slot_active",
+        "slot_lag_bytes",
+        "retained_wal_bytes",
+        "retention_headroom_bytes",
+        "slot_error",
+    ):
         assert column in header.split()
     assert pg_line.split()[0] == "pg" and pg_corner["slot"] in pg_line.split()

@@ -1,0 +1,89 @@
+"""Which cut gold shows: ``gold/_published``, one row each time a source's gold moves.
+
+Gold moves to a newer consistent cut only when that cut's blocking quality checks pass
+(:mod:`gold.refresh`); otherwise it stays at the last published cut. The newest row per
+source is what ``gold.*`` shows; older rows are the cuts gold showed before (time travel by
+published cut). Written with deltalake, one commit per publication.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from gold.cuts import Cut
+
+__all__ = ["PUBLISHED", "published_cuts", "publish", "publication_history"]
+
+logger = logging.getLogger(__name__)
+
+PUBLISHED = "_published"
+_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("silver_batch", pa.int64()),
+        ("position", pa.binary()),
+        ("source_ts_ms", pa.int64()),
+        ("cut_json", pa.string()),
+        ("quality_run", pa.string()),
+        ("published_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+def _path(lake_root: Path) -> Path:
+    return Path(lake_root) / "gold" / PUBLISHED
+
+
+def publication_history(lake_root: Path) -> list[tuple[Cut, str | None, dt.datetime]]:
+    """Every publication, oldest first: (cut, quality run id, published at)."""
+    try:
+        table = DeltaTable(str(_path(lake_root)))
+    except TableNotFoundError:
+        return []
+    rows = table.to_pyarrow_table(columns=["cut_json", "quality_run", "published_at"]).to_pylist()
+    rows.sort(key=lambda r: r["published_at"])
+    return [
+        (Cut.from_json(orjson.loads(r["cut_json"])), r["quality_run"], r["published_at"])
+        for r in rows
+    ]
+
+
+def published_cuts(lake_root: Path) -> dict[str, Cut]:
+    """The cut gold shows now, per source (sources never published are absent)."""
+    latest: dict[str, Cut] = {}
+    for cut, _run, _at in publication_history(lake_root):
+        latest[cut.source] = cut
+    return latest
+
+
+def publish(lake_root: Path, cuts: Iterable[Cut], *, quality_run: str | None = None) -> None:
+    """Record that gold now shows ``cuts`` (one per source), in one Delta commit."""
+    cuts = list(cuts)
+    now = dt.datetime.now(dt.UTC)
+    rows = [
+        {
+            "source": c.source,
+            "silver_batch": c.silver_batch,
+            "position": c.position,
+            "source_ts_ms": c.source_ts_ms,
+            "cut_json": orjson.dumps(c.to_json()).decode(),
+            "quality_run": quality_run,
+            "published_at": now,
+        }
+        for c in cuts
+    ]
+    if not rows:
+        return
+    write_deltalake(
+        str(_path(lake_root)), pa.Table.from_pylist(rows, schema=_SCHEMA), mode="append"
+    )
+    for c in cuts:
+        logger.info("gold: %s now at silver batch %s", c.source, c.silver_batch)

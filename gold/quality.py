@@ -1,0 +1,274 @@
+"""Data-quality checks on gold at a set of consistent cuts (``medallion quality``).
+
+:func:`run_quality` runs, for every table of every cut:
+
+* with Great Expectations (:mod:`gold.expectations`), one suite and one validation per table on
+  the gold DataFrame at the cut: ``primary_key`` (unique and not null, from the key schema),
+  ``not_null`` (the columns the source declares NOT NULL) and the user's expectations from
+  ``quality.expectations``, each a check named ``expectation:<type>`` with its own severity;
+* ``types``: gold column types equal the declared Connect types mapped by :mod:`silver.types`;
+* the CDC checks of :mod:`gold.checks` with Spark: ``quarantine``, ``positions_monotonic``,
+  ``update_before_insert``, ``freshness``, ``late_events``;
+* and records the ``extra`` outcomes the caller brings (``reconcile``).
+
+Each outcome is stamped with its severity (:data:`CHECKS`, overridden by ``quality.severity``;
+a user expectation's own ``severity``), the run and the cut. A failed ``block`` check puts the
+source in :attr:`QualityRun.blocked_sources`: gold stays at that source's last good cut. Results
+are appended to ``<lake>/gold/_quality`` (one commit per run) and the HTML report is written to
+``quality.report.dir`` (default ``<lake>/reports/quality``) as ``index.html`` and
+``run-<id>.html``.
+
+A check that cannot run (a missing table, a Spark error in one check) is recorded as a failure
+of that check with the error as the observed value, never skipped silently.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gold import checks as C
+from gold import expectations as X
+from gold.cuts import Cut
+from gold.outcome import CheckOutcome
+from gold.quality_results import (
+    CheckResult,
+    QualityRun,
+    append_results,
+    quality_history,
+    results_path,
+)
+from gold.report import write_report
+from pipeline.config import PipelineConfig, Severity
+
+__all__ = [
+    "CHECKS",
+    "RECONCILE",
+    "CheckResult",
+    "QualityRun",
+    "quality_history",
+    "report_dir",
+    "results_path",
+    "run_quality",
+    "severity_of",
+]
+
+logger = logging.getLogger(__name__)
+
+RECONCILE = "reconcile"
+
+CHECKS: Mapping[str, Severity] = {
+    X.PRIMARY_KEY: Severity.BLOCK,
+    X.NOT_NULL: Severity.BLOCK,
+    X.TYPES: Severity.BLOCK,
+    C.QUARANTINE: Severity.WARN,
+    C.POSITIONS_MONOTONIC: Severity.WARN,
+    C.UPDATE_BEFORE_INSERT: Severity.WARN,
+    C.FRESHNESS: Severity.WARN,
+    C.LATE_EVENTS: Severity.WARN,
+    RECONCILE: Severity.WARN,
+}
+"""Built-in checks and their default severity; ``quality.severity`` overrides them by name.
+User expectations (``expectation:<type>``) carry their own severity."""
+
+
+def severity_of(check: str, config: PipelineConfig, explicit: Severity | None = None) -> Severity:
+    """The severity of a check.
+
+    Args:
+        check: The check's name.
+        config: The pipeline config (``quality.severity``).
+        explicit: A severity the check carries itself (a user expectation's).
+
+    Returns:
+        ``explicit``, else ``quality.severity[check]``, else the default of :data:`CHECKS`, else
+        ``warn`` (a check medallion does not know cannot block gold).
+    """
+    if explicit is not None:
+        return explicit
+    configured = config.quality.severity.get(check)
+    if configured is not None:
+        return Severity(configured)
+    return CHECKS.get(check, Severity.WARN)
+
+
+def report_dir(config: PipelineConfig, lake_root: Path) -> Path:
+    """``quality.report.dir``, or ``<lake>/reports/quality``."""
+    configured = config.quality.report_dir
+    return Path(configured) if configured is not None else Path(lake_root) / "reports" / "quality"
+
+
+def _failure(check: str, source: str, table: str | None, exc: BaseException) -> CheckOutcome:
+    first_line = str(exc).splitlines()[0] if str(exc) else ""
+    return CheckOutcome(
+        check,
+        source,
+        table,
+        False,
+        f"check could not run: {type(exc).__name__}: {first_line}",
+        details="an error is a failure, so a broken check cannot let bad data through",
+    )
+
+
+def _table_checks(
+    spark: Any,
+    config: PipelineConfig,
+    lake_root: Path,
+    cut: Cut,
+    metadata: Mapping[str, X.TableMetadata],
+    context: Any,
+) -> tuple[list[tuple[CheckOutcome, Severity | None]], dict[str, int | None]]:
+    """GX suite and ``types`` per table of the cut, and each table's newest change time."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from gold.views import current_state, view_columns
+
+    outcomes: list[tuple[CheckOutcome, Severity | None]] = []
+    newest: dict[str, int | None] = {}
+    for name, table in sorted(cut.tables.items()):
+        meta = metadata.get(table.collection, X.TableMetadata(table.collection))
+        user = config.quality.expectations_for(cut.source, table.collection)
+        try:
+            full = current_state(spark, lake_root, table, include_cdc=True)
+        except Exception as exc:  # noqa: BLE001 - recorded as failures below
+            for check in (X.PRIMARY_KEY, X.NOT_NULL, X.TYPES):
+                outcomes.append((_failure(check, cut.source, table.collection, exc), None))
+            continue
+        # GX runs a Spark job per metric; reading the Delta version once saves most of them.
+        full = full.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            newest[table.collection] = full.agg(F.max("_cdc_source_ts")).collect()[0][0]
+            gold = full.select(*view_columns(full.columns))
+            outcomes.append((X.types_outcome(gold.schema, cut.source, meta), None))
+            started = time.monotonic()
+            try:
+                outcomes.extend(X.validate_table(context, name, gold, cut.source, meta, user))
+                logger.debug("quality: GX on %s took %.1f s", name, time.monotonic() - started)
+            except Exception as exc:  # noqa: BLE001 - recorded as failures
+                logger.exception("quality: GX validation of %s failed", name)
+                for check in (X.PRIMARY_KEY, X.NOT_NULL):
+                    outcomes.append((_failure(check, cut.source, table.collection, exc), None))
+                for e in user:
+                    failure = _failure(
+                        f"{X.EXPECTATION_PREFIX}{e.type}", cut.source, table.collection, exc
+                    )
+                    outcomes.append((failure, e.severity))
+        finally:
+            full.unpersist()
+    return outcomes, newest
+
+
+def _source_checks(
+    spark: Any,
+    config: PipelineConfig,
+    lake_root: Path,
+    cut: Cut,
+    now: dt.datetime,
+    quarantined: Mapping[tuple[str | None, bool], Any],
+    context: Any,
+) -> list[tuple[CheckOutcome, Severity | None]]:
+    """Every check of one source at its cut."""
+    events = C.source_events(spark, lake_root, cut)
+    try:
+        metadata = X.table_metadata(lake_root, cut, C.latest_schemas(events))
+        outcomes, newest = _table_checks(spark, config, lake_root, cut, metadata, context)
+        ctx = C.CheckContext(spark, config, lake_root, cut, now, events, quarantined, newest)
+        for name, check in C.CDC_CHECKS:
+            started = time.monotonic()
+            try:
+                outcomes.extend((o, None) for o in check(ctx))
+                logger.debug(
+                    "quality: %s of %s took %.1f s", name, cut.source, time.monotonic() - started
+                )
+            except Exception as exc:  # noqa: BLE001 - recorded as a failure
+                logger.exception("quality: check %s of %s failed", name, cut.source)
+                outcomes.append((_failure(name, cut.source, None, exc), None))
+    finally:
+        if events is not None:
+            events.unpersist()
+    return outcomes
+
+
+def run_quality(
+    spark: Any,
+    config: PipelineConfig,
+    lake_root: Path,
+    cuts: Mapping[str, Cut],
+    *,
+    extra: Iterable[CheckOutcome] = (),
+    now: dt.datetime | None = None,
+    write: bool = True,
+) -> QualityRun:
+    """Run every check on every table of every cut and record the results.
+
+    Args:
+        spark: The session.
+        config: The pipeline config (``quality`` and ``silver`` sections).
+        lake_root: The lake root.
+        cuts: The cut to check, per source (usually the newest consistent cut).
+        extra: Outcomes the caller measured (``reconcile``), recorded like the others.
+        now: The clock for ``freshness`` (default: now, UTC).
+        write: Append the results to ``gold/_quality`` and write the HTML report; False for a
+            dry run that only returns them.
+
+    Returns:
+        The run; :attr:`QualityRun.blocked_sources` are the sources whose gold must not move.
+    """
+    started = dt.datetime.now(dt.UTC)
+    clock = now if now is not None else started
+    run_id = f"{started:%Y%m%dT%H%M%S}Z-{uuid.uuid4().hex[:8]}"
+    logger.info("quality run %s: %s", run_id, ", ".join(sorted(cuts)) or "no cuts")
+    stamped: list[tuple[CheckOutcome, Severity | None]] = []
+    quarantined = C.quarantine_counts(spark, lake_root, cuts)
+    context = X.gx_context() if any(c.tables for c in cuts.values()) else None
+    for source, cut in sorted(cuts.items()):
+        stamped.extend(
+            _source_checks(
+                spark, config, lake_root, cut, clock, quarantined.get(source, {}), context
+            )
+        )
+    stamped.extend((o, None) for o in extra)
+    results = tuple(
+        CheckResult(
+            run_id=run_id,
+            checked_at=started,
+            source=o.source,
+            table=o.table,
+            check=o.check,
+            engine=o.engine,
+            severity=severity_of(o.check, config, explicit),
+            success=o.success,
+            observed=o.observed,
+            unexpected_count=o.unexpected_count,
+            sample=tuple(o.sample),
+            details=o.details,
+            silver_batch=cuts[o.source].silver_batch if o.source in cuts else None,
+            position_hex=cuts[o.source].position.hex() if o.source in cuts else None,
+        )
+        for o, explicit in stamped
+    )
+    run = QualityRun(run_id, started, dt.datetime.now(dt.UTC), dict(cuts), results)
+    if write:
+        append_results(lake_root, run)
+        path = write_report(run, report_dir(config, lake_root))
+        run = QualityRun(run.run_id, run.started_at, run.finished_at, run.cuts, run.results, path)
+    for r in run.results:
+        if not r.success:
+            log = logger.error if r.blocking else logger.warning
+            log(
+                "quality %s: %s %s %s: %s", r.severity.value, r.source, r.table, r.check, r.observed
+            )
+    logger.info(
+        "quality run %s: %s passed, %s warned, %s blocking",
+        run_id,
+        run.passed,
+        run.warned,
+        len(run.blocking_failures),
+    )
+    return run

@@ -1,0 +1,314 @@
+"""Data-quality checks on gold (``gold/quality.py``) with the shared Spark session.
+
+One small lake is built once per module the real way (synthetic PostgreSQL stream -> bronze ->
+``SilverJob``). On it every check passes. A copy is then damaged on purpose, one defect per
+check, each in a place no other check looks at:
+
+* ``primary_key``: a second orders row with an existing ``id`` (another ``_cdc_key``);
+* ``not_null``: an orders row with ``status`` NULL (declared ``optional: false``);
+* ``expectation:expect_column_values_to_be_between``: that row's ``amount_cents`` is -5;
+* ``types``: customers rewritten with ``id`` as bigint (declared int32);
+* ``quarantine``: customers events in ``silver/_quarantine`` beyond ``quarantine.max``;
+* ``late_events``: an orders event refused as "would have resurrected";
+* ``positions_monotonic``: an orders event landed in a new bronze batch below its key's position;
+* ``update_before_insert``: a customers key whose only event is an update;
+* ``freshness``: the run's clock two hours after the cut's source time (SLO 60 s).
+
+A second source ``ware`` has only warning failures (stale, bronze quarantine, a failed
+``reconcile`` outcome from the caller) and must not be blocked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import inspect
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from bronze.schema import QUARANTINE_SCHEMA
+from bronze.writer import BronzeTables, BronzeWriter
+from capture.debezium_json import DebeziumJsonSource
+from capture.synthetic import postgres_stream, write_lines
+from gold.checks import LATE_REASON
+from gold.cuts import Cut, TableAtCut, latest_cut
+from gold.outcome import CheckOutcome
+from gold.quality import CHECKS, QualityRun, quality_history, run_quality, severity_of
+from gold.quality_results import append_results, results_path
+from pipeline.config import PipelineConfig, Severity
+from pipeline.landing import LandingAgent
+from silver import merge
+from silver.job import SilverJob
+
+pytestmark = [pytest.mark.spark, pytest.mark.delta]
+
+ORDERS = "public.orders"
+CUSTOMERS = "public.customers"
+AMOUNT_RULE = {
+    "type": "expect_column_values_to_be_between",
+    "kwargs": {"column": "amount_cents", "min_value": 0},
+    "severity": "block",
+}
+
+
+def config(lake: Path, **quality: Any) -> PipelineConfig:
+    return PipelineConfig.model_validate(
+        {
+            "lake": {"root": str(lake)},
+            "quality": {
+                "freshness.slo.seconds": 60,
+                "quarantine.max": 1,
+                "report.dir": str(lake / "report"),
+                "expectations": {f"shop.{ORDERS}": [AMOUNT_RULE]},
+                **quality,
+            },
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def good_lake(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Cut]:
+    """A lake applied by the silver job, and its newest consistent cut."""
+    root = tmp_path_factory.mktemp("quality")
+    stream = postgres_stream(snapshot_rows=3, transactions=6, seed=5)
+    path = root / "in.jsonl"
+    write_lines(path, stream.lines("kafka_json", schemas=True))
+    lake = root / "lake"
+    LandingAgent(DebeziumJsonSource("shop", path), BronzeWriter(BronzeTables.under(lake))).run()
+    SilverJob(spark, lake).run_once()
+    cut = latest_cut(lake, "shop")
+    assert cut is not None and {t.collection for t in cut.tables.values()} == {ORDERS, CUSTOMERS}
+    return lake, cut
+
+
+def by_check(run: QualityRun, source: str, table: str | None) -> dict[str, Any]:
+    return {r.check: r for r in run.results if r.source == source and r.table == table}
+
+
+def test_every_check_passes_on_good_data(spark: Any, good_lake: tuple[Path, Cut]) -> None:
+    lake, cut = good_lake
+    assert cut.source_time is not None
+    run = run_quality(
+        spark, config(lake), lake, {"shop": cut}, now=cut.source_time + dt.timedelta(seconds=10)
+    )
+    failures = [(r.table, r.check, r.observed) for r in run.results if not r.success]
+    assert failures == []
+    assert run.success and run.blocked_sources == frozenset()
+    for table in (ORDERS, CUSTOMERS):
+        checks = by_check(run, "shop", table)
+        expected = {
+            "primary_key",
+            "not_null",
+            "types",
+            "quarantine",
+            "positions_monotonic",
+            "update_before_insert",
+            "freshness",
+            "late_events",
+        }
+        if table == ORDERS:
+            expected.add("expectation:expect_column_values_to_be_between")
+        assert set(checks) == expected, table
+        assert checks["primary_key"].engine == "great_expectations"
+        assert checks["primary_key"].severity is Severity.BLOCK
+        assert checks["freshness"].observed.startswith("lag 10.0 s")
+    assert run.report_path is not None and run.report_path.name == "index.html"
+    assert run.report_path.parent == lake / "report"
+    rows = quality_history(lake)
+    assert len(rows) == len(run.results) and {r["run_id"] for r in rows} == {run.run_id}
+
+
+def _silver(lake: Path, table: TableAtCut) -> str:
+    return str(lake / "silver" / table.silver_table)
+
+
+def damage(spark: Any, lake: Path, cut: Cut) -> Cut:
+    """One defect per check (module docstring); returns the cut pointed at the damaged tables."""
+    from pyspark.sql import functions as F
+
+    tables = {t.collection: t for t in cut.tables.values()}
+    orders, customers = tables[ORDERS], tables[CUSTOMERS]
+    frame = (
+        spark.read.format("delta").option("versionAsOf", orders.version).load(_silver(lake, orders))
+    )
+    live = frame.where(~F.col(merge.DELETED)).orderBy("id").limit(1)
+    twin = live.withColumn(merge.KEY, F.lit('{"id":"dup"}'))  # same id, another MERGE key
+    nulls = live.select(
+        F.lit('{"id":"998"}').alias(merge.KEY),
+        *[c for c in frame.columns if c not in (merge.KEY, "id", "status", "amount_cents")],
+        F.lit(998).alias("id"),
+        F.lit(None).cast("string").alias("status"),
+        F.lit(-5).cast("bigint").alias("amount_cents"),
+    )
+    twin.unionByName(nulls).write.format("delta").mode("append").save(_silver(lake, orders))
+    customers_frame = (
+        spark.read.format("delta")
+        .option("versionAsOf", customers.version)
+        .load(_silver(lake, customers))
+    )
+    (
+        customers_frame.withColumn("id", F.col("id").cast("bigint"))
+        .write.format("delta")
+        .mode("overwrite")
+        .option("overwriteSchema", "true")
+        .save(_silver(lake, customers))
+    )
+    placeholder = "unavailable-value placeholder for a row silver does not have: notes"
+    quarantined = [
+        ("shop", CUSTOMERS, "f:1", '{"id":"1"}', b"\x01", "b#1", placeholder, 0),
+        ("shop", CUSTOMERS, "f:2", '{"id":"2"}', b"\x01", "b#1", placeholder, 0),
+        ("shop", ORDERS, "f:3", '{"id":"3"}', b"\x01", "b#1", f"{LATE_REASON}: older than", 0),
+    ]
+    spark.createDataFrame(
+        quarantined,
+        "source string, collection string, origin string, key string, position binary, "
+        "bronze_batch string, reason string, silver_batch long",
+    ).withColumn("quarantined_at", F.current_timestamp()).write.format("delta").mode("append").save(
+        str(lake / "silver" / "_quarantine")
+    )
+
+    events_path = str(lake / "bronze" / "events")
+    events = DeltaTable(events_path).to_pyarrow_table()
+    data = events.filter(pc.equal(events["kind"], "data"))
+    next_batch = pc.max(events["batch_seq"]).as_py() + 1
+    order_events = data.filter(pc.equal(data["collection"], ORDERS)).to_pylist()
+    newest = max(order_events, key=lambda r: r["position"])
+    # A position just below the key's newest one, landed in a later batch: arrival out of order.
+    lower = (int.from_bytes(newest["position"]) - 1).to_bytes(len(newest["position"]))
+    assert lower not in {r["position"] for r in order_events if r["key_json"] == newest["key_json"]}
+    late = {**newest, "op": "c", "position": lower, "batch_seq": next_batch}
+    customer = data.filter(pc.equal(data["collection"], CUSTOMERS)).to_pylist()[0]
+    orphan = {
+        **customer,
+        "op": "u",
+        "key_json": '{"id":777}',
+        "position": (int.from_bytes(customer["position"]) + 1).to_bytes(len(customer["position"])),
+        "batch_seq": next_batch,
+    }
+    assert late["position"] <= cut.position and orphan["position"] <= cut.position
+    write_deltalake(
+        events_path, pa.Table.from_pylist([late, orphan], schema=events.schema), mode="append"
+    )
+    bronze_refused = [
+        {
+            "source": "ware",
+            "ingest_date": dt.date(2026, 11, 21),
+            "origin": f"ware.jsonl:{i}",
+            "reason": "not JSON",
+            "error_class": "EnvelopeError",
+            "raw": b"{",
+            "capture_ts": dt.datetime.now(dt.UTC),
+            "ingest_ts": dt.datetime.now(dt.UTC),
+            "agent_id": "medallion-agent:ware",
+            "batch_seq": 1,
+        }
+        for i in range(2)
+    ]
+    write_deltalake(
+        str(lake / "bronze" / "quarantine"),
+        pa.Table.from_pylist(bronze_refused, schema=QUARANTINE_SCHEMA),
+        mode="append",
+    )
+    return dataclasses.replace(
+        cut,
+        tables={
+            orders.silver_table: dataclasses.replace(orders, version=orders.version + 1),
+            customers.silver_table: dataclasses.replace(customers, version=customers.version + 1),
+        },
+    )
+
+
+def test_each_check_fails_on_purpose_built_bad_data(
+    spark: Any, good_lake: tuple[Path, Cut], tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    shutil.copytree(good_lake[0], lake)
+    cut = damage(spark, lake, good_lake[1])
+    assert cut.source_time is not None
+    ware = Cut("ware", 3, b"\x01\x02", cut.source_ts_ms, {})
+    mismatch = CheckOutcome("reconcile", "ware", "public.items", False, "2 rows differ")
+    cfg = config(lake, severity={"positions_monotonic": "block", "types": "warn"})
+    run = run_quality(
+        spark,
+        cfg,
+        lake,
+        {"shop": cut, "ware": ware},
+        extra=[mismatch],
+        now=cut.source_time + dt.timedelta(hours=2),
+    )
+    orders, customers = by_check(run, "shop", ORDERS), by_check(run, "shop", CUSTOMERS)
+
+    pk = orders["primary_key"]
+    assert not pk.success and pk.unexpected_count == 2 and pk.severity is Severity.BLOCK
+    assert customers["primary_key"].success
+    nn = orders["not_null"]
+    assert not nn.success and nn.unexpected_count == 1 and "status" in nn.observed
+    assert any("id=998" in s for s in nn.sample)
+    assert customers["not_null"].success
+    rule = orders["expectation:expect_column_values_to_be_between"]
+    assert not rule.success and rule.unexpected_count == 1 and rule.severity is Severity.BLOCK
+    types = customers["types"]
+    assert not types.success and types.sample == ("id: declared int, gold bigint",)
+    assert types.severity is Severity.WARN  # quality.severity overrides the default block
+    assert orders["types"].success
+    assert not customers["quarantine"].success and customers["quarantine"].unexpected_count == 2
+    assert orders["quarantine"].success  # its one refused event is a late event, counted there
+    late = orders["late_events"]
+    assert not late.success and late.unexpected_count == 1 and "168 h" in late.observed
+    assert customers["late_events"].success
+    mono = orders["positions_monotonic"]
+    assert not mono.success and mono.unexpected_count == 1 and mono.severity is Severity.BLOCK
+    assert customers["positions_monotonic"].success
+    ubi = customers["update_before_insert"]
+    assert not ubi.success and ubi.sample == ('{"id":"777"} first op u',)
+    assert orders["update_before_insert"].success
+    for table in (orders, customers):
+        assert not table["freshness"].success and "lag 7200.0 s" in table["freshness"].observed
+
+    wares = {(r.table, r.check): r for r in run.results if r.source == "ware"}
+    assert {k: v.success for k, v in wares.items()} == {
+        (None, "quarantine"): False,
+        (None, "freshness"): False,
+        ("public.items", "reconcile"): False,
+    }
+    assert all(r.severity is Severity.WARN for r in wares.values())
+    assert run.blocked_sources == frozenset({"shop"}) and not run.success
+    assert {r.check for r in run.blocking_failures} == {
+        "primary_key",
+        "not_null",
+        "expectation:expect_column_values_to_be_between",
+        "positions_monotonic",
+    }
+    assert run.warned == run.failed - len(run.blocking_failures) > 0
+
+    rows = [r for r in quality_history(lake) if r["run_id"] == run.run_id]
+    assert len(rows) == len(run.results)
+    recorded = {(r["source"], r["table"], r["check"]): r for r in rows}
+    pk_row = recorded[("shop", ORDERS, "primary_key")]
+    assert pk_row["success"] is False and pk_row["severity"] == "block"
+    assert (
+        pk_row["silver_batch"] == cut.silver_batch and pk_row["position_hex"] == cut.position.hex()
+    )
+    assert recorded[("ware", "public.items", "reconcile")]["observed"] == "2 rows differ"
+    version = DeltaTable(str(results_path(lake))).version()
+    assert append_results(lake, run) == 0  # a retried write adds nothing
+    assert DeltaTable(str(results_path(lake))).version() == version
+    assert run.report_path is not None
+    assert (run.report_path.parent / f"run-{run.run_id}.html").is_file()
+
+
+def test_severity_resolution_and_the_late_reason_silver_uses(tmp_path: Path) -> None:
+    cfg = config(tmp_path, severity={"freshness": "block"})
+    assert severity_of("freshness", cfg) is Severity.BLOCK
+    assert severity_of("primary_key", cfg) is CHECKS["primary_key"] is Severity.BLOCK
+    assert severity_of("reconcile", cfg) is Severity.WARN
+    assert severity_of("something_new", cfg) is Severity.WARN
+    assert severity_of("expectation:x", cfg, Severity.BLOCK) is Severity.BLOCK
+    # The late-events check finds silver's refusals by this text; it must be what silver writes.
+    assert f'"{LATE_REASON}: ' in inspect.getsource(merge)
