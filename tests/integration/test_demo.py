@@ -123,3 +123,20 @@ def test_notebook_executes_against_the_demo_lake(path: Path, demo_lake: Path) ->
                 os.environ[key] = value
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
     assert outputs and not [o for o in outputs if o.output_type == "error"]
+
+
+def test_quality_command_on_the_demo_lake(demo_lake: Path) -> None:
+    from deltalake import DeltaTable
+
+    runs_before = DeltaTable(str(demo_lake / "gold" / "_quality")).to_pandas()["run_id"].nunique()
+    result = CliRunner().invoke(
+        cli, ["--config", str(demo_lake / "pipeline.yaml"), "--output", "json", "quality"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    failed = next(doc for doc in lines if doc.get("title", "").startswith("quality run"))
+    assert failed["rows"] == []  # the rows listed are the failures
+    summary = lines[-1]["message"]
+    assert summary.startswith("checks: ") and "0 failed (block)" in summary
+    results = DeltaTable(str(demo_lake / "gold" / "_quality")).to_pandas()
+    assert results["run_id"].nunique() == runs_before + 1

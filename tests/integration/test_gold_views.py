@@ -39,7 +39,7 @@ def gold_rows(spark: Any, pg: Pg, table: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect())
 
 
-def test_a_transaction_over_two_tables_is_never_half_visible(
+def test_a_transaction_over_two_tables_is_never_half_visible_and_time_travel(
     spark: Any, pg: Pg, tmp_path: Path
 ) -> None:
     lake = tmp_path / "lake"
@@ -96,37 +96,19 @@ def test_a_transaction_over_two_tables_is_never_half_visible(
     assert props["medallion.silverBatch"] == str(third.current["pg"].silver_batch)
     assert bytes.fromhex(props["medallion.position"]) == third.current["pg"].position
 
-
-def test_time_travel_to_an_earlier_cut_by_position_and_time(
-    spark: Any, pg: Pg, tmp_path: Path
-) -> None:
+    # Time travel: back to the first cut by source position and by source time.
     from gold.views import current_state
 
-    lake = tmp_path / "lake"
-    s = pg.schema
-    pg.sql(f"CREATE TABLE {s}.items (id int PRIMARY KEY, label text)")
-    source = pg.config()
-    pg.sql(f"INSERT INTO {s}.items VALUES (1, 'one'), (2, 'two')")
-    land(source, lake)
-    SilverJob(spark, lake).run_once()
-    early = latest_cut(lake, "pg")
-    assert early is not None
-    pg.sql(
-        f"UPDATE {s}.items SET label = 'ONE' WHERE id = 1", f"DELETE FROM {s}.items WHERE id = 2"
-    )
-    land(source, lake)
-    SilverJob(spark, lake).run_once()
-    late = latest_cut(lake, "pg")
-    assert late is not None and late.position > early.position
+    early, late = first.current["pg"], third.current["pg"]
+    assert late.position > early.position
 
-    def rows_at(cut: Any) -> list[tuple[Any, ...]]:
-        table = next(iter(cut.tables.values()))
-        return sorted(tuple(r) for r in current_state(spark, lake, table).collect())
+    def orders_at(cut: Any) -> int:
+        (table,) = [t for t in cut.tables.values() if t.collection.endswith(".orders")]
+        return int(current_state(spark, lake, table).count())
 
-    assert rows_at(late) == [(1, "ONE")]
     by_position = cut_at(lake, "pg", position=early.position)
-    assert by_position == early and rows_at(by_position) == [(1, "one"), (2, "two")]
-    assert cut_at(lake, "pg", position=late.position) == late
+    assert by_position == early and orders_at(by_position) == 1
+    assert cut_at(lake, "pg", position=late.position) == late and orders_at(late) == 7
     assert early.source_time is not None and late.source_time is not None
     assert cut_at(lake, "pg", time=early.source_time) == early
     assert cut_at(lake, "pg", time=late.source_time) == late
@@ -239,3 +221,50 @@ def test_a_blocking_failure_keeps_gold_at_the_last_good_cut(
     fixed = refresh_gold(spark, config, lake)
     assert set(fixed.published) == {"pg"}
     assert gold_rows(spark, pg, "stock") == [(1, 5), (2, 0), (3, 1)]
+
+
+def test_run_continuous_moves_gold_after_each_micro_batch(
+    spark: Any, pg: Pg, tmp_path: Path
+) -> None:
+    import threading
+    import time
+
+    from pipeline.orchestration import run_pipeline
+
+    lake = tmp_path / "lake"
+    s = pg.schema
+    pg.sql(f"CREATE TABLE {s}.t (id int PRIMARY KEY)", f"INSERT INTO {s}.t VALUES (1)")
+    source = pg.config()
+    land(source, lake)
+    config = config_for(tmp_path, lake)
+    failures: list[BaseException] = []
+
+    def pipeline() -> None:
+        try:
+            run_pipeline(config, continuous=True, interval=0.5, lake_root=lake)
+        except BaseException as exc:  # reported by the test below
+            failures.append(exc)
+
+    def published() -> int:
+        cut = published_cuts(lake).get("pg")
+        return -1 if cut is None else cut.silver_batch
+
+    thread = threading.Thread(target=pipeline, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while published() < 0:
+            assert not failures and time.monotonic() < deadline, failures
+            time.sleep(0.5)
+        first = published()
+        pg.sql(f"INSERT INTO {s}.t VALUES (2), (3)")
+        land(source, lake)
+        while published() <= first:
+            assert not failures and time.monotonic() < deadline, failures
+            time.sleep(0.5)
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        thread.join(timeout=60)
+    assert not failures, failures
+    assert gold_rows(spark, pg, "t") == [(1,), (2,), (3,)]
