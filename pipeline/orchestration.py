@@ -232,6 +232,7 @@ def reconcile_due(
     def hook(candidates: Mapping[str, Any]) -> list[Any]:
         if interval is None and not force:
             return []
+        from gold.outcome import CheckOutcome
         from gold.reconcile import can_reconcile, last_reconciled, reconcile_source
 
         outcomes: list[Any] = []
@@ -243,7 +244,22 @@ def reconcile_due(
             last = done.get(source)
             if not force and last is not None and interval and moment - last < interval:
                 continue
-            result = reconcile_source(spark, config, lake_root, source, cut=cut)
+            try:
+                result = reconcile_source(spark, config, lake_root, source, cut=cut)
+            except PipelineError as exc:
+                # The database being down must not stop gold: the check fails, visibly.
+                logger.warning("reconciliation of %s failed: %s", source, exc)
+                outcomes.append(
+                    CheckOutcome(
+                        check="reconcile",
+                        source=source,
+                        table=None,
+                        success=False,
+                        observed=f"not reconciled: {exc}",
+                        details="the comparison with the source database could not run",
+                    )
+                )
+                continue
             outcomes.extend(result.outcomes())
         return outcomes
 

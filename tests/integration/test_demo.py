@@ -140,3 +140,24 @@ def test_quality_command_on_the_demo_lake(demo_lake: Path) -> None:
     assert summary.startswith("checks: ") and "0 failed (block)" in summary
     results = DeltaTable(str(demo_lake / "gold" / "_quality")).to_pandas()
     assert results["run_id"].nunique() == runs_before + 1
+
+
+def test_reconciliation_against_a_database_that_is_gone_fails_the_check_not_the_run(
+    demo_lake: Path,
+) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--config",
+            str(demo_lake / "pipeline.yaml"),
+            "--output",
+            "json",
+            "quality",
+            "--reconcile",
+        ],
+    )
+    assert result.exit_code == 0, result.output  # reconcile is a warn check by default
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    failed = next(doc for doc in lines if doc.get("title", "").startswith("quality run"))["rows"]
+    assert [(r["check"], r["severity"], r["ok"]) for r in failed] == [("reconcile", "warn", False)]
+    assert "not reconciled" in failed[0]["observed"] and "cannot connect" in failed[0]["observed"]
