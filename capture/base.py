@@ -13,6 +13,7 @@ import gc
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from bronze.batch import BatchBuilder
@@ -48,11 +49,24 @@ class CaptureSource(ABC):
     """True when re-reading from an offset returns the same records in the same order, which
     exactly-once landing relies on (files, WAL from a slot, binlog from a position)."""
 
+    REPORTS_LOG: ClassVar[bool] = False
+    """True when :meth:`log_status` reports the database log behind the source (PG slot, binlog)."""
+
     def __init__(self, name: str) -> None:
         self.name = name
         self.follow = False
         """Set by the agent when it keeps polling: the source may wait for data still being
         written (an unterminated line, an open transaction) instead of taking what is there."""
+
+    def bind_lake(self, bronze_root: Path) -> None:
+        """Tell the source where bronze lives; called by the landing agent before :meth:`open`.
+
+        Sources that keep side tables beside bronze (the MySQL schema history) override it.
+
+        Args:
+            bronze_root: The directory holding ``bronze/events`` and its sibling tables.
+        """
+        return None  # most sources keep nothing beside bronze
 
     @abstractmethod
     def open(self, offset: Mapping[str, Any] | None) -> None:
@@ -97,6 +111,27 @@ class CaptureSource(ABC):
             offset: An offset previously returned in a :class:`SourceBatch` and committed.
         """
         return None  # sources that need no acknowledgement (files) keep this default
+
+    @property
+    def log_name(self) -> str | None:
+        """What :meth:`log_status` reports on (a slot name), known without connecting."""
+        return None
+
+    def log_status(self, offset: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The database log behind this source, for ``medallion status`` (``REPORTS_LOG``).
+
+        Args:
+            offset: Bronze's committed offset for the source, or None.
+
+        Returns:
+            Any of ``slot``, ``slot_active``, ``slot_lag_bytes`` (log written after what bronze
+            holds), ``retained_wal_bytes`` (log the server keeps for the source),
+            ``retention_headroom_bytes`` and ``slot_error``.
+
+        Raises:
+            SourceUnavailable: The server cannot be reached.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not report a log")
 
     def close(self) -> None:
         """Release connections and files."""

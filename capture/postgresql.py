@@ -53,31 +53,31 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
+from functools import partial
 from typing import Any, ClassVar
 
 import orjson
 
-from bronze.batch import BatchBuilder, QuarantinedRecord
-from bronze.connect_schema import schema_id
+from bronze.batch import BatchBuilder
 from bronze.envelope import (
-    HEADER_NEW_KEY,
-    HEADER_OLD_KEY,
     ConnectRecord,
     Op,
-    TransactionInfo,
-    classify,
-    fast_record,
     heartbeat,
     message_record,
-    tombstone_for,
-    transaction_begin,
-    transaction_end,
     truncate_record,
 )
 from bronze.positions import Phase, PostgresPosition, format_pg_lsn
 from capture import pg_catalog, pg_slot
-from capture.base import CaptureSource, SourceBatch, gc_paused
+from capture.base import SourceBatch
+from capture.database_source import (
+    VERSION,
+    DatabaseSource,
+    OpenTransaction,
+    data_record,
+    delete_records,
+    update_records,
+    with_last,
+)
 from capture.masking import ColumnMasker
 from capture.pg_replication import ReplicationStream
 from capture.pg_schema import KeyOverrides, TableFilter, TableSchema
@@ -128,24 +128,9 @@ STATUS_INTERVAL_S = 10.0
 CATCH_UP_TIMEOUT_S = 10.0
 """A batch that saw nothing from the server for this long stops waiting for it to confirm it
 sent everything up to the WAL position seen when the batch started."""
-RECONNECT_ATTEMPTS = 6
-"""Like Debezium's ``slot.max.retries``."""
-RECONNECT_DELAY_S = 0.5
-"""First backoff; doubled per attempt up to :data:`RECONNECT_MAX_DELAY_S`."""
-RECONNECT_MAX_DELAY_S = 10.0
 SNAPSHOT_FETCH_SIZE = 10_240
 """Rows per ``FETCH`` of the snapshot cursor (Debezium's ``snapshot.fetch.size`` for PG)."""
 _SNAPSHOT_MODES = ("initial", "initial_only", "exported", "when_needed", "always")
-
-
-def _version() -> str:
-    try:
-        return f"medallion-{metadata.version('medallion')}"
-    except metadata.PackageNotFoundError:
-        return "medallion"
-
-
-VERSION = _version()
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,19 +193,11 @@ class PgSourceSettings:
 
 
 @dataclass(slots=True)
-class _Tx:
-    """The transaction being read."""
+class _Tx(OpenTransaction):
+    """The transaction being read, with the PostgreSQL facts its positions need."""
 
-    xid: int
-    commit_lsn: int
-    ts_ms: int
-    skip: int = 0
-    """Records of this transaction already landed (from a cut offset): emitted but dropped."""
-    emitted: int = 0
-    data_events: int = 0
-    in_batch: int = 0
-    per_collection: dict[str, int] = field(default_factory=dict)
-    begun: bool = False
+    xid: int = 0
+    commit_lsn: int = 0
     last_lsn: int = -1
     seq: int = 0
 
@@ -237,7 +214,7 @@ class _Snapshot:
     ts_ms: int = 0
 
 
-class PostgresSource(CaptureSource):
+class PostgresSource(DatabaseSource):
     """Captures one PostgreSQL database through a pgoutput slot.
 
     Args:
@@ -247,10 +224,17 @@ class PostgresSource(CaptureSource):
 
     KIND: ClassVar[str] = "postgresql"
     ACKNOWLEDGES: ClassVar[bool] = True
+    REPORTS_LOG: ClassVar[bool] = True
     REPLAYABLE: ClassVar[bool] = True
+    OUTAGES: ClassVar[tuple[type[BaseException], ...]] = (
+        psycopg.OperationalError,
+        psycopg.InterfaceError,
+    )
+    ORIGIN: ClassVar[str] = "pg"
 
     def __init__(self, name: str, settings: PgSourceSettings) -> None:
         super().__init__(name)
+        self.partition = settings.server_name
         if settings.snapshot_mode not in (*_SNAPSHOT_MODES, "never"):
             raise CaptureError(f"source {name}: unknown snapshot.mode {settings.snapshot_mode!r}")
         if "'" in settings.publication_name or "\\" in settings.publication_name:
@@ -272,10 +256,6 @@ class PostgresSource(CaptureSource):
         self._relations: dict[int, TableSchema | None] = {}
         self._types: dict[int, PgType | None] = {}
         self._last_position: PostgresPosition | None = None
-        self._offset: dict[str, Any] | None = None
-        self._last_heartbeat = 0.0
-        self._last_action = 0.0
-        self._batch_schemas: set[str] = set()
         self._server_version = 0
 
     @classmethod
@@ -363,11 +343,6 @@ class PostgresSource(CaptureSource):
         )
 
     # --- open ----------------------------------------------------------------------------------
-    def open(self, offset: Mapping[str, Any] | None) -> None:
-        """Set up publication and slot, and resume from ``offset`` (see the module docstring)."""
-        self._offset = None if offset is None else dict(offset)
-        self._open(self._offset)
-
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         s = self.settings
         self._close_connections()
@@ -611,15 +586,6 @@ class PostgresSource(CaptureSource):
                     yield index, ts, list(values)
             index, after = index + 1, None
 
-    def _lookahead(self) -> Iterator[tuple[int, TableSchema, list[str | None], bool]]:
-        # The snapshot's very last row is marked "last", so each row waits for the next one.
-        rows = self._snapshot_rows()
-        pending = next(rows, None)
-        while pending is not None:
-            following = next(rows, None)
-            yield pending[0], pending[1], pending[2], following is None
-            pending = following
-
     def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
         """Add up to ``max_events`` snapshot rows; True when the snapshot is complete."""
         snap = self._snapshot
@@ -627,7 +593,7 @@ class PostgresSource(CaptureSource):
         if self._snap_conn is None:
             self._resume_snapshot()
         if self._snap_rows is None:
-            self._snap_rows = self._lookahead()
+            self._snap_rows = with_last(self._snapshot_rows())
         s = self.settings
         count = 0
         # Every row of a table shares one source block (records are never mutated), so it is
@@ -654,13 +620,9 @@ class PostgresSource(CaptureSource):
                 }
             position = _position(snap.point, Phase.SNAPSHOT, snap.point, snap.seq)
             snap.seq += 1
-            origin = ts.snapshot_origin
-            try:
-                after, key = ts.row_and_key(row_values)
-                record = _data_record(_OP_READ, source, None, after, key, None, ts)
-                self._add(builder, record, position, origin, now, None, ts)
-            except (ValueConversionError, PipelineError) as exc:
-                self._quarantine(builder, orjson.dumps(values), origin, exc, now)
+            self._snapshot_row(
+                builder, ts, row_values, source, position, now, partial(orjson.dumps, values)
+            )
             self._last_position = position
             snap.after = [row_values[i] for i in ts.key_idx] if ts.has_key else [values[ncols]]
             snap.index = table_index
@@ -668,31 +630,18 @@ class PostgresSource(CaptureSource):
             if last:
                 break
             if count >= max_events:
-                logger.info(
-                    "source %s: snapshot progress: %d rows, table %d of %d (%s)",
-                    self.name,
-                    snap.seq,
-                    snap.index + 1,
-                    len(snap.tables),
-                    ts.collection,
-                )
+                self._snapshot_progress(snap.seq, snap.index, len(snap.tables), ts.collection)
                 return False
         self._finish_snapshot()
         return True
 
-    def _snapshot_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
-        """A heartbeat for a snapshot that ended without rows (empty tables).
-
-        Bronze commits only non-empty batches; without a record, the switch from snapshot to
-        stream would never be committed and the next start would snapshot again.
-        """
+    def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
         snap = self._snapshot
         assert snap is not None
         position = _position(snap.point, Phase.SNAPSHOT, snap.point, snap.seq)
         snap.seq += 1
-        record = heartbeat(self.settings.server_name, int(time.time() * 1000))
         origin = f"pg:snapshot-end@{format_pg_lsn(snap.point)}"
-        self._add(builder, record, position, origin, now, None, None)
+        self._snapshot_marker(builder, position, origin, now)
         self._last_position = position
 
     def _finish_snapshot(self) -> None:
@@ -728,6 +677,9 @@ class PostgresSource(CaptureSource):
             format_pg_lsn(self._resume_lsn),
         )
 
+    def _run_action_query(self, sql: str) -> None:
+        self._side().execute(sql)
+
     def _send_status(self, *, reply: bool) -> None:
         if self._stream is not None:
             self._stream.send_status(self._acked, reply=reply)
@@ -738,54 +690,6 @@ class PostgresSource(CaptureSource):
         return parse_lsn(row[0])
 
     # --- the batch loop ------------------------------------------------------------------------
-    def read_batch(
-        self,
-        *,
-        max_events: int,
-        max_transaction_events: int,
-        until: Mapping[str, Any] | None = None,
-    ) -> SourceBatch:
-        """Read the next batch; see :meth:`CaptureSource.read_batch`.
-
-        A lost connection (server restart, network) is retried with backoff: the batch is read
-        again from the offset of the previous batch, so nothing is lost or doubled.
-        """
-        with gc_paused():
-            return self._read_with_retries(max_events, max_transaction_events, until)
-
-    def _read_with_retries(
-        self, max_events: int, max_transaction_events: int, until: Mapping[str, Any] | None
-    ) -> SourceBatch:
-        delay = RECONNECT_DELAY_S
-        for attempt in range(1, RECONNECT_ATTEMPTS + 1):
-            try:
-                try:
-                    batch = self._read_batch(max_events, max_transaction_events, until)
-                except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                    # A side or snapshot query met the same outage (server restart, network).
-                    raise SourceUnavailable(f"source {self.name}: {str(exc).strip()}") from None
-            except SourceUnavailable as exc:
-                if attempt == RECONNECT_ATTEMPTS:
-                    raise
-                logger.warning(
-                    "source %s: %s; reconnecting in %.1f s (attempt %d of %d)",
-                    self.name,
-                    exc,
-                    delay,
-                    attempt,
-                    RECONNECT_ATTEMPTS - 1,
-                )
-                time.sleep(delay)
-                delay = min(delay * 2, RECONNECT_MAX_DELAY_S)
-                try:
-                    self._open(self._offset)
-                except (SourceUnavailable, psycopg.OperationalError, psycopg.InterfaceError):
-                    continue
-                continue
-            self._offset = batch.offset
-            return batch
-        raise AssertionError("unreachable")  # pragma: no cover
-
     def _read_batch(
         self, max_events: int, max_transaction_events: int, until: Mapping[str, Any] | None
     ) -> SourceBatch:
@@ -795,7 +699,7 @@ class PostgresSource(CaptureSource):
         if self._phase == "snapshot":
             done = self._read_snapshot(builder, max_events, now)
             if done and len(builder) == 0:
-                self._snapshot_marker(builder, now)
+                self._end_marker(builder, now)
             exhausted = done and self.settings.snapshot_mode == "initial_only"
             return SourceBatch(builder, self._offset_now(), exhausted)
         if self._phase == "done":
@@ -886,18 +790,10 @@ class PostgresSource(CaptureSource):
 
     def _maybe_heartbeat(self, builder: BatchBuilder, now: dt.datetime) -> None:
         s = self.settings
-        if s.heartbeat_interval_ms <= 0 or self._tx is not None:
+        if self._tx is not None:
             return
-        if (time.monotonic() - self._last_heartbeat) * 1000 < s.heartbeat_interval_ms:
+        if not self._heartbeat_due(s.heartbeat_interval_ms, s.heartbeat_action_query):
             return
-        if s.heartbeat_action_query and (
-            (time.monotonic() - self._last_action) * 1000 >= s.heartbeat_interval_ms
-        ):
-            self._last_action = time.monotonic()
-            try:
-                self._side().execute(s.heartbeat_action_query)
-            except psycopg.Error as exc:
-                logger.warning("source %s: heartbeat.action.query failed: %s", self.name, exc)
         point = max(self._server_end, self._resume_lsn)
         if point <= self._acked:
             return  # nothing new to confirm
@@ -947,7 +843,7 @@ class PostgresSource(CaptureSource):
             records = self._change_records(table, message, lsn, tx)
         except (ValueConversionError, PipelineError) as exc:
             position = self._position(tx, lsn)
-            if self._count(tx):
+            if tx.count():
                 self._quarantine(builder, raw, f"pg:{format_pg_lsn(lsn)}", exc, now)
             self._last_position = position
             return
@@ -955,11 +851,10 @@ class PostgresSource(CaptureSource):
             if record.value is not None:
                 self._begin_if_needed(builder, tx, now)
             position = self._position(tx, lsn)
-            if self._count(tx):
+            if tx.count():
                 self._add(builder, record, position, f"pg:{format_pg_lsn(lsn)}", now, tx, table)
             if record.value is not None:
-                tx.data_events += 1
-                tx.per_collection[table.collection] = tx.per_collection.get(table.collection, 0) + 1
+                tx.note_data(table.collection)
             self._last_position = position
 
     def _handle_other(
@@ -975,7 +870,11 @@ class PostgresSource(CaptureSource):
             if self._cut is not None and self._cut[0] == message.final_lsn:
                 skip = self._cut[1]
             self._tx = _Tx(
-                message.xid, message.final_lsn, pg_time_to_unix_ms(message.commit_time_us), skip
+                id=str(message.xid),
+                ts_ms=pg_time_to_unix_ms(message.commit_time_us),
+                skip=skip,
+                xid=message.xid,
+                commit_lsn=message.final_lsn,
             )
         elif isinstance(message, Commit):
             self._commit(builder, message, now)
@@ -996,11 +895,6 @@ class PostgresSource(CaptureSource):
                 f"{format_pg_lsn(lsn)}"
             )
 
-    def _count(self, tx: _Tx) -> bool:
-        """Count one record of ``tx``; False when it was already landed before a cut."""
-        tx.emitted += 1
-        return tx.emitted > tx.skip
-
     def _position(self, tx: _Tx, lsn: int) -> PostgresPosition:
         if lsn == tx.last_lsn:
             tx.seq += 1
@@ -1011,15 +905,8 @@ class PostgresSource(CaptureSource):
     def _begin_if_needed(self, builder: BatchBuilder, tx: _Tx, now: dt.datetime) -> None:
         if tx.begun or not self.settings.provide_transaction_metadata:
             return
-        tx.begun = True
-        # BEGIN sorts before every change of its transaction: LSN 0 at the commit key. It is
-        # counted like any record, so a transaction replayed after a cut skips it too.
-        position = _position(tx.commit_lsn, Phase.STREAM, 0, 0)
-        if self._count(tx):
-            record = transaction_begin(
-                str(tx.xid), ts_ms=tx.ts_ms, topic=f"{self.settings.server_name}.transaction"
-            )
-            self._add(builder, record, position, f"pg:begin:{tx.xid}", now, tx, None)
+        # BEGIN sorts before every change of its transaction: LSN 0 at the commit key.
+        self._emit_begin(builder, tx, _position(tx.commit_lsn, Phase.STREAM, 0, 0), now)
 
     def _commit(self, builder: BatchBuilder, message: Commit, now: dt.datetime) -> None:
         tx = self._tx
@@ -1028,15 +915,7 @@ class PostgresSource(CaptureSource):
         if tx.begun:
             # END sorts after every change: no change of the transaction is at its commit LSN.
             position = _position(tx.commit_lsn, Phase.STREAM, message.commit_lsn, 0)
-            if self._count(tx):
-                record = transaction_end(
-                    str(tx.xid),
-                    tx.data_events,
-                    list(tx.per_collection.items()),
-                    ts_ms=tx.ts_ms,
-                    topic=f"{self.settings.server_name}.transaction",
-                )
-                self._add(builder, record, position, f"pg:end:{tx.xid}", now, tx, None)
+            self._emit_end(builder, tx, position, now)
             self._last_position = position
         self._tx = None
         self._cut = None
@@ -1072,26 +951,27 @@ class PostgresSource(CaptureSource):
             "commit_lsn": tx.commit_lsn,
         }
 
-    def _tx_block(self, tx: _Tx, table: TableSchema, ahead: int = 0) -> TransactionInfo | None:
-        """The ``transaction`` block of the transaction's next event (``ahead`` later ones)."""
-        if not self.settings.provide_transaction_metadata:
-            return None
-        total = tx.data_events + 1 + ahead
-        per = tx.per_collection.get(table.collection, 0) + 1 + ahead
-        return TransactionInfo(str(tx.xid), total, per)
-
     def _change_records(
         self, table: TableSchema, message: Insert | Update | Delete, lsn: int, tx: _Tx
     ) -> list[ConnectRecord]:
         s = self.settings
         skipped = s.skipped_operations
+        meta = s.provide_transaction_metadata
         source = self._source(tx, table, lsn)
         if isinstance(message, Insert):
             if "c" in skipped:
                 return []
             after, key = table.row_and_key(message.new)
             return [
-                _data_record(_OP_CREATE, source, None, after, key, self._tx_block(tx, table), table)
+                _data_record(
+                    _OP_CREATE,
+                    source,
+                    None,
+                    after,
+                    key,
+                    tx.block(table.collection, meta),
+                    table,
+                )
             ]
         if isinstance(message, Delete):
             if "d" in skipped:
@@ -1102,12 +982,14 @@ class PostgresSource(CaptureSource):
                 else table.identity_row(message.old)
             )
             key = table.key(message.old)
-            delete = _data_record(
-                _OP_DELETE, source, old_row, None, key, self._tx_block(tx, table), table
+            return delete_records(
+                source,
+                old_row,
+                key,
+                table,
+                tx.block(table.collection, meta),
+                tombstones=s.tombstones_on_delete,
             )
-            if s.tombstones_on_delete and key is not None:
-                return [delete, tombstone_for(delete)]
-            return [delete]
         new_values = message.new
         if message.old_kind == "O" and message.old is not None:
             # REPLICA IDENTITY FULL logs the whole old row, so an unchanged TOAST value the new
@@ -1130,53 +1012,25 @@ class PostgresSource(CaptureSource):
             before = table.key_only_row(new_key)
         else:
             before = None
-        if old_key != new_key and old_key is not None and new_key is not None:
-            # Spec §1.7, as bronze.envelope.primary_key_change builds it, plus the transaction
-            # blocks that builder cannot add (the create is the transaction's next event).
-            out: list[ConnectRecord] = []
-            offset = 0
-            if "d" not in skipped:
-                delete = _data_record(
-                    _OP_DELETE,
-                    source,
-                    before,
-                    None,
-                    old_key,
-                    self._tx_block(tx, table),
-                    table,
-                    ((HEADER_NEW_KEY, orjson.dumps(new_key).decode()),),
-                )
-                out.append(delete)
-                offset = 1
-                if s.tombstones_on_delete:
-                    out.append(tombstone_for(delete))
-            if "c" not in skipped:
-                out.append(
-                    _data_record(
-                        _OP_CREATE,
-                        source,
-                        None,
-                        after,
-                        new_key,
-                        self._tx_block(tx, table, offset),
-                        table,
-                        ((HEADER_OLD_KEY, orjson.dumps(old_key).decode()),),
-                    )
-                )
-            return out
-        if "u" in skipped:
-            return []
-        return [
-            _data_record(
-                _OP_UPDATE, source, before, after, new_key, self._tx_block(tx, table), table
-            )
-        ]
+        return update_records(
+            source,
+            before,
+            after,
+            old_key,
+            new_key,
+            table,
+            tx,
+            metadata=meta,
+            tombstones=s.tombstones_on_delete,
+            skipped=skipped,
+        )
 
     def _truncate(
         self, builder: BatchBuilder, message: Truncate, lsn: int, raw: bytes, now: dt.datetime
     ) -> None:
         tx = self._tx
         assert tx is not None
+        s = self.settings
         for relid in message.relation_ids:
             table = self._relations.get(relid)
             if table is None or "t" in self.settings.skipped_operations:
@@ -1185,14 +1039,13 @@ class PostgresSource(CaptureSource):
             position = self._position(tx, lsn)
             record = truncate_record(
                 self._source(tx, table, lsn),
-                transaction=self._tx_block(tx, table),
+                transaction=tx.block(table.collection, s.provide_transaction_metadata),
                 value_schema=table.envelope_schema,
                 topic=table.topic,
             )
-            if self._count(tx):
+            if tx.count():
                 self._add(builder, record, position, f"pg:{format_pg_lsn(lsn)}", now, tx, table)
-            tx.data_events += 1
-            tx.per_collection[table.collection] = tx.per_collection.get(table.collection, 0) + 1
+            tx.note_data(table.collection)
             self._last_position = position
 
     def _logical_message(
@@ -1207,7 +1060,7 @@ class PostgresSource(CaptureSource):
         if message.transactional and tx is not None:
             position = self._position(tx, message.lsn)
             source = self._source(tx, None, message.lsn)
-            if self._count(tx):
+            if tx.count():
                 record = message_record(message.prefix, message.content, source=source)
                 self._add(
                     builder, record, position, f"pg:{format_pg_lsn(message.lsn)}", now, tx, None
@@ -1238,68 +1091,6 @@ class PostgresSource(CaptureSource):
             self._last_position = position
             if tx is None:
                 self._resume_lsn = lsn
-
-    # --- landing ---------------------------------------------------------------------------------
-    def _register(
-        self, builder: BatchBuilder, sid: str | None, schema: Mapping[str, Any] | None
-    ) -> None:
-        if sid is None or schema is None or sid in self._batch_schemas:
-            return
-        self._batch_schemas.add(sid)
-        name = schema.get("name")
-        builder.add_schema(
-            sid,
-            name if isinstance(name, str) else None,
-            orjson.dumps(schema, option=orjson.OPT_SORT_KEYS).decode(),
-        )
-
-    def _add(
-        self,
-        builder: BatchBuilder,
-        record: ConnectRecord,
-        position: PostgresPosition,
-        origin: str,
-        now: dt.datetime,
-        tx: _Tx | None,
-        table: TableSchema | None,
-    ) -> None:
-        event = classify(record, origin=origin)
-        key_sid = value_sid = None
-        if table is not None:
-            if record.key_schema is not None:
-                key_sid = table.key_schema_id
-                self._register(builder, key_sid, table.key_schema)
-            if record.value is not None and record.value_schema is not None:
-                value_sid = table.envelope_schema_id
-                self._register(builder, value_sid, table.envelope_schema)
-        else:
-            if record.key_schema is not None:
-                key_sid = _schema_ids(record.key_schema)
-                self._register(builder, key_sid, record.key_schema)
-            if record.value is not None and record.value_schema is not None:
-                value_sid = _schema_ids(record.value_schema)
-                self._register(builder, value_sid, record.value_schema)
-        builder.add_event(
-            event,
-            position,
-            key_json=None if record.key is None else orjson.dumps(record.key).decode(),
-            value_json=None if record.value is None else orjson.dumps(record.value).decode(),
-            key_schema_id=key_sid,
-            value_schema_id=value_sid,
-            origin=origin,
-            capture_ts=now,
-            tx_id=None if tx is None else str(tx.xid),
-            source_partition=self.settings.server_name,
-        )
-        if tx is not None:
-            tx.in_batch += 1
-
-    def _quarantine(
-        self, builder: BatchBuilder, raw: bytes, origin: str, exc: Exception, now: dt.datetime
-    ) -> None:
-        reason = getattr(exc, "reason", None) or str(exc)
-        logger.warning("source %s: quarantined the change at %s: %s", self.name, origin, reason)
-        builder.add_quarantined(QuarantinedRecord(origin, reason, type(exc).__name__, raw, now))
 
     # --- acknowledgement and shutdown ----------------------------------------------------------
     def acknowledge(self, offset: Mapping[str, Any]) -> None:
@@ -1405,6 +1196,30 @@ class PostgresSource(CaptureSource):
                 self._sql.close()
                 self._sql = None
 
+    @property
+    def log_name(self) -> str:
+        """The replication slot's name."""
+        return self.settings.slot_name
+
+    def log_status(self, offset: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The slot: whether a consumer is connected, the WAL written since its confirmed flush
+        LSN (``slot_lag_bytes``: not yet acknowledged, i.e. not yet in bronze), since its restart
+        LSN (``retained_wal_bytes``: what the server keeps on disk for it) and what may still be
+        written before ``max_slot_wal_keep_size`` invalidates it (``retention_headroom_bytes``;
+        None: unlimited). A missing or invalidated slot is reported in ``slot_error``."""
+        row: dict[str, Any] = {"slot": self.settings.slot_name}
+        lag = self.slot_lag()
+        if lag is None:
+            row["slot_error"] = f"replication slot {row['slot']} does not exist"
+            return row
+        row["slot_active"] = lag["active"]
+        row["slot_lag_bytes"] = lag["lag_bytes"]
+        row["retained_wal_bytes"] = lag["retained_wal_bytes"]
+        row["retention_headroom_bytes"] = lag.get("safe_wal_bytes")
+        if lag["wal_status"] == "lost":
+            row["slot_error"] = f"replication slot {row['slot']} is invalidated (wal_status lost)"
+        return row
+
     def slot_lag(self) -> dict[str, Any] | None:
         """The slot's state and retained WAL for ``medallion status`` (see
         :func:`capture.pg_slot.slot_lag`), on a short-lived connection of its own; None when the
@@ -1480,47 +1295,8 @@ _OP_READ, _OP_CREATE, _OP_UPDATE, _OP_DELETE = (
     Op.DELETE.value,
 )
 
+_data_record = data_record
+
 # The frozen dataclass constructor validates every component; the agent builds them from LSNs
 # it decoded itself, so it takes the unchecked constructor the landing path uses.
 _position = PostgresPosition._new
-
-
-def _data_record(
-    op: str,
-    source: dict[str, Any],
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    key: Any,
-    transaction: TransactionInfo | None,
-    table: TableSchema,
-    headers: tuple[tuple[str, str | None], ...] = (),
-) -> ConnectRecord:
-    """What :func:`bronze.envelope.data_record` builds, without its check: ``_add`` classifies
-    (and so checks) every record once, and checking twice costs a sixth of the snapshot time."""
-    value: dict[str, Any] = {
-        "before": before,
-        "after": after,
-        "source": source,
-        "op": op,
-        "ts_ms": time.time_ns() // 1_000_000,
-    }
-    if transaction is not None:
-        value["transaction"] = {
-            "id": transaction.id,
-            "total_order": transaction.total_order,
-            "data_collection_order": transaction.data_collection_order,
-        }
-    return fast_record(key, value, table.key_schema, table.envelope_schema, headers, table.topic)
-
-
-_SCHEMA_ID_CACHE: dict[int, str] = {}
-
-
-def _schema_ids(schema: Mapping[str, Any]) -> str:
-    # Transaction and heartbeat schemas are module constants (copied per record): cache by text.
-    key = hash(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
-    sid = _SCHEMA_ID_CACHE.get(key)
-    if sid is None:
-        sid = schema_id(schema)
-        _SCHEMA_ID_CACHE[key] = sid
-    return sid

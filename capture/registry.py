@@ -36,6 +36,17 @@ def load_postgresql(config: Any) -> CaptureSource:
     return PostgresSource.from_config(config)
 
 
+def load_mysql(config: Any) -> CaptureSource:
+    """MySQL / MariaDB ROW binlog (mysql-replication) with a consistent initial snapshot."""
+    try:
+        from capture.mysql import MySqlSource
+    except ImportError as exc:
+        raise NotInstalledError(
+            "the mysql capture agent needs PyMySQL and mysql-replication: pip install '.[mysql]'"
+        ) from exc
+    return MySqlSource.from_config(config)
+
+
 def _not_built(kind: SourceType, where: str) -> Callable[[Any], CaptureSource]:
     def load(config: Any) -> CaptureSource:
         raise NotBuiltError(
@@ -49,7 +60,7 @@ def _not_built(kind: SourceType, where: str) -> Callable[[Any], CaptureSource]:
 AVAILABLE_SOURCES: dict[SourceType, Callable[[Any], CaptureSource]] = {
     SourceType.DEBEZIUM_JSON: load_debezium_json,
     SourceType.POSTGRESQL: load_postgresql,
-    SourceType.MYSQL: _not_built(SourceType.MYSQL, "issue 6"),
+    SourceType.MYSQL: load_mysql,
     SourceType.MONGODB: _not_built(SourceType.MONGODB, "planned"),
     SourceType.SQLSERVER: _not_built(SourceType.SQLSERVER, "planned"),
     SourceType.ORACLE: _not_built(SourceType.ORACLE, "planned"),

@@ -3,11 +3,11 @@
 ``medallion reconcile <source>`` (and the scheduled quality check ``reconcile``) asks: does gold,
 at the cut it shows, hold exactly the rows the source database holds? See ``docs/reconcile.md``.
 
-1. **Read the source** in one ``REPEATABLE READ, READ ONLY`` transaction through the capture
-   agent's own conversion (:meth:`capture.postgresql.PostgresSource.read_current`), so type
-   handling modes, column filters, masks and hashes come out exactly as they were landed. Rows
-   stream in key order through a server-side cursor and are staged as JSON lines in a work
-   directory, one file per table; Python holds one fetch at a time.
+1. **Read the source** in one consistent ``REPEATABLE READ`` transaction through the capture
+   agent's own conversion (:meth:`capture.postgresql.PostgresSource.read_current`,
+   :meth:`capture.mysql.MySqlSource.read_current`), so type handling modes, column filters, masks
+   and hashes come out exactly as they were landed. Rows stream in key order and are staged as
+   JSON lines in a work directory, one file per table; Python holds one fetch at a time.
 2. **Decode** the staged rows with silver's decoder (:func:`silver.types.decode_row`, the same
    Connect schema the agent would register) and cast them to the gold view's column types.
 3. **Hash** both sides with one Spark expression: ``xxhash64`` over the source's columns in
@@ -24,11 +24,15 @@ at the cut it shows, hold exactly the rows the source database holds? See ``docs
    and with differing values.
 6. **Lag or corruption?** The source is live while gold is at a cut. ``source_ahead`` says
    whether the source had committed changes to captured tables beyond the cut when it was read:
-   True when bronze holds data events of the source after the cut's position, or when a
-   temporary copy of the agent's replication slot decodes a change of a captured table that
-   committed after the cut and before the reconciliation's snapshot; False when neither; None
-   when it cannot be told (no slot, no permission). Differences with ``source_ahead`` True may
-   be lag; with False they are not.
+   True when bronze holds data events of the source after the cut's position, or when the
+   source's log holds a change of a captured table after the cut and before the
+   reconciliation's snapshot (PostgreSQL: a temporary copy of the agent's replication slot,
+   peeked; MySQL/MariaDB: the binlog, read from the cut's file to the snapshot's point); False
+   when neither; None when it cannot be told (no slot, a purged binlog file, no permission).
+   Differences with ``source_ahead`` True may be lag; with False they are not.
+
+What differs per connector (the text of the log position, how the log after the cut is read) is
+one :class:`_Connector` entry per connector in ``_CONNECTORS``; everything else is shared.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import logging
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,8 +76,6 @@ CHECK = "reconcile"
 
 RECONCILIATIONS = "_reconciliations"
 """``gold/_reconciliations``: one row per reconciliation run (when, which cut, the outcome)."""
-RECONCILABLE_CONNECTORS = frozenset({"postgresql"})
-"""Connectors whose agent can read the database's current rows (``read_current``)."""
 
 _N = "__medallion_n"
 _H = "__medallion_h"
@@ -171,7 +173,8 @@ class ReconcileResult:
         tables: One entry per table, by collection.
         source_ahead: Whether the source had committed changes to captured tables beyond the
             cut when it was read (differences may then be lag); None when unknown.
-        source_lsn: The source's WAL position when it was read (``X/Y``).
+        source_lsn: The source's log position when it was read (PostgreSQL: the WAL LSN
+            ``X/Y``; MySQL/MariaDB: the binlog point ``<file>:<pos>``).
         notes: How ``source_ahead`` was decided, and other remarks.
     """
 
@@ -310,15 +313,16 @@ class _Staged:
     unconvertible: int = 0
 
 
-def _stage(source: Any, work: Path) -> tuple[dict[str, _Staged], int | None]:
-    """Stream the source's tables into ``work``; return them by collection and the WAL LSN."""
+def _stage(source: Any, work: Path) -> tuple[dict[str, _Staged], Any]:
+    """Stream the source's tables into ``work``; return them by collection and the log point
+    of the read (the connector's own type: a WAL LSN, a binlog point; None without tables)."""
     staged: dict[str, _Staged] = {}
-    lsn: int | None = None
+    point: Any = None
     handle = None
     current: _Staged | None = None
     try:
-        for wal, ts, chunk in source.read_current():
-            lsn = wal
+        for at, ts, chunk in source.read_current():
+            point = at
             if current is None or current.collection != ts.collection:
                 if handle is not None:
                     handle.close()
@@ -344,7 +348,7 @@ def _stage(source: Any, work: Path) -> tuple[dict[str, _Staged], int | None]:
     finally:
         if handle is not None:
             handle.close()
-    return staged, lsn
+    return staged, point
 
 
 def _source_frame(spark: Any, staged: _Staged) -> Any:
@@ -710,6 +714,123 @@ def _slot_beyond(source: Any, cut: Cut, lsn: int) -> tuple[bool | None, str]:
         conn.close()
 
 
+def _binlog_beyond(source: Any, cut: Cut, point: Any) -> tuple[bool | None, str]:
+    """Read the binlog from the cut to ``point`` (the snapshot's): a captured row change after
+    the cut?
+
+    Bronze positions keep the binlog file's number, not its name: the name is the snapshot
+    point's base name with that number. A cut taken in a snapshot sits at the snapshot's binlog
+    point, an event boundary, and the read starts there; any other cut position may be inside an
+    event group (a heartbeat sits one byte before the next event, and row events need the table
+    map before them), so the read starts at the beginning of the cut's file and skips the events
+    up to the cut. The reader is non-blocking, uses a server id of its own (the agent's plus
+    1000) and stops at ``point``.
+    """
+    import pymysql
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import RotateEvent
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    from bronze.positions import Phase, decode_position
+    from capture.mysql import binlog_files
+
+    settings = source.settings
+    try:
+        position: Any = decode_position("mysql", cut.position)
+        cut_key = (int(position.file_number), int(position.pos), int(position.phase))
+        cut_row = int(position.row)
+    except (PipelineError, AttributeError) as exc:
+        return None, f"the cut's position is not a MySQL position ({exc})"
+    end = point.key()
+    if cut_key[:2] >= end:
+        return False, "the cut is at or after the snapshot's binlog point: nothing between"
+    start_file = f"{point.file.rsplit('.', 1)[0]}.{cut_key[0]:06d}"
+    start_pos = cut_key[1] if cut_key[2] == Phase.SNAPSHOT else 4
+    stream: Any = None
+    try:
+        conn = source._connect()
+        try:
+            files = [f for f, _size in binlog_files(conn)]
+        finally:
+            conn.close()
+        if start_file not in files:
+            return None, (
+                f"binlog file {start_file} of the cut is no longer on the server (purged; the "
+                f"oldest is {files[0] if files else 'none'})"
+            )
+        stream = BinLogStreamReader(
+            connection_settings=settings.connection(),
+            server_id=(settings.server_id + 1000) % 4_294_967_295 or 1,
+            blocking=False,
+            resume_stream=True,
+            log_file=start_file,
+            log_pos=start_pos,
+            only_events=[RotateEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+            enable_logging=False,
+        )
+        for event in iter(stream.fetchone, None):
+            if isinstance(event, RotateEvent):
+                continue
+            file = str(stream.log_file)
+            start = int(event.packet.log_pos) - int(event.packet.event_size)
+            at = (int(file.rsplit(".", 1)[-1]), start)
+            if at >= end:
+                break
+            if not settings.table_filter.table(str(event.schema), str(event.table)):
+                continue
+            # Rows of the event at the cut itself are after it from the cut's row on.
+            key = (*at, int(Phase.STREAM))
+            if key > cut_key or (key == cut_key and len(event.rows) > cut_row + 1):
+                return True, f"a captured row change at binlog {file}:{start}"
+        return False, "no captured row change after the cut in the binlog"
+    except pymysql.err.MySQLError as exc:
+        logger.warning("reconcile %s: cannot read the binlog: %s", source.name, exc)
+        why = exc.args[-1] if exc.args else exc
+        return None, f"cannot read the binlog from {start_file}: {why}"
+    finally:
+        if stream is not None:
+            stream.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Connector:
+    """What reconciliation does differently per connector (everything else is shared).
+
+    Attributes:
+        point_text: The log point ``read_current`` yields -> the text of ``source_lsn``.
+        beyond: ``(agent, cut, point)`` -> whether the source's log holds a captured change
+            after the cut and up to ``point``, and why (None: cannot be told).
+    """
+
+    point_text: Callable[[Any], str]
+    beyond: Callable[[Any, Cut, Any], tuple[bool | None, str]]
+
+
+def _pg_lsn_text(lsn: Any) -> str:
+    from bronze.positions import format_pg_lsn
+
+    return format_pg_lsn(lsn)
+
+
+def _binlog_text(point: Any) -> str:
+    return f"{point.file}:{point.pos}"
+
+
+_MYSQL = _Connector(_binlog_text, _binlog_beyond)
+_CONNECTORS: dict[str, _Connector] = {
+    "postgresql": _Connector(_pg_lsn_text, _slot_beyond),
+    "mysql": _MYSQL,
+    "mariadb": _MYSQL,
+}
+RECONCILABLE_CONNECTORS = frozenset(_CONNECTORS)
+"""Connectors whose agent can read the database's current rows (``read_current``)."""
+
+
+def _connector_of(source_config: Any) -> str:
+    """The source's connector kind (``mariadb`` stays ``mariadb``: the same entry as mysql)."""
+    return str(getattr(source_config, "kind", None) or source_config.connector)
+
+
 # --- the record of runs ---------------------------------------------------------------------
 
 
@@ -771,8 +892,7 @@ def last_reconciled(lake_root: Path) -> dict[str, float]:
 def can_reconcile(source_config: Any) -> bool:
     """Whether a source has a database :func:`reconcile_source` can read (not ``debezium_json``,
     not a connector whose agent is not built)."""
-    kind = str(getattr(source_config, "kind", None) or source_config.connector)
-    return kind in RECONCILABLE_CONNECTORS
+    return _connector_of(source_config) in RECONCILABLE_CONNECTORS
 
 
 def reconcilable(config: Any, source_name: str) -> Any:
@@ -783,16 +903,18 @@ def reconcilable(config: Any, source_name: str) -> Any:
         ReconcileError: The source has no database, or no agent that can read current rows.
     """
     source_config = config.source(source_name)
-    kind = str(getattr(source_config, "kind", None) or source_config.connector)
+    kind = _connector_of(source_config)
     if kind == "debezium_json":
         raise ReconcileError(
             f"source {source_name} (debezium_json) has no database to reconcile with; "
-            "reconcile the database that produced the files as a postgresql source"
+            "reconcile the database that produced the files as a postgresql or mysql source"
         )
     if not can_reconcile(source_config):
         raise ReconcileError(
             f"source {source_name} ({kind}): reconciliation reads the database through its "
-            "capture agent, and only the postgresql agent can read current rows yet"
+            "capture agent, and only the "
+            + ", ".join(sorted(RECONCILABLE_CONNECTORS))
+            + " agents can read current rows yet"
         )
     return source_config
 
@@ -852,16 +974,18 @@ def reconcile_source(
     if ranges < 1:
         raise ValueError("ranges must be at least 1")
     source_config = reconcilable(config, source_name)
+    connector = _CONNECTORS[_connector_of(source_config)]
     capture = create_source(source_config)
     cut = cut if cut is not None else _cut_for(lake_root, source_name)
     work = Path(tempfile.mkdtemp(prefix="medallion-reconcile-", dir=work_dir)).absolute()
     try:
-        staged, lsn = _stage(capture, work)
+        staged, point = _stage(capture, work)
+        point_text = None if point is None else connector.point_text(point)
         logger.info(
             "reconcile %s: read %d table(s) from the source at %s",
             source_name,
             len(staged),
-            lsn,
+            point_text,
         )
         by_collection = {t.collection: t for t in cut.tables.values()}
         tables = tuple(
@@ -881,23 +1005,14 @@ def reconcile_source(
         if _bronze_beyond(spark, lake_root, cut):
             ahead = True
             notes.append("bronze holds changes of the source after the cut")
-        elif lsn is not None:
-            ahead, why = _slot_beyond(capture, cut, lsn)
+        elif point is not None:
+            ahead, why = connector.beyond(capture, cut, point)
             notes.append(why)
     finally:
         # Not capture.close(): under slot.drop.on.stop it would drop the agent's slot.
-        # read_current and _slot_beyond close the connections they open.
+        # read_current and the connector's beyond check close the connections they open.
         shutil.rmtree(work, ignore_errors=True)
-    from bronze.positions import format_pg_lsn
-
-    result = ReconcileResult(
-        source_name,
-        cut,
-        tables,
-        ahead,
-        None if lsn is None else format_pg_lsn(lsn),
-        tuple(notes),
-    )
+    result = ReconcileResult(source_name, cut, tables, ahead, point_text, tuple(notes))
     _log(result.tables, source_name)
     if record:
         _record(lake_root, result)

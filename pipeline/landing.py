@@ -107,6 +107,7 @@ class LandingAgent:
             writer.ensure_tables()
             committed = writer.last_committed(agent)
             offset = committed.offset if committed is not None else None
+            source.bind_lake(writer.tables.events.parent)
             source.open(offset)
             if committed is not None:
                 source.acknowledge(committed.offset)

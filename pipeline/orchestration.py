@@ -98,45 +98,33 @@ SLOT_COLUMNS = (
 """Replication-slot columns of :func:`bronze_status` (None for sources without a slot)."""
 
 
-def _slot_status(source_config: Any) -> dict[str, Any]:
-    """The replication-slot columns of one source's status row.
+def _slot_status(source_config: Any, offset: Any) -> dict[str, Any]:
+    """The log columns of one source's status row (:data:`SLOT_COLUMNS`).
 
-    A ``postgresql`` source reports its slot: whether a consumer is connected, the WAL written
-    since the slot's confirmed flush LSN (``slot_lag_bytes``: not yet acknowledged, i.e. not yet
-    in bronze), since its restart LSN (``retained_wal_bytes``: what the server keeps on disk for
-    it) and what may still be written before ``max_slot_wal_keep_size`` invalidates the slot
-    (``retention_headroom_bytes``; None: unlimited). An unreachable server or a missing slot
-    is reported in ``slot_error``, never raised: status must work when the source is down.
-    Other sources get None in every column.
+    Sources whose class sets ``REPORTS_LOG`` report how far their database's log is ahead of
+    bronze and how much of it the server keeps (a PostgreSQL slot; a MySQL binlog, see
+    :meth:`capture.base.CaptureSource.log_status`); other sources get None in every column.
+    An unreachable server is reported in ``slot_error``, never raised: status must work when
+    the source is down.
     """
     row: dict[str, Any] = dict.fromkeys(SLOT_COLUMNS)
-    if str(source_config.connector) != "postgresql":
-        return row
-    from capture.postgresql import PostgresSource
-
-    source = create_source(source_config)
-    assert isinstance(source, PostgresSource)
-    row["slot"] = source.settings.slot_name
     try:
-        lag = source.slot_lag()
+        source = create_source(source_config)
+    except PipelineError:
+        return row  # a kind not built or not installed here has no log to report
+    if not source.REPORTS_LOG:
+        return row
+    row["slot"] = source.log_name
+    try:
+        row.update(source.log_status(offset))
     except PipelineError as exc:
         row["slot_error"] = str(exc)
-        return row
-    if lag is None:
-        row["slot_error"] = f"replication slot {row['slot']} does not exist"
-        return row
-    row["slot_active"] = lag["active"]
-    row["slot_lag_bytes"] = lag["lag_bytes"]
-    row["retained_wal_bytes"] = lag["retained_wal_bytes"]
-    row["retention_headroom_bytes"] = lag.get("safe_wal_bytes")
-    if lag["wal_status"] == "lost":
-        row["slot_error"] = f"replication slot {row['slot']} is invalidated (wal_status lost)"
     return row
 
 
 def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, Any]]:
     """Per configured source: last committed batch, landed and quarantined rows, its replication
-    slot (:data:`SLOT_COLUMNS`, for ``postgresql`` sources) and the committed offset."""
+    log (:data:`SLOT_COLUMNS`: a PostgreSQL slot, a MySQL binlog) and the committed offset."""
     tables = bronze_tables(config, lake_root)
     writer = BronzeWriter(tables)
     landed = _count_by_source(tables.events)
@@ -151,7 +139,7 @@ def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, 
                 "last_batch": committed.batch_seq if committed else None,
                 "landed": landed.get(source.name, 0),
                 "quarantined": quarantined.get(source.name, 0),
-                **_slot_status(source),
+                **_slot_status(source, committed.offset if committed else None),
                 "offset": committed.offset if committed else None,
             }
         )

@@ -1,4 +1,4 @@
-"""Quoting for the SQL text medallion sends to Spark.
+"""Quoting for the SQL text medallion sends to Spark (and to MySQL, which quotes alike).
 
 SQL is built only from constant templates plus values passed through this module: identifiers
 (schema, table and column names) through :func:`quote_identifier` / :func:`qualified`, and the

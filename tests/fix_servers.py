@@ -12,6 +12,8 @@ Fixtures, all session-scoped:
   the whole run: pass ``dict(mariadb_conn)`` to anything that changes it (``BinLogStreamReader``
   adds a ``charset`` key).
 * ``mariadb_dsn``: the same server as a ``mysql://`` URL.
+* ``own_mariadb``: a private MariaDB for one test (always private: the test may restart it,
+  which a shared or given server must not suffer), with ``settings`` and ``restart()``.
 
 A missing server binary or driver fails the test with a message naming ``make bootstrap``; an
 unreachable ``--pg-dsn``/``--mysql-dsn`` fails it too. Nothing here ever skips.
@@ -27,6 +29,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
@@ -86,9 +89,8 @@ def pg_dsn(request: pytest.FixtureRequest) -> Iterator[str]:
     _require_binaries("PostgreSQL 15 server (Debian package postgresql-15)", binaries)
     if os.geteuid() == 0:
         _require_binaries("runuser (util-linux)", ["runuser"])
-    with _private_server(
-        request.config, "PostgreSQL", "pg_test_cluster.sh", "medallion-pg-"
-    ) as port:
+    server = _private_server(request.config, "PostgreSQL", "pg_test_cluster.sh", "medallion-pg-")
+    with server as (port, _dir):
         dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
         _check_pg(dsn, origin="the private cluster")
         yield dsn
@@ -109,10 +111,39 @@ def mariadb_conn(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     )
     with _private_server(
         request.config, "MariaDB", "mariadb_test_server.sh", "medallion-mariadb-"
-    ) as port:
+    ) as (port, _dir):
         settings = {"host": "127.0.0.1", "port": port, "user": "root", "password": ""}
         _check_mysql(settings, origin="the private server")
         yield settings
+
+
+@dataclass
+class OwnMariaDb:
+    """A private MariaDB of one test: connection settings, and a restart under clients."""
+
+    settings: dict[str, Any]
+    directory: Path
+    port: int
+
+    def restart(self) -> None:
+        """SIGTERM the server, wait for it to exit, start it again on the same data."""
+        result = _run_script("mariadb_test_server.sh", "restart", self.directory, self.port)
+        assert result.returncode == 0, result.stderr
+
+
+@pytest.fixture
+def own_mariadb(request: pytest.FixtureRequest) -> Iterator[OwnMariaDb]:
+    """A private MariaDB for one test (see the module docstring)."""
+    _require_binaries(
+        "MariaDB server (Debian package mariadb-server)",
+        ["mariadbd", "mariadb-install-db", "mariadb-admin"],
+    )
+    with _private_server(
+        request.config, "MariaDB (own)", "mariadb_test_server.sh", "medallion-mariadb-own-"
+    ) as (port, directory):
+        settings = {"host": "127.0.0.1", "port": port, "user": "root", "password": ""}
+        _check_mysql(settings, origin="the test's own server")
+        yield OwnMariaDb(settings, directory, port)
 
 
 @pytest.fixture(scope="session")
@@ -152,7 +183,9 @@ def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _private_server(config: pytest.Config, name: str, script: str, prefix: str) -> Iterator[int]:
+def _private_server(
+    config: pytest.Config, name: str, script: str, prefix: str
+) -> Iterator[tuple[int, Path]]:
     """Start a private server with one of the scripts; stop it and remove its dir on exit."""
     errors: list[str] = []
     started = time.monotonic()
@@ -174,7 +207,7 @@ def _private_server(config: pytest.Config, name: str, script: str, prefix: str) 
         )
     config.stash[_TIMINGS][name] = time.monotonic() - started
     try:
-        yield port
+        yield port, directory
     finally:
         result = _run_script(script, "stop", directory)
         if result.returncode != 0:

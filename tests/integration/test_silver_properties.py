@@ -73,7 +73,7 @@ def as_expected(expected: dict[str, dict[str, dict[str, Any]]]) -> Any:
 
 
 @settings(
-    max_examples=5,
+    max_examples=4,
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
@@ -123,7 +123,7 @@ def reordered_arrival(
 
 
 @settings(
-    max_examples=3,
+    max_examples=2,
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,

@@ -1,0 +1,326 @@
+"""What every relational capture agent does with one captured table, whatever the engine.
+
+Filters (which tables and columns are captured), key selection (``message.key.columns``,
+else the engine's primary key), column masks, and the Debezium key/row/envelope schemas with
+the payload builders that turn a row (a sequence of column values in table order) into
+Debezium's key and ``before``/``after``. The engine-specific part is only how each column's
+value is converted: the agent passes one :class:`capture.pg_types.ColumnType` per column.
+
+Key columns stay in the key even when ``column.exclude.list`` drops them from the row.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+from bronze import connect_schema as cs
+from capture.masking import ColumnMasker
+from capture.pg_types import ColumnType, ValueConversionError
+
+__all__ = ["CapturedTable", "CatalogColumn", "KeyOverrides", "TableFilter"]
+
+
+def _matcher(patterns: Sequence[str]) -> Callable[[str], bool] | None:
+    if not patterns:
+        return None
+    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    return lambda name: any(c.fullmatch(name) for c in compiled)
+
+
+@dataclass(frozen=True, slots=True)
+class TableFilter:
+    """Schema (or database), table and column include/exclude lists.
+
+    Debezium regexes, full match, any case. ``schema_*`` are the database lists for engines
+    whose namespace is a database (MySQL). ``system`` names namespaces never captured whatever
+    the lists say: PostgreSQL's by default, other engines pass theirs.
+    """
+
+    schema_include: tuple[str, ...] = ()
+    schema_exclude: tuple[str, ...] = ()
+    table_include: tuple[str, ...] = ()
+    table_exclude: tuple[str, ...] = ()
+    column_include: tuple[str, ...] = ()
+    column_exclude: tuple[str, ...] = ()
+    system: frozenset[str] = frozenset({"pg_catalog", "information_schema", "pg_toast"})
+
+    @classmethod
+    def from_config(cls, config: Any, system: frozenset[str] | None = None) -> TableFilter:
+        """Read the lists off a source config (``database.*`` lists where there are no
+        ``schema.*`` lists)."""
+        schema_include = getattr(config, "schema_include_list", None)
+        schema_exclude = getattr(config, "schema_exclude_list", None)
+        if schema_include is None and schema_exclude is None:
+            schema_include = getattr(config, "database_include_list", ())
+            schema_exclude = getattr(config, "database_exclude_list", ())
+        lists = cls(
+            tuple(schema_include or ()),
+            tuple(schema_exclude or ()),
+            tuple(getattr(config, "table_include_list", ())),
+            tuple(getattr(config, "table_exclude_list", ())),
+            tuple(getattr(config, "column_include_list", ())),
+            tuple(getattr(config, "column_exclude_list", ())),
+        )
+        return lists if system is None else replace(lists, system=system)
+
+    def table(self, schema: str, table: str) -> bool:
+        """Whether ``schema.table`` is captured."""
+        if schema in self.system:
+            return False
+        inc, exc = _matcher(self.schema_include), _matcher(self.schema_exclude)
+        if (inc is not None and not inc(schema)) or (exc is not None and exc(schema)):
+            return False
+        name = f"{schema}.{table}"
+        inc, exc = _matcher(self.table_include), _matcher(self.table_exclude)
+        return not ((inc is not None and not inc(name)) or (exc is not None and exc(name)))
+
+    def column(self, collection: str, column: str) -> bool:
+        """Whether ``collection.column`` stays in row images."""
+        name = f"{collection}.{column}"
+        inc, exc = _matcher(self.column_include), _matcher(self.column_exclude)
+        return not ((inc is not None and not inc(name)) or (exc is not None and exc(name)))
+
+
+@dataclass(frozen=True, slots=True)
+class KeyOverrides:
+    """``message.key.columns``: ``<table regex>:<col>,<col>;...``."""
+
+    rules: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @classmethod
+    def parse(cls, value: str | None) -> KeyOverrides:
+        """Parse the property (already validated by the config model)."""
+        if not value:
+            return cls()
+        rules = []
+        for entry in value.split(";"):
+            table, _, columns = entry.strip().rpartition(":")
+            if table.strip():
+                cols = tuple(c.strip() for c in columns.split(",") if c.strip())
+                rules.append((table.strip(), cols))
+        return cls(tuple(rules))
+
+    def columns_for(self, collection: str) -> tuple[str, ...] | None:
+        """Key columns configured for ``schema.table``, or None."""
+        for pattern, columns in self.rules:
+            if re.fullmatch(pattern, collection, re.IGNORECASE):
+                return columns
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogColumn:
+    """One column as the agent knows it: name, type, ``NOT NULL``, primary-key membership.
+
+    ``type_oid``/``type_modifier`` are PostgreSQL's; other engines leave them 0/-1 and pass
+    the converted types to :class:`CapturedTable` directly.
+    """
+
+    name: str
+    type_oid: int
+    type_modifier: int
+    not_null: bool = False
+    in_primary_key: bool = False
+    in_identity: bool = False
+
+
+class CapturedTable:
+    """Debezium schemas and payload builders for one captured table.
+
+    Args:
+        server: Logical server name (``topic.prefix``).
+        schema: The table's namespace (PostgreSQL schema, MySQL database).
+        table: Table name.
+        columns: The columns, in the order rows carry them.
+        types: One converted type per column.
+        connector: Debezium connector name (selects the ``source`` block schema).
+        replica_identity: ``d``, ``n``, ``f`` or ``i`` (PostgreSQL; others keep ``d``).
+        column_filter: Include/exclude lists (only the column part is used here).
+        key_overrides: ``message.key.columns``.
+        masker: Column masks applied to ``before`` and ``after``.
+        placeholder: Text standing in for a value the log does not carry.
+        with_transaction: Add the ``transaction`` block to the envelope schema.
+        origin_prefix: Prefix of the ``origin`` of snapshot rows (``pg``, ``mysql``).
+    """
+
+    TEXT_VALUES: ClassVar[bool] = False
+    """True when every column value arrives as text (pgoutput): the fast path then hands
+    anything else (unchanged TOAST, binary datums) to :meth:`_convert`. False: values are
+    driver objects (ints, Decimals, datetimes...) passed to the converters as they are."""
+
+    def __init__(
+        self,
+        server: str,
+        schema: str,
+        table: str,
+        columns: Sequence[CatalogColumn],
+        types: Sequence[ColumnType],
+        *,
+        connector: str,
+        replica_identity: str = "d",
+        column_filter: TableFilter,
+        key_overrides: KeyOverrides,
+        masker: ColumnMasker | None,
+        placeholder: str = "__debezium_unavailable_value",
+        with_transaction: bool,
+        origin_prefix: str,
+    ) -> None:
+        self.schema = schema
+        self.table = table
+        self.collection = f"{schema}.{table}"
+        self.topic = f"{server}.{schema}.{table}"
+        self.snapshot_origin = f"{origin_prefix}:snapshot:{self.collection}"
+        self.columns = tuple(columns)
+        self.names = tuple(c.name for c in columns)
+        self.replica_identity = replica_identity
+        self.types: tuple[ColumnType, ...] = tuple(types)
+        self.converters = tuple(t.convert for t in self.types)
+        # Text types convert with str(); skipping that call is most of a text column's cost.
+        self._fast_converters = tuple(None if c is str else c for c in self.converters)
+        override = key_overrides.columns_for(self.collection)
+        if override is not None:
+            key_names = [n for n in override if n in self.names]
+        elif any(c.in_primary_key for c in columns):
+            key_names = [c.name for c in columns if c.in_primary_key]
+        elif replica_identity == "i":
+            key_names = [c.name for c in columns if c.in_identity]
+        else:
+            key_names = []
+        self.key_idx = tuple(self.names.index(n) for n in key_names)
+        self.value_idx = tuple(
+            i
+            for i, c in enumerate(columns)
+            if i in self.key_idx or column_filter.column(self.collection, c.name)
+        )
+        self._key_in_row = all(i in self.value_idx for i in self.key_idx)
+        self.masker = masker if masker is not None and masker.applies_to(self.collection) else None
+        self.placeholder = placeholder
+        placeholder_bytes = (
+            bytes.fromhex(placeholder[4:])
+            if placeholder.startswith("hex:")
+            else placeholder.encode("utf-8")
+        )
+        self._placeholder_b64 = base64.b64encode(placeholder_bytes).decode("ascii")
+        self.key_schema: dict[str, Any] | None = (
+            cs.struct(
+                [self.types[i].field_schema(self.names[i], False) for i in self.key_idx],
+                name=f"{self.topic}.Key",
+            )
+            if self.key_idx
+            else None
+        )
+        row = cs.struct(
+            [
+                self.types[i].field_schema(
+                    self.names[i], not (columns[i].not_null or i in self.key_idx)
+                )
+                for i in self.value_idx
+            ],
+            name=f"{self.topic}.Value",
+        )
+        self.row_schema = row
+        self.envelope_schema = cs.envelope_schema(
+            self.topic, row, cs.source_schema(connector), with_transaction=with_transaction
+        )
+        self.key_schema_id = None if self.key_schema is None else cs.schema_id(self.key_schema)
+        self.envelope_schema_id = cs.schema_id(self.envelope_schema)
+
+    @property
+    def has_key(self) -> bool:
+        """Whether records of this table have a key (a primary key or an override)."""
+        return bool(self.key_idx)
+
+    def _convert(self, i: int, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return self.converters[i](value)
+        except (ValueError, ArithmeticError, IndexError, TypeError) as exc:
+            raise ValueConversionError(
+                f"{self.collection}.{self.names[i]} ({self.types[i].type_name}): cannot convert "
+                f"{value!r:.80}: {exc}"
+            ) from None
+
+    def _fast(self, idx: tuple[int, ...], values: Sequence[Any]) -> dict[str, Any] | None:
+        """Convert the columns ``idx`` of a row; None if the row needs care.
+
+        The landing budget is a few microseconds per row, so the common case (a plain value or
+        NULL in every column, no conversion error) skips the per-column checks of
+        :meth:`_convert`; anything else goes the slow way, which also builds the error message.
+        """
+        names, fast = self.names, self._fast_converters
+        text_only = self.TEXT_VALUES
+        try:
+            out: dict[str, Any] = {}
+            for i in idx:
+                v = values[i]
+                if v is None:
+                    out[names[i]] = None
+                elif v.__class__ is str:
+                    c = fast[i]
+                    out[names[i]] = v if c is None else c(v)
+                elif text_only:
+                    return None
+                else:
+                    out[names[i]] = self.converters[i](v)
+            return out
+        except (ValueError, ArithmeticError, IndexError, TypeError):
+            return None
+
+    def row(self, values: Sequence[Any]) -> dict[str, Any]:
+        """The ``before``/``after`` payload of a full row, masked."""
+        row = self._fast(self.value_idx, values)
+        if row is None:
+            names, convert = self.names, self._convert
+            row = {names[i]: convert(i, values[i]) for i in self.value_idx}
+        if self.masker is not None:
+            masked = self.masker.apply(self.collection, row)
+            return row if masked is None else masked
+        return row
+
+    def row_and_key(self, values: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """:meth:`row` and :meth:`key` of one row, converting the key columns once."""
+        converted = self._fast(self.value_idx, values)
+        if converted is None or not self._key_in_row:
+            return self.row(values), self.key(values)
+        names = self.names
+        key = {names[i]: converted[names[i]] for i in self.key_idx} if self.key_idx else None
+        if self.masker is not None:
+            masked = self.masker.apply(self.collection, converted)
+            return (converted if masked is None else masked), key
+        return converted, key
+
+    def key(self, values: Sequence[Any]) -> dict[str, Any] | None:
+        """The key payload of a row (None for a keyless table)."""
+        if not self.key_idx:
+            return None
+        key = self._fast(self.key_idx, values)
+        if key is None:
+            names, convert = self.names, self._convert
+            key = {names[i]: convert(i, values[i]) for i in self.key_idx}
+        return key
+
+    def identity_row(self, values: Sequence[Any]) -> dict[str, Any]:
+        """A ``K`` old tuple: only the replica-identity columns the server sent, masked."""
+        sent = [i for i, c in enumerate(self.columns) if c.in_identity or i in self.key_idx]
+        row = {
+            self.names[i]: self._convert(i, values[i])
+            for i in sent
+            if i in self.value_idx and values[i] is not None
+        }
+        if self.masker is not None:
+            masked = self.masker.apply(self.collection, row)
+            return row if masked is None else masked
+        return row
+
+    def key_only_row(self, key: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A ``before`` image holding only the key (REPLICA IDENTITY DEFAULT, key unchanged)."""
+        if key is None:
+            return None
+        if self._key_in_row:
+            return dict(key)
+        return {k: v for k, v in key.items() if self.names.index(k) in self.value_idx}

@@ -1,0 +1,795 @@
+"""MySQL/MariaDB column types -> Debezium Connect schemas and values.
+
+A MySQL row reaches the agent along two roads that disagree on almost every type: a snapshot
+``SELECT`` through PyMySQL (the server's *text* protocol, converted by PyMySQL) and a binlog row
+event decoded by mysql-replication (the server's *binary* row format). This module makes them
+agree. :func:`snapshot_values` and :func:`stream_values` turn a row from either road into the same
+Python values (undoing the library's quirks, applying Debezium's zero-date rule), and the
+converter of :func:`column_type` turns such a value into the Debezium JSON value. The converters
+accept every form either driver produces, so the agent can call them on values from either
+road directly; the two ``*_values`` functions only repair what a converter cannot tell from
+the value alone (nullability, ``none_sources`` reasons, path-specific decoding bugs).
+
+Mappings (Debezium MySQL connector 2.x, ``shared/spec/mysql-and-sqlserver.md`` §1.7):
+
+* ``tinyint``/``smallint`` -> INT16, ``mediumint``/``int`` -> INT32, ``bigint`` -> INT64;
+  ``UNSIGNED`` widens one step (``tinyint`` INT16, ``smallint``/``mediumint`` INT32, ``int``
+  INT64) and ``bigint unsigned`` is INT64 (``bigint.unsigned.handling.mode=long``: values above
+  2^63-1 wrap to negative, as Java's ``long`` does in Debezium) or ``Decimal`` scale 0
+  (``precise``). ``tinyint(1)``/``bool`` stay INT16: a snapshot sees ``TINYINT(1)`` and the
+  binlog sees ``TINY``, and only Debezium's opt-in ``TinyIntOneToBooleanConverter`` turns them
+  into BOOLEAN, so INT16 is what both roads give without it.
+* ``bit(1)`` -> BOOLEAN; ``bit(n)`` -> ``io.debezium.data.Bits`` (``length`` n), little-endian,
+  ``(n+7)//8`` bytes.
+* ``float`` -> FLOAT32 (``float(p)`` with p > 23 -> FLOAT64), ``double`` -> FLOAT64. The server's
+  text protocol prints a FLOAT with 6 significant digits (``FLT_DIG``; ``float(m,d)`` with ``d``
+  decimals, ``double(m,d)`` likewise), so a snapshot can never see more than that. The binlog's
+  exact value is rounded the same way (``'%.6g'`` of the float32, which is what the server's
+  ``my_gcvt`` produces, ties to even included) so both roads give the same JSON number, e.g.
+  ``1.23457`` for a stored ``1.2345678``. Debezium keeps the binlog's extra digits and so
+  disagrees with its own snapshot; we prefer agreement.
+* ``decimal``: ``precise`` -> Connect ``Decimal`` (``scale``, ``connect.decimal.precision``),
+  ``double`` -> FLOAT64, ``string`` -> plain text at the column's scale.
+* ``char``/``varchar``/``*text`` -> STRING decoded with the column's charset (else the table's,
+  else utf8mb4); ``enum`` -> ``io.debezium.data.Enum``; ``set`` -> ``io.debezium.data.EnumSet``,
+  the members comma-joined in definition order (``""`` for the empty set); ``json`` ->
+  ``io.debezium.data.Json``: MariaDB's JSON is ``longtext`` and arrives as the text stored.
+  MySQL's binary JSON arrives from mysql-replication as Python objects (with ``bytes`` keys and
+  strings); they are serialised the way MySQL prints JSON (``{"a": [1, 2]}``, members in stored
+  order), so the text matches a snapshot's; DECIMAL members become JSON doubles. That path is
+  not exercised by the tests: no MySQL server runs on these machines.
+* MariaDB ``uuid``/``inet4``/``inet6`` -> STRING in the server's text form (the binlog carries
+  the stored bytes, which :func:`stream_values` formats as MariaDB prints them).
+* ``binary``/``varbinary``/``*blob`` (and text types with ``CHARACTER SET binary``) -> BYTES per
+  ``binary.handling.mode`` (``bytes``: base64 in JSON; ``base64``, ``base64-url-safe``, ``hex``:
+  STRING). ``binary(n)`` is always n bytes: the server pads with 0x00 and a SELECT returns the
+  padding, but the binlog drops trailing 0x00 bytes, so the converter pads to n.
+* ``date`` -> ``io.debezium.time.Date`` (days); ``time`` -> ``MicroTime`` (µs) under
+  ``adaptive_time_microseconds``, ``Time`` (ms) for ``time(0..3)`` / ``MicroTime`` for
+  ``time(4..6)`` under ``adaptive``, Connect ``Time`` (ms) under ``connect``. A TIME is a signed
+  duration (``-838:59:59`` .. ``838:59:59``): the value is its signed total length, so negative
+  and > 24 h values come out as they are stored (Debezium's ``Duration`` arithmetic does the
+  same; only 00:00..23:59:59.999999 is a time of day, as Debezium's documentation warns).
+  Milliseconds are floored. ``datetime`` -> ``Timestamp`` (ms, ``datetime(0..3)``) or
+  ``MicroTimestamp`` (µs, ``datetime(4..6)``), the wall clock read as UTC; Connect
+  ``Timestamp`` (ms) under ``connect``. ``timestamp`` -> ``io.debezium.time.ZonedTimestamp``:
+  ISO-8601 in UTC with ``Z``, formatted exactly like PostgreSQL ``timestamptz``
+  (:mod:`capture.pg_types`). ``year`` -> ``io.debezium.time.Year``.
+* Zero and invalid dates (``0000-00-00``, a zero month or day, ``2020-02-30`` under
+  ``ALLOW_INVALID_DATES``, the zero ``TIMESTAMP``) follow Debezium's rule: null when the column
+  is nullable, else the epoch (day 0, ``1970-01-01T00:00:00Z``). The binlog road cannot tell
+  them apart (mysql-replication returns None for all), so neither road does.
+* Spatial types -> ``io.debezium.data.geometry.Geometry`` ``{wkb, srid}``, split from MySQL's
+  internal format (4-byte little-endian SRID, then WKB), which both roads return.
+
+Any other type makes :func:`column_type` raise :class:`ValueConversionError`.
+
+What mysql-replication 1.0.17 gets wrong or loses, checked against MariaDB 10.11 (and undone by
+:func:`stream_values` or the converters): an empty SET is None (reason ``'empty set'``); zero and
+invalid dates are None; the zero TIMESTAMP is ``datetime(1970, 1, 1)``; YEAR 0000 is 1900; a
+negative TIME with a fraction F comes back with fraction 1 - F; BINARY(n), UUID, INET4 and INET6
+lose their trailing 0x00 bytes (an all-zero INET6 comes back as ``''``); UUID/INET values are
+bytes where a SELECT gives text; utf16/utf32 text is decoded little-endian; ucs2 text is left as
+bytes; BIT is a string of ``0``/``1``; without ``binlog_row_metadata=FULL`` it returns signed
+readings of UNSIGNED columns and None for every ENUM and SET value (the last is not repairable).
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import datetime as dt
+import ipaddress
+import json
+import re
+import struct
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from typing import Any, Final
+
+import pymysql.converters
+from pymysql.constants import FIELD_TYPE
+
+from bronze import connect_schema as cs
+from capture.mysql_schema import ColumnDef, TableDef
+from capture.pg_types import (
+    ColumnType,
+    ValueConversionError,
+    _b64,
+    _days_from_civil,
+    _format_utc,
+    decimal_bytes,
+)
+
+__all__ = [
+    "SNAPSHOT_SESSION_SQL",
+    "MySqlHandling",
+    "ValueConversionError",
+    "column_type",
+    "snapshot_connect_kwargs",
+    "snapshot_values",
+    "stream_values",
+]
+
+SNAPSHOT_SESSION_SQL: Final[tuple[str, ...]] = (
+    # TIMESTAMP values are read in UTC, like the binlog's epoch seconds.
+    "SET time_zone = '+00:00'",
+    # Clears PAD_CHAR_TO_FULL_LENGTH (CHAR values without their trailing spaces, like the
+    # binlog). Also clears ANSI_QUOTES: the agent quotes identifiers with backticks.
+    "SET SESSION sql_mode = ''",
+)
+"""Statements the agent runs on its snapshot connection before reading rows."""
+
+_MODES: Final[Mapping[str, tuple[str, ...]]] = {
+    "decimal": ("precise", "double", "string"),
+    "time_precision": ("adaptive", "adaptive_time_microseconds", "connect"),
+    "bigint_unsigned": ("long", "precise"),
+    "binary": ("bytes", "base64", "base64-url-safe", "hex"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MySqlHandling:
+    """The MySQL source's value-handling modes (from :class:`pipeline.config.MySqlSourceConfig`).
+
+    Attributes:
+        decimal: ``decimal.handling.mode``: ``precise``, ``double`` or ``string``.
+        time_precision: ``time.precision.mode``: ``adaptive``, ``adaptive_time_microseconds``
+            or ``connect``.
+        bigint_unsigned: ``bigint.unsigned.handling.mode``: ``long`` or ``precise``.
+        binary: ``binary.handling.mode``: ``bytes``, ``base64``, ``base64-url-safe`` or ``hex``.
+    """
+
+    decimal: str = "precise"
+    time_precision: str = "adaptive_time_microseconds"
+    bigint_unsigned: str = "long"
+    binary: str = "bytes"
+
+    def __post_init__(self) -> None:
+        for attribute, allowed in _MODES.items():
+            value = getattr(self, attribute)
+            if value not in allowed:
+                raise ValueError(f"{attribute} handling mode {value!r} is not one of {allowed}")
+
+    @classmethod
+    def from_config(cls, config: Any) -> MySqlHandling:
+        """Read the modes off a source config (missing attributes keep their defaults)."""
+        return cls(
+            decimal=str(getattr(config, "decimal_handling_mode", "precise")),
+            time_precision=str(
+                getattr(config, "time_precision_mode", "adaptive_time_microseconds")
+            ),
+            bigint_unsigned=str(getattr(config, "bigint_unsigned_handling_mode", "long")),
+            binary=str(getattr(config, "binary_handling_mode", "bytes")),
+        )
+
+
+# --- type names -----------------------------------------------------------------------------------
+
+_ALIASES: Final[Mapping[str, str]] = {
+    "int1": "tinyint", "int2": "smallint", "int3": "mediumint", "middleint": "mediumint",
+    "int4": "int", "integer": "int", "int8": "bigint", "bool": "tinyint", "boolean": "tinyint",
+    "float4": "float", "float8": "double", "real": "double", "double precision": "double",
+    "dec": "decimal", "numeric": "decimal", "fixed": "decimal", "character": "char",
+    "nchar": "char", "national char": "char", "nvarchar": "varchar",
+    "national varchar": "varchar", "character varying": "varchar", "long varchar": "mediumtext",
+    "long": "mediumtext", "long varbinary": "mediumblob",
+}  # fmt: skip
+"""MySQL's own synonyms, in case a definition was not normalised by the DDL parser."""
+
+_INT_BITS: Final[Mapping[str, int]] = {
+    "tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "bigint": 64,
+}  # fmt: skip
+_TEXT_TYPES: Final = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
+_BINARY_TYPES: Final = frozenset(
+    {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+)
+_GEOMETRY_TYPES: Final = frozenset(
+    {
+        "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
+        "multipolygon", "geometrycollection", "geomcollection",
+    }
+)  # fmt: skip
+_DATE_TYPES: Final = frozenset({"date", "datetime", "timestamp"})
+_FIXED_BINARY_LENGTH: Final[Mapping[str, int]] = {"uuid": 16, "inet6": 16, "inet4": 4}
+
+
+def _base_type(column: ColumnDef, table_charset: str | None = None) -> str:
+    """The column's type after MySQL's synonym rules, ``CHARACTER SET binary`` made binary."""
+    name = _ALIASES.get(column.type_name.lower(), column.type_name.lower())
+    if name in _TEXT_TYPES and _charset(column, table_charset) == "binary":
+        # CHAR(n) CHARACTER SET binary *is* BINARY(n) (the server rewrites it so).
+        return {"char": "binary", "varchar": "varbinary"}.get(name, name.replace("text", "blob"))
+    return name
+
+
+# --- charsets -------------------------------------------------------------------------------------
+
+_CODECS: Final[Mapping[str, str]] = {
+    "utf8mb4": "utf-8", "utf8mb3": "utf-8", "utf8": "utf-8", "ascii": "ascii",
+    "latin2": "iso8859-2", "latin5": "iso8859-9", "latin7": "iso8859-13", "greek": "iso8859-7",
+    "hebrew": "iso8859-8", "ucs2": "utf-16-be", "utf16": "utf-16-be", "utf16le": "utf-16-le",
+    "utf32": "utf-32-be", "koi8r": "koi8-r", "koi8u": "koi8-u", "sjis": "shift_jis",
+    "ujis": "euc_jp", "eucjpms": "euc_jp", "euckr": "euc_kr", "tis620": "tis-620",
+    "macroman": "mac_roman", "macce": "mac_latin2",
+}  # fmt: skip
+"""MySQL character sets whose Python codec has another name (the rest share the name)."""
+
+# MySQL's latin1 is cp1252 with its five undefined bytes mapped to the same code points.
+_LATIN1_TABLE: Final = "".join(
+    chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252")
+    for b in range(256)
+)
+
+# mysql-replication decodes these with Python's BOM-sniffing "utf16"/"utf32" codecs, which read
+# little-endian without a BOM; MySQL's utf16/utf32 are big-endian. Re-encoding undoes it.
+_LIBRARY_MISDECODED: Final[Mapping[str, str]] = {"utf16": "utf-16-le", "utf32": "utf-32-le"}
+
+
+def _charset(column: ColumnDef, table_charset: str | None) -> str:
+    return (column.charset or table_charset or "utf8mb4").lower()
+
+
+def _decoder(charset: str) -> Callable[[bytes], str]:
+    if charset == "latin1":
+        return lambda data: codecs.charmap_decode(data, "strict", _LATIN1_TABLE)[0]
+    codec = _CODECS.get(charset, charset)
+    try:
+        codecs.lookup(codec)
+    except LookupError:
+        raise ValueConversionError(f"character set {charset!r} has no Python codec") from None
+    return lambda data: data.decode(codec)
+
+
+# --- value helpers ------------------------------------------------------------------------------
+
+
+def _as_bytes(value: Any) -> bytes:
+    if isinstance(value, str):
+        # mysql-replication decodes binary strings with UTF-8 when it lacks charset metadata.
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def _bit_value(value: Any) -> int:
+    if isinstance(value, (bytes, bytearray)):
+        return int.from_bytes(value, "big")  # a SELECT: the big-endian bytes
+    if isinstance(value, str):
+        return int(value, 2)  # mysql-replication: the bits as "0101..."
+    return int(value)
+
+
+def _float32(value: float) -> float:
+    return float(struct.unpack("<f", struct.pack("<f", value))[0])
+
+
+_US_PER_DAY: Final = 86_400_000_000
+_DATETIME_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?)?")
+_TIME_RE = re.compile(r"(-)?(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_EPOCH: Final = dt.datetime(1970, 1, 1)
+
+
+def _parse_datetime(text: str) -> dt.datetime | None:
+    """A DATE/DATETIME/TIMESTAMP as the server prints it; None for a zero or invalid date."""
+    m = _DATETIME_RE.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"not a MySQL date/time: {text!r}")
+    y, mo, d, hh, mi, ss = (int(g or 0) for g in m.groups()[:6])
+    try:
+        # Exactly the dates mysql-replication can build: year 0, month 0, day 0 and
+        # 2020-02-30 (ALLOW_INVALID_DATES) are not, and the binlog gives None for them.
+        return dt.datetime(y, mo, d, hh, mi, ss, int((m.group(7) or "").ljust(6, "0") or 0))
+    except ValueError:
+        return None
+
+
+def _epoch_micros(value: Any) -> int:
+    if isinstance(value, str):
+        value = _parse_datetime(value) or _EPOCH
+    if isinstance(value, dt.datetime):
+        days = _days_from_civil(value.year, value.month, value.day)
+        seconds = value.hour * 3600 + value.minute * 60 + value.second
+        return days * _US_PER_DAY + seconds * 1_000_000 + value.microsecond
+    if isinstance(value, dt.date):
+        return _days_from_civil(value.year, value.month, value.day) * _US_PER_DAY
+    raise TypeError(f"not a date/time value: {value!r}")
+
+
+def _time_micros(value: Any) -> int:
+    if isinstance(value, dt.timedelta):
+        return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    if isinstance(value, str):
+        m = _TIME_RE.fullmatch(value.strip())
+        if m is None:
+            raise ValueError(f"not a MySQL time: {value!r}")
+        seconds = int(m.group(2)) * 3600 + int(m.group(3)) * 60 + int(m.group(4))
+        micros = seconds * 1_000_000 + int((m.group(5) or "").ljust(6, "0") or 0)
+        return -micros if m.group(1) else micros
+    if isinstance(value, dt.time):
+        seconds = value.hour * 3600 + value.minute * 60 + value.second
+        return seconds * 1_000_000 + value.microsecond
+    raise TypeError(f"not a TIME value: {value!r}")
+
+
+def _json_ready(value: Any) -> Any:
+    # MySQL binary JSON as mysql-replication returns it: bytes keys and strings.
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
+    if isinstance(value, Mapping):
+        return {_json_ready(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, (dt.date, dt.time, dt.timedelta)):
+        return str(value)
+    return value
+
+
+def _inet6_text(data: bytes) -> str:
+    """INET6 as MariaDB prints it.
+
+    Unlike RFC 5952 (and :mod:`ipaddress`), MariaDB shortens the longest run of zero groups
+    even when it is a single group (the first run on ties), and prints ``::a.b.c.d`` /
+    ``::ffff:a.b.c.d`` when that run is exactly the first six / five groups (before ``ffff``).
+    """
+    words = struct.unpack(">8H", data)
+    start, length = -1, 0
+    i = 0
+    while i < 8:
+        j = i
+        while j < 8 and words[j] == 0:
+            j += 1
+        if j - i > length:
+            start, length = i, j - i
+        i = max(j, i + 1)
+    if start == 0 and (length == 6 or (length == 5 and words[5] == 0xFFFF)):
+        return ("::" if length == 6 else "::ffff:") + str(ipaddress.IPv4Address(data[12:]))
+    if length == 0:
+        return ":".join(f"{w:x}" for w in words)
+    head = ":".join(f"{w:x}" for w in words[:start])
+    tail = ":".join(f"{w:x}" for w in words[start + length :])
+    return f"{head}::{tail}"
+
+
+# --- converters -----------------------------------------------------------------------------------
+
+
+def _guarded(name: str, type_name: str, convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Wrap ``convert`` so any failure is a ValueConversionError naming the column."""
+
+    def run(value: Any) -> Any:
+        try:
+            return convert(value)
+        except ValueConversionError:
+            raise
+        except (ValueError, TypeError, ArithmeticError, UnicodeError, struct.error) as exc:
+            raise ValueConversionError(
+                f"column {name!r} ({type_name}): cannot convert {value!r}: {exc}"
+            ) from exc
+
+    return run
+
+
+def _integer(column: ColumnDef, name: str, handling: MySqlHandling) -> ColumnType:
+    bits = _INT_BITS[name]
+    if not column.unsigned:
+        connect = {8: "int16", 16: "int16", 24: "int32", 32: "int32", 64: "int64"}[bits]
+        return ColumnType(cs.primitive(connect), int, name)
+    modulus = 1 << bits
+
+    def unsigned(value: Any) -> int:
+        number = int(value)
+        # A row event decoded without signedness metadata carries the signed reading.
+        return number + modulus if number < 0 else number
+
+    if bits < 64:
+        connect = {8: "int16", 16: "int32", 24: "int32", 32: "int64"}[bits]
+        return ColumnType(cs.primitive(connect), unsigned, name)
+    if handling.bigint_unsigned == "precise":
+        return ColumnType(
+            cs.decimal(0, precision=20),
+            lambda v: decimal_bytes(Decimal(unsigned(v)), 0),
+            name,
+            is_binary=True,
+        )
+
+    def wrapped(value: Any) -> int:
+        # Debezium reads BIGINT UNSIGNED into a Java long: values >= 2^63 wrap to negative.
+        number = unsigned(value)
+        return number - modulus if number >= 1 << 63 else number
+
+    return ColumnType(cs.primitive("int64"), wrapped, name)
+
+
+def _bit(column: ColumnDef) -> ColumnType:
+    length = column.length or 1
+    if length == 1:
+        return ColumnType(cs.primitive("boolean"), lambda v: _bit_value(v) != 0, "bit")
+    size = (length + 7) // 8
+    return ColumnType(
+        cs.bits(length),
+        lambda v: _b64(_bit_value(v).to_bytes(size, "little")),
+        "bit",
+        is_binary=True,
+    )
+
+
+def _floating(column: ColumnDef, name: str) -> ColumnType:
+    single = name == "float" and (column.scale is not None or (column.length or 0) <= 24)
+    wide = name == "double" or (column.scale is None and (column.length or 0) > 23)
+    schema = cs.primitive("float64" if wide else "float32")
+    scale = column.scale
+
+    def convert(value: Any) -> float:
+        number = float(value)
+        if single:
+            number = _float32(number)
+        if scale is not None:
+            # float(m,d)/double(m,d): the server prints d decimals.
+            return float(f"{number:.{scale}f}")
+        if single:
+            # FLOAT: the server prints FLT_DIG (6) significant digits.
+            return float(f"{number:.6g}")
+        return number
+
+    return ColumnType(schema, convert, name)
+
+
+def _decimal(column: ColumnDef, handling: MySqlHandling) -> ColumnType:
+    scale = column.scale or 0
+    precision = column.length or 10  # MySQL's DECIMAL is DECIMAL(10,0)
+    quantum = Decimal(1).scaleb(-scale)
+
+    def exact(value: Any) -> Decimal:
+        number = value if isinstance(value, Decimal) else Decimal(str(value))
+        with localcontext() as context:
+            context.prec = max(context.prec, precision + scale + 2)
+            number = number.quantize(quantum)
+        return abs(number) if number.is_zero() else number
+
+    if handling.decimal == "double":
+        return ColumnType(cs.primitive("float64"), lambda v: float(exact(v)), "decimal")
+    if handling.decimal == "string":
+        return ColumnType(cs.primitive("string"), lambda v: format(exact(v), "f"), "decimal")
+    return ColumnType(
+        cs.decimal(scale, precision=precision),
+        lambda v: decimal_bytes(exact(v), scale),
+        "decimal",
+        is_binary=True,
+    )
+
+
+def _text(decode: Callable[[bytes], str]) -> Callable[[Any], str]:
+    def convert(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        return decode(bytes(value))
+
+    return convert
+
+
+def _set(column: ColumnDef, decode: Callable[[bytes], str]) -> ColumnType:
+    members = column.values
+
+    def convert(value: Any) -> str:
+        if isinstance(value, (bytes, bytearray)):
+            value = decode(bytes(value))
+        if isinstance(value, str):
+            return value  # the server prints members in definition order
+        if isinstance(value, int):
+            return ",".join(m for i, m in enumerate(members) if value & (1 << i))
+        chosen = set(value)
+        return ",".join(m for m in members if m in chosen)
+
+    return ColumnType(cs.enum_set(members), convert, "set")
+
+
+def _enum(column: ColumnDef, decode: Callable[[bytes], str]) -> ColumnType:
+    members = column.values
+    text = _text(decode)
+
+    def convert(value: Any) -> str:
+        if isinstance(value, int):
+            return members[value - 1] if value > 0 else ""  # 0: the invalid-value member ''
+        return text(value)
+
+    return ColumnType(cs.enum(members), convert, "enum")
+
+
+def _json_type(decode: Callable[[bytes], str]) -> ColumnType:
+    text = _text(decode)
+
+    def convert(value: Any) -> str:
+        if isinstance(value, (str, bytes, bytearray)):
+            return text(value)
+        # MySQL's own text form (what a SELECT returns): ", " and ": " separators, members in
+        # stored order, non-ASCII as is.
+        return json.dumps(_json_ready(value), separators=(", ", ": "), ensure_ascii=False)
+
+    return ColumnType(cs.json(), convert, "json")
+
+
+def _binary(name: str, column: ColumnDef, handling: MySqlHandling) -> ColumnType:
+    pad_to = (column.length or 1) if name == "binary" else 0
+
+    def raw(value: Any) -> bytes:
+        data = _as_bytes(value)
+        # The binlog drops BINARY(n)'s trailing 0x00 padding; a SELECT returns it.
+        return data.ljust(pad_to, b"\x00") if len(data) < pad_to else data
+
+    mode = handling.binary
+    if mode == "hex":
+        return ColumnType(cs.primitive("string"), lambda v: raw(v).hex(), name)
+    if mode == "base64-url-safe":
+        return ColumnType(
+            cs.primitive("string"),
+            lambda v: base64.urlsafe_b64encode(raw(v)).decode("ascii"),
+            name,
+        )
+    if mode == "base64":
+        return ColumnType(cs.primitive("string"), lambda v: _b64(raw(v)), name)
+    return ColumnType(cs.primitive("bytes"), lambda v: _b64(raw(v)), name, is_binary=True)
+
+
+def _mariadb_string(name: str) -> ColumnType:
+    size = _FIXED_BINARY_LENGTH[name]
+
+    def convert(value: Any) -> str:
+        if isinstance(value, str):
+            return value  # the server's text form (a SELECT, or stream_values)
+        return _format_fixed(name, bytes(value), size)
+
+    return ColumnType(cs.primitive("string"), convert, name)
+
+
+def _format_fixed(name: str, data: bytes, size: int) -> str:
+    # The binlog carries the 4/16 stored bytes with trailing 0x00 bytes dropped.
+    data = data.ljust(size, b"\x00")
+    if name == "uuid":
+        return str(uuid.UUID(bytes=data))
+    if name == "inet4":
+        return str(ipaddress.IPv4Address(data))
+    return _inet6_text(data)
+
+
+def _temporal(column: ColumnDef, name: str, handling: MySqlHandling) -> ColumnType:
+    mode = handling.time_precision
+    precision = column.length or 0
+    if name == "date":
+        schema = cs.connect_date() if mode == "connect" else cs.date()
+        return ColumnType(schema, lambda v: _epoch_micros(v) // _US_PER_DAY, name)
+    if name == "time":
+        if mode == "connect" or (mode == "adaptive" and precision <= 3):
+            schema = cs.connect_time() if mode == "connect" else cs.time_millis()
+            return ColumnType(schema, lambda v: _time_micros(v) // 1000, name)
+        return ColumnType(cs.micro_time(), _time_micros, name)
+    if name == "timestamp":
+        return ColumnType(cs.zoned_timestamp(), lambda v: _format_utc(_epoch_micros(v)), name)
+    if mode == "connect" or precision <= 3:
+        schema = cs.connect_timestamp() if mode == "connect" else cs.timestamp_millis()
+        return ColumnType(schema, lambda v: _epoch_micros(v) // 1000, name)
+    return ColumnType(cs.micro_timestamp(), _epoch_micros, name)
+
+
+def _year(value: Any) -> int:
+    if isinstance(value, dt.date):
+        return value.year
+    return int(value)
+
+
+def _geometry(value: Any) -> dict[str, Any]:
+    data = _as_bytes(value)
+    if len(data) < 5:
+        raise ValueError("a spatial value is a 4-byte SRID followed by WKB")
+    return {"wkb": _b64(data[4:]), "srid": int.from_bytes(data[:4], "little")}
+
+
+def column_type(  # noqa: C901 - one dispatch over MySQL's type list
+    column: ColumnDef, table_charset: str | None, handling: MySqlHandling
+) -> ColumnType:
+    """The Debezium representation of a MySQL/MariaDB column.
+
+    Args:
+        column: The column definition (from the schema history).
+        table_charset: The table's default character set, for text columns without their own.
+        handling: The source's value-handling modes.
+
+    Returns:
+        The required (``optional`` False) Connect schema and a converter from the value either
+        driver returns (after :func:`snapshot_values` / :func:`stream_values`) to the
+        JSON-ready Debezium value. The converter is never called with None and raises
+        :class:`ValueConversionError` naming the column when a value does not fit the type.
+
+    Raises:
+        ValueConversionError: The type has no mapping (the agent quarantines the table).
+    """
+    name = _base_type(column, table_charset)
+    if name in _INT_BITS:
+        result = _integer(column, name, handling)
+    elif name == "bit":
+        result = _bit(column)
+    elif name in ("float", "double"):
+        result = _floating(column, name)
+    elif name == "decimal":
+        result = _decimal(column, handling)
+    elif name in _TEXT_TYPES:
+        decode = _decoder(_charset(column, table_charset))
+        result = ColumnType(cs.primitive("string"), _text(decode), name)
+    elif name == "enum":
+        result = _enum(column, _decoder(_charset(column, table_charset)))
+    elif name == "set":
+        result = _set(column, _decoder(_charset(column, table_charset)))
+    elif name == "json":
+        result = _json_type(_decoder(_charset(column, table_charset)))
+    elif name in _BINARY_TYPES:
+        result = _binary(name, column, handling)
+    elif name in ("date", "time", "datetime", "timestamp"):
+        result = _temporal(column, name, handling)
+    elif name == "year":
+        result = ColumnType(cs.year(), _year, name)
+    elif name in _GEOMETRY_TYPES:
+        result = ColumnType(cs.geometry(), _geometry, name)
+    elif name in _FIXED_BINARY_LENGTH:
+        result = _mariadb_string(name)
+    else:
+        raise ValueConversionError(
+            f"column {column.name!r}: MySQL type {column.type_name!r} has no Debezium mapping"
+        )
+    return ColumnType(
+        result.schema,
+        _guarded(column.name, name, result.convert),
+        result.type_name,
+        is_binary=result.is_binary,
+    )
+
+
+# --- the two roads --------------------------------------------------------------------------------
+
+_ZERO_VALUES: Final[Mapping[str, Any]] = {
+    "date": dt.date(1970, 1, 1),
+    "datetime": _EPOCH,
+    "timestamp": _EPOCH,
+}
+
+
+def _zero_date(column: ColumnDef, name: str) -> Any:
+    """Debezium's zero-date rule: null in a nullable column, else the epoch."""
+    return None if column.nullable else _ZERO_VALUES[name]
+
+
+def _raw_text(data: bytes | str) -> str:
+    return data.decode("ascii") if isinstance(data, bytes) else data
+
+
+def snapshot_connect_kwargs() -> dict[str, Any]:
+    """Extra ``pymysql.connect`` keyword arguments for the snapshot connection.
+
+    Text is utf8mb4 (the server converts each column's charset). DATE, DATETIME and TIMESTAMP
+    come back as the server's text, which :func:`snapshot_values` parses, so zero and invalid
+    dates are recognised exactly (PyMySQL's own converters return some of them as text and
+    others as values). Every other type keeps PyMySQL's conversion (DECIMAL as ``Decimal``,
+    TIME as ``timedelta`` with its sign, BIT and binary strings as ``bytes``).
+    """
+    conv = dict(pymysql.converters.conversions)
+    for field_type in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE, FIELD_TYPE.DATETIME,
+                       FIELD_TYPE.TIMESTAMP):  # fmt: skip
+        conv[field_type] = _raw_text
+    return {"charset": "utf8mb4", "use_unicode": True, "conv": conv}
+
+
+def _check_width(table: TableDef, count: int, what: str) -> None:
+    if count != len(table.columns):
+        raise ValueConversionError(
+            f"{table.collection}: {what} has {count} columns but the table definition has "
+            f"{len(table.columns)} ({', '.join(c.name for c in table.columns)})"
+        )
+
+
+def snapshot_values(table: TableDef, row: Sequence[Any]) -> list[Any]:
+    """A snapshot row (read with :func:`snapshot_connect_kwargs`) -> values by column index.
+
+    Dates arrive as text and become ``date``/``datetime`` values; zero and invalid dates follow
+    the zero-date rule (None when nullable, else the epoch). Everything else passes through.
+
+    Raises:
+        ValueConversionError: The row's column count differs from the definition.
+    """
+    _check_width(table, len(row), "the snapshot row")
+    out: list[Any] = []
+    for column, value in zip(table.columns, row, strict=True):
+        name = _base_type(column, table.charset)
+        if value is not None and name in _DATE_TYPES and isinstance(value, (str, bytes)):
+            try:
+                parsed = _parse_datetime(_raw_text(value))
+            except ValueError as exc:
+                raise ValueConversionError(f"{table.collection}.{column.name}: {exc}") from None
+            if parsed is None or (name == "timestamp" and parsed == _EPOCH):
+                value = _zero_date(column, name)
+            else:
+                value = parsed.date() if name == "date" else parsed
+        out.append(value)
+    return out
+
+
+def _fix_stream_time(value: dt.timedelta) -> dt.timedelta:
+    # mysql-replication 1.0.17 reads a negative TIME2's fraction without undoing its two's
+    # complement: -(I + F) seconds comes back as -(I + (1 - F)) for a fraction F > 0.
+    if value >= dt.timedelta(0):
+        return value
+    magnitude = -value
+    micros = magnitude.microseconds
+    if micros == 0:
+        return value
+    whole = magnitude - dt.timedelta(microseconds=micros)
+    return -(whole + dt.timedelta(microseconds=1_000_000 - micros))
+
+
+def _stream_none(table: TableDef, column: ColumnDef, name: str, reason: str) -> Any:
+    """What a None in a row image stands for."""
+    if name == "set":
+        if reason == "empty set":
+            return frozenset()
+        if not column.nullable:
+            raise ValueConversionError(
+                f"{table.collection}.{column.name}: a NOT NULL SET came back None "
+                f"({reason!r}); the binlog needs binlog_row_metadata=FULL"
+            )
+        return None
+    if name in ("date", "datetime"):
+        # 'out of date range'/'out of datetime2 range': a zero or invalid date. A NOT NULL
+        # column cannot hold NULL, so its None is always one (even when the reason is lost).
+        return _zero_date(column, name)
+    return None
+
+
+def _stream_value(column: ColumnDef, name: str, value: Any, table_charset: str | None) -> Any:
+    """Undo mysql-replication's decoding quirks for one non-None value."""
+    if name == "timestamp" and isinstance(value, dt.datetime) and value == _EPOCH:
+        return _zero_date(column, name)  # the zero TIMESTAMP is epoch second 0
+    if name == "time" and isinstance(value, dt.timedelta):
+        return _fix_stream_time(value)
+    if name == "year" and value == 1900:
+        return 0  # YEAR 0000 is stored as 0, which the library reads as 1900 + 0
+    if name in _TEXT_TYPES and isinstance(value, str):
+        misdecoded = _LIBRARY_MISDECODED.get(_charset(column, table_charset))
+        if misdecoded is not None:
+            return value.encode(misdecoded)  # raw bytes again; the converter decodes them
+    if name in _FIXED_BINARY_LENGTH and isinstance(value, (bytes, bytearray, str)):
+        # MariaDB UUID/INET4/INET6 travel as their stored bytes (the binlog drops trailing
+        # 0x00 bytes; an all-zero value can come back as ''); a SELECT prints text.
+        return _format_fixed(name, _as_bytes(value), _FIXED_BINARY_LENGTH[name])
+    return value
+
+
+def stream_values(
+    table: TableDef, values: Mapping[str, Any], none_sources: Mapping[str, str]
+) -> list[Any]:
+    """A mysql-replication row image and its ``none_sources`` -> values by column index.
+
+    Columns are matched by position (without ``binlog_row_metadata=FULL`` the names are
+    ``UNKNOWN_COLn``). Undone here: an empty SET (None with reason ``'empty set'``) becomes the
+    empty set; a zero/invalid DATE or DATETIME (None) and the zero TIMESTAMP (epoch second 0)
+    follow the zero-date rule; YEAR 0000 (read as 1900) becomes 0; negative fractional TIMEs get
+    their fraction back; utf16/utf32 text is re-decoded big-endian. A column left out of a
+    MINIMAL/NOBLOB row image (reason ``'cols bitmap'``) is None, like a NULL: Debezium needs
+    ``binlog_row_image=FULL``. ENUM and SET values need the binlog's column metadata
+    (``binlog_row_metadata=FULL``): without it the library returns None for them. Signed
+    readings of UNSIGNED columns (no signedness metadata) are left to the converters, which
+    fix them on either road.
+
+    Raises:
+        ValueConversionError: The image's column count differs from the definition, or a NOT
+            NULL SET came back None without the empty-set reason.
+    """
+    _check_width(table, len(values), "the binlog row image")
+    out: list[Any] = []
+    for column, (key, value) in zip(table.columns, values.items(), strict=True):
+        name = _base_type(column, table.charset)
+        if value is None:
+            out.append(_stream_none(table, column, name, none_sources.get(key, "null")))
+        else:
+            out.append(_stream_value(column, name, value, table.charset))
+    return out

@@ -1,0 +1,627 @@
+"""The MySQL/MariaDB capture agent against the real MariaDB 10.11 (``mariadb_conn``).
+
+Each test captures its own database (``database.include.list``) of the shared server into its
+own temp lake with :class:`LandingAgent` + :class:`BronzeWriter`, and reads bronze back with
+deltalake. Tests that restart or purge a server use a private one (``own_mariadb``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pymysql
+import pytest
+from deltalake import DeltaTable
+
+from bronze import schema as S
+from bronze.writer import BronzeTables, BronzeWriter
+from capture.mysql import MySqlSource, default_server_id
+from capture.registry import create_source
+from pipeline.config import MySqlSourceConfig
+from pipeline.errors import CaptureError, StageFailed
+from pipeline.landing import LandingAgent, LandingResult
+from tests.fix_servers import OwnMariaDb
+
+pytestmark = [pytest.mark.mysql, pytest.mark.delta]
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOT_MARKERS = ("true", "first", "last")
+
+
+@dataclass
+class My:
+    """One test's database on a MariaDB server."""
+
+    conn: dict[str, Any]
+    database: str
+
+    def sql(self, *statements: str, params: tuple[Any, ...] = ()) -> None:
+        with pymysql.connect(**self.conn, autocommit=True) as db, db.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement, params or None)
+
+    def query(self, statement: str) -> list[tuple[Any, ...]]:
+        with pymysql.connect(**self.conn, autocommit=True) as db, db.cursor() as cur:
+            cur.execute(statement)
+            return list(cur.fetchall())
+
+    def raw(self, **extra: Any) -> dict[str, Any]:
+        raw: dict[str, Any] = {
+            "name": "my",
+            "connector": "mysql",
+            "database.hostname": self.conn["host"],
+            "database.port": self.conn["port"],
+            "database.user": self.conn["user"],
+            "database.include.list": self.database,
+            "topic.prefix": "srv",
+            "skipped.operations": "none",
+            "database.server.id": 5500 + int(uuid.uuid4().int % 500),
+        }
+        if self.conn.get("password"):
+            os.environ["MEDALLION_TEST_MYSQL_PASSWORD"] = str(self.conn["password"])
+            raw["database.password"] = "${MEDALLION_TEST_MYSQL_PASSWORD}"
+        raw.update(extra)
+        return raw
+
+    def config(self, **extra: Any) -> MySqlSourceConfig:
+        return MySqlSourceConfig.model_validate(self.raw(**extra))
+
+
+def corner(conn: dict[str, Any]) -> Iterator[My]:
+    my = My(dict(conn), f"t_{uuid.uuid4().hex[:8]}")
+    my.sql(f"CREATE DATABASE {my.database}")
+    yield my
+    my.sql(f"DROP DATABASE IF EXISTS {my.database}")
+
+
+@pytest.fixture
+def my(mariadb_conn: dict[str, Any]) -> Iterator[My]:
+    yield from corner(mariadb_conn)
+
+
+@pytest.fixture
+def own(own_mariadb: OwnMariaDb) -> Iterator[My]:
+    yield from corner(own_mariadb.settings)
+
+
+def land(
+    config: MySqlSourceConfig,
+    lake: Path,
+    *,
+    max_events: int = 1000,
+    max_tx: int = 100_000,
+    max_batches: int | None = None,
+) -> LandingResult:
+    source = create_source(config)
+    assert isinstance(source, MySqlSource)
+    agent = LandingAgent(
+        source,
+        BronzeWriter(BronzeTables.under(lake)),
+        max_events=max_events,
+        max_transaction_events=max_tx,
+    )
+    return agent.run(max_batches=max_batches)
+
+
+def rows(lake: Path) -> list[dict[str, Any]]:
+    """Bronze events in position order, value and key parsed."""
+    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table()
+    out = []
+    for r in sorted(table.to_pylist(), key=lambda r: r[S.POSITION]):
+        r["value"] = None if r[S.VALUE_JSON] is None else orjson.loads(r[S.VALUE_JSON])
+        r["key"] = None if r[S.KEY_JSON] is None else orjson.loads(r[S.KEY_JSON])
+        out.append(r)
+    return out
+
+
+def data(lake: Path, table: str | None = None) -> list[dict[str, Any]]:
+    return [
+        r
+        for r in rows(lake)
+        if r[S.KIND] == "data" and (table is None or r[S.COLLECTION].endswith("." + table))
+    ]
+
+
+def assert_positions_unique_and_ordered(lake: Path) -> None:
+    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table()
+    positions = table.column(S.POSITION).to_pylist()
+    assert len(set(positions)) == len(positions), "duplicate positions"
+    batches = sorted(set(table.column(S.BATCH_SEQ).to_pylist()))
+    assert batches == list(range(len(batches)))
+
+
+def quarantined(lake: Path) -> list[dict[str, Any]]:
+    path = lake / "bronze" / "quarantine"
+    if not path.exists():
+        return []
+    return DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+
+
+# --- snapshot, then the stream ----------------------------------------------------------------
+
+
+def test_snapshot_then_stream_every_operation(my: My, tmp_path: Path) -> None:
+    d = my.database
+    my.sql(
+        f"CREATE TABLE {d}.items (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, qty INT)",
+        f"INSERT INTO {d}.items VALUES (1, 'apple', 10), (2, 'pear', 5)",
+    )
+    lake = tmp_path / "lake"
+    config = my.config(**{"provide.transaction.metadata": True})
+    first = land(config, lake)
+    assert first.landed == 2 and first.quarantined == 0
+    snap = data(lake)
+    assert [r["value"]["op"] for r in snap] == ["r", "r"]
+    assert [r["value"]["source"]["snapshot"] for r in snap] == ["true", "last"]
+    assert snap[0]["value"]["after"] == {"id": 1, "name": "apple", "qty": 10}
+    assert snap[0]["value"]["source"]["server_id"] == 0
+    offset = first.offset
+    assert offset is not None and offset["phase"] == "stream" and offset["gtids"]
+
+    my.sql(
+        "START TRANSACTION",
+        f"INSERT INTO {d}.items VALUES (3, 'fig', 1), (4, 'kiwi', 2)",  # one event, two rows
+        f"UPDATE {d}.items SET qty = qty + 1 WHERE id = 1",
+        "COMMIT",
+    )
+    my.sql(f"UPDATE {d}.items SET id = 20 WHERE id = 2")  # a key move
+    my.sql(f"DELETE FROM {d}.items WHERE id = 3")
+    second = land(config, lake)
+    streamed = [r for r in rows(lake) if r[S.SNAPSHOT] not in SNAPSHOT_MARKERS]
+    ops = [
+        (r[S.KIND], (r["value"] or {}).get("op") or (r["value"] or {}).get("status"))
+        for r in streamed
+    ]
+    assert ops == [
+        ("transaction", "BEGIN"),
+        ("data", "c"),
+        ("data", "c"),
+        ("data", "u"),
+        ("transaction", "END"),
+        ("transaction", "BEGIN"),
+        ("data", "d"),
+        ("tombstone", None),
+        ("data", "c"),
+        ("transaction", "END"),
+        ("transaction", "BEGIN"),
+        ("data", "d"),
+        ("tombstone", None),
+        ("transaction", "END"),
+    ], ops
+    assert second.landed == len(streamed)
+    inserts = [r["value"] for r in streamed if r[S.KIND] == "data"][:2]
+    a, b = inserts[0]["source"], inserts[1]["source"]
+    assert (a["file"], a["pos"]) == (b["file"], b["pos"]) and (a["row"], b["row"]) == (0, 1)
+    assert a["gtid"] and a["server_id"] == 1 and a["db"] == d and a["table"] == "items"
+    assert a["connector"] == "mysql" and a["snapshot"] == "false" and a["name"] == "srv"
+    assert inserts[0]["transaction"] == {
+        "id": a["gtid"],
+        "total_order": 1,
+        "data_collection_order": 1,
+    }
+    move = [r for r in streamed if r[S.KIND] == "data"][3:5]
+    assert move[0]["key"] == {"id": 2} and move[1]["key"] == {"id": 20}
+    assert move[0]["value"]["before"]["name"] == "pear" and move[1]["value"]["after"]["id"] == 20
+    headers = {h["key"]: h["value"] for h in move[1][S.HEADERS]}
+    assert orjson.loads(headers["__debezium.oldkey"]) == {"id": 2}
+    end = [r for r in streamed if r[S.KIND] == "transaction"][1]["value"]
+    assert end["event_count"] == 3 and end["data_collections"] == [
+        {"data_collection": f"{d}.items", "event_count": 3}
+    ]
+    assert_positions_unique_and_ordered(lake)
+    # nothing new: a third run lands nothing and keeps the offset
+    third = land(config, lake)
+    assert third.landed == 0 and third.batches == 0
+
+
+def test_server_settings_are_checked_with_the_fix(my: My, tmp_path: Path) -> None:
+    my.sql("SET GLOBAL binlog_row_image = 'MINIMAL'")
+    try:
+        with pytest.raises(StageFailed) as failure:
+            land(my.config(), tmp_path / "lake")
+    finally:
+        my.sql("SET GLOBAL binlog_row_image = 'FULL'")
+    message = str(failure.value.__cause__)
+    assert isinstance(failure.value.__cause__, CaptureError)
+    assert "binlog_row_image is MINIMAL, needs FULL" in message
+    assert "SET GLOBAL binlog_row_image='FULL'" in message and "--binlog-row-image=FULL" in message
+
+
+# --- schema history: DDL mid-stream -------------------------------------------------------------
+
+
+def test_ddl_mid_stream_decodes_each_row_under_its_definition(my: My, tmp_path: Path) -> None:
+    d = my.database
+    my.sql(f"CREATE TABLE {d}.t (id INT PRIMARY KEY, a VARCHAR(10), n SMALLINT)")
+    lake = tmp_path / "lake"
+    config = my.config()
+    land(config, lake)  # empty snapshot: the stream starts here
+    my.sql(
+        f"INSERT INTO {d}.t VALUES (1, 'one', 1)",
+        f"ALTER TABLE {d}.t ADD COLUMN b DATE AFTER a",
+        f"INSERT INTO {d}.t VALUES (2, 'two', '2024-01-02', 2)",
+        f"ALTER TABLE {d}.t DROP COLUMN a",
+        f"INSERT INTO {d}.t VALUES (3, '2024-01-03', 3)",
+        f"ALTER TABLE {d}.t RENAME COLUMN b TO born",
+        f"INSERT INTO {d}.t VALUES (4, '2024-01-04', 4)",
+        f"ALTER TABLE {d}.t MODIFY n BIGINT UNSIGNED",
+        f"INSERT INTO {d}.t VALUES (5, '2024-01-05', 18446744073709551615)",
+        f"UPDATE {d}.t SET n = 7 WHERE id = 1",
+    )
+    # Land in small batches across agent restarts: each restart replays the schema history
+    # up to its offset, never the catalog (which by now has none of the old shapes).
+    for _ in range(12):
+        if land(config, lake, max_events=2, max_batches=1).batches == 0:
+            break
+    after = [r["value"]["after"] for r in data(lake, "t")]
+    assert after == [
+        {"id": 1, "a": "one", "n": 1},
+        {"id": 2, "a": "two", "b": 19724, "n": 2},
+        {"id": 3, "b": 19725, "n": 3},
+        {"id": 4, "born": 19726, "n": 4},
+        {"id": 5, "born": 19727, "n": -1},  # bigint.unsigned.handling.mode=long wraps (Debezium)
+        {"id": 1, "born": None, "n": 7},
+    ]
+    schemas = [r["value"] for r in rows(lake) if r[S.KIND] == "schema_change"]
+    assert [s["ddl"].split()[3:5] for s in schemas] == [
+        ["ADD", "COLUMN"],
+        ["DROP", "COLUMN"],
+        ["RENAME", "COLUMN"],
+        ["MODIFY", "n"],
+    ]
+    last = schemas[-1]["tableChanges"][0]
+    assert last["type"] == "ALTER" and last["id"] == f'"{d}"."t"'
+    assert [c["name"] for c in last["table"]["columns"]] == ["id", "born", "n"]
+    history = sorted(
+        DeltaTable(str(lake / "bronze" / "schema_history")).to_pyarrow_table().to_pylist(),
+        key=lambda h: h["seq"],
+    )
+    kinds = [(h["kind"], (h["ddl"] or "").split(" ")[0]) for h in history if h["source"] == "my"]
+    assert kinds[:2] == [("reset", ""), ("snapshot", "CREATE")]
+    assert [k for k in kinds[2:] if k[0] == "ddl"] == [("ddl", "ALTER")] * 4
+    assert_positions_unique_and_ordered(lake)
+    # the precise mode keeps the unsigned value
+    lake2 = tmp_path / "precise"
+    land(my.config(**{"bigint.unsigned.handling.mode": "precise"}), lake2)
+    precise = {r["value"]["after"]["id"]: r["value"]["after"]["n"] for r in data(lake2, "t")}
+    assert precise[5] == "AP//////////"  # Connect Decimal bytes of 18446744073709551615
+
+
+def test_rows_of_a_table_unknown_to_the_history_are_quarantined(my: My, tmp_path: Path) -> None:
+    d = my.database
+    my.sql(f"CREATE TABLE {d}.t (id INT PRIMARY KEY, v INT)")
+    lake = tmp_path / "lake"
+    # schema_only_recovery without history would not know t; 'never' from a purged-free binlog
+    # reads the CREATE; here the history is made to miss it by capturing with a filter that
+    # excluded t at snapshot time and then widening the filter.
+    land(my.config(**{"table.include.list": f"{d}\\.other"}), lake)
+    my.sql(f"INSERT INTO {d}.t VALUES (1, 1)")
+    result = land(my.config(), lake)
+    assert result.landed == 0 and result.quarantined == 1
+    reason = quarantined(lake)[0]["reason"]
+    assert f"table {d}.t is not in the schema history" in reason
+
+
+# --- snapshot modes, locking, resume ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("locking", ["minimal", "extended", "none"])
+def test_snapshot_is_chunked_and_resumes_after_a_stop(my: My, tmp_path: Path, locking: str) -> None:
+    d = my.database
+    my.sql(
+        f"CREATE TABLE {d}.k (id INT PRIMARY KEY, v VARCHAR(10))",
+        f"CREATE TABLE {d}.nokey (v INT)",
+    )
+    my.sql(
+        f"INSERT INTO {d}.k SELECT seq, CONCAT('v', seq) FROM {d}.seq_1_to_95",
+        f"INSERT INTO {d}.nokey SELECT seq FROM {d}.seq_1_to_30",
+    )
+    lake = tmp_path / "lake"
+    config = my.config(**{"snapshot.locking.mode": locking})
+    source = create_source(config)
+    assert isinstance(source, MySqlSource)
+    # stop after every 2 batches of 20: each run resumes from the committed key
+    for _ in range(10):
+        result = land(config, lake, max_events=20, max_batches=2)
+        if result.offset and result.offset["phase"] == "stream":
+            break
+    keyed = [r["key"]["id"] for r in data(lake, "k")]
+    assert keyed == list(range(1, 96))
+    assert len(data(lake, "nokey")) == 30
+    assert_positions_unique_and_ordered(lake)
+
+
+def test_schema_only_and_never_modes(my: My, tmp_path: Path) -> None:
+    d = my.database
+    my.sql(f"CREATE TABLE {d}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {d}.t VALUES (1, 1)")
+    lake = tmp_path / "schema_only"
+    land(my.config(**{"snapshot.mode": "schema_only"}), lake)
+    my.sql(f"INSERT INTO {d}.t VALUES (2, 2)")
+    land(my.config(**{"snapshot.mode": "schema_only"}), lake)
+    assert [r["value"]["op"] for r in data(lake, "t")] == ["c"]
+    # never: no snapshot, the binlog from its first file (it holds this test's CREATE TABLE)
+    never = tmp_path / "never"
+    land(my.config(**{"snapshot.mode": "never"}), never)
+    assert [(r["value"]["op"], r["key"]["id"]) for r in data(never, "t")] == [("c", 1), ("c", 2)]
+
+
+def purge_binlogs(my: My) -> str:
+    """Purge every binlog file but the newest; return its name. MariaDB skips (silently) files
+    InnoDB still needs until its next checkpoint, so this repeats until they are gone."""
+    newest = str(my.query("SHOW BINARY LOGS")[-1][0])
+    deadline = time.monotonic() + 30
+    while len(my.query("SHOW BINARY LOGS")) > 1:
+        assert time.monotonic() < deadline, "the binlog files were never purged"
+        my.sql(f"PURGE BINARY LOGS TO '{newest}'")
+        time.sleep(0.1)
+    return newest
+
+
+def test_purged_binlog_fails_or_resnapshots(own: My, tmp_path: Path) -> None:
+    d = own.database
+    own.sql(f"CREATE TABLE {d}.t (id INT PRIMARY KEY, v INT)", f"INSERT INTO {d}.t VALUES (1, 1)")
+    lake = tmp_path / "lake"
+    land(own.config(), lake)
+    own.sql("FLUSH BINARY LOGS", f"INSERT INTO {d}.t VALUES (2, 2)", "FLUSH BINARY LOGS")
+    newest = purge_binlogs(own)
+    with pytest.raises(StageFailed) as failure:
+        land(own.config(), lake)
+    message = str(failure.value.__cause__)
+    assert "is no longer on the server (purged" in message and "when_needed" in message
+    result = land(own.config(**{"snapshot.mode": "when_needed"}), lake)
+    assert result.offset is not None and result.offset["file"] == newest
+    resnapshot = [r for r in data(lake, "t") if r["value"]["source"]["snapshot"] != "false"]
+    assert sorted(r["key"]["id"] for r in resnapshot) == [1, 1, 2]  # old snapshot + new one
+
+
+# --- transactions, filters, masks -----------------------------------------------------------------
+
+
+def test_large_transaction_is_cut_and_resumed_without_duplicates(my: My, tmp_path: Path) -> None:
+    d = my.database
+    my.sql(f"CREATE TABLE {d}.big (id INT PRIMARY KEY, v INT)")
+    lake = tmp_path / "lake"
+    config = my.config()
+    land(config, lake)
+    my.sql(f"INSERT INTO {d}.big SELECT seq, seq FROM {d}.seq_1_to_300")  # 1 transaction
+    my.sql(f"UPDATE {d}.big SET v = v + 1 WHERE id <= 5")
+    # two batches of the cut transaction, then a fresh agent re-reads it from its start and
+    # skips what landed
+    land(config, lake, max_events=40, max_tx=60, max_batches=2)
+    land(config, lake, max_events=40, max_tx=60)
+    created = [r["key"]["id"] for r in data(lake, "big") if r["value"]["op"] == "c"]
+    assert created == list(range(1, 301))
+    assert len([r for r in data(lake, "big") if r["value"]["op"] == "u"]) == 5
+    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table().to_pylist()
+    assert any(r[S.TX_PARTIAL] for r in table if r.get(S.TX_PARTIAL) is not None)
+    assert_positions_unique_and_ordered(lake)
+
+
+def test_filters_masks_key_columns_and_heartbeats(my: My, tmp_path: Path) -> None:
+    d = my.database
+    my.sql(
+        f"CREATE TABLE {d}.people (id INT PRIMARY KEY, email VARCHAR(40), secret VARCHAR(20))",
+        f"CREATE TABLE {d}.nokey (code VARCHAR(5) NOT NULL, v INT)",
+        f"CREATE TABLE {d}.skipme (id INT PRIMARY KEY)",
+        f"INSERT INTO {d}.people VALUES (1, 'a@x.io', 'pw')",
+    )
+    lake = tmp_path / "lake"
+    config = my.config(
+        **{
+            "table.exclude.list": f"{d}\\.skipme",
+            "column.exclude.list": f"{d}\\.people\\.secret",
+            "column.mask.with.5.chars": f"{d}\\.people\\.email",
+            "message.key.columns": f"{d}\\.nokey:code",
+            "heartbeat.interval.ms": 1,
+        }
+    )
+    land(config, lake)
+    my.sql(
+        f"INSERT INTO {d}.nokey VALUES ('k1', 1)",
+        f"INSERT INTO {d}.skipme VALUES (1)",
+    )
+    land(config, lake)
+    people = data(lake, "people")[0]["value"]["after"]
+    assert people == {"id": 1, "email": "*****"}
+    nokey = data(lake, "nokey")[0]
+    assert nokey["key"] == {"code": "k1"}
+    assert not data(lake, "skipme")
+    # changes of tables that are not captured still move the committed offset (a heartbeat)
+    before = land(config, lake).offset
+    my.sql(f"INSERT INTO {d}.skipme VALUES (2)")
+    after = land(config, lake).offset
+    assert before is not None and after is not None
+    assert (after["file"], after["pos"]) > (before["file"], before["pos"])
+    assert rows(lake)[-1][S.KIND] == "heartbeat"
+
+
+def test_default_server_id_is_stable_and_in_debeziums_range() -> None:
+    assert default_server_id("orders") == default_server_id("orders")
+    assert all(5400 <= default_server_id(f"s{i}") <= 6400 for i in range(200))
+
+
+# --- kill -9 of the agent and a server restart --------------------------------------------------
+
+DRIVER = """
+import sys, orjson
+from pathlib import Path
+from bronze.writer import BronzeTables, BronzeWriter
+from capture.registry import create_source
+from pipeline.config import MySqlSourceConfig
+from pipeline.landing import LandingAgent
+config = MySqlSourceConfig.model_validate(orjson.loads(sys.argv[1]))
+agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),
+                     max_events=int(sys.argv[3]), max_transaction_events=int(sys.argv[4]))
+result = agent.run()
+print(result.read, result.landed, result.quarantined)
+"""
+
+
+def start_agent(
+    raw: dict[str, Any], lake: Path, *, faults: str | None = None, max_events: int = 40
+) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "MEDALLION_FAULTS"}
+    env["PYTHONPATH"] = str(ROOT)
+    if faults:
+        env["MEDALLION_FAULTS"] = faults
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            DRIVER,
+            orjson.dumps(raw).decode(),
+            str(lake),
+            str(max_events),
+            "60",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_kill_9_at_every_fault_point(my: My, tmp_path: Path) -> None:
+    from pipeline.faults import FAULT_POINTS
+
+    d = my.database
+    my.sql(f"CREATE TABLE {d}.a (id INT PRIMARY KEY, v INT)")
+    my.sql(f"INSERT INTO {d}.a SELECT seq, 0 FROM {d}.seq_1_to_100")
+    raw = my.raw()
+    lake = tmp_path / "lake"
+    for point in ("after_read", "after_commit", "after_ack"):  # during the snapshot
+        proc = start_agent(raw, lake, faults=f"{point}@*")
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, err.decode()[-2000:]
+    proc = start_agent(raw, lake)  # finish the snapshot before the source changes
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    my.sql(
+        f"UPDATE {d}.a SET v = v + 1 WHERE id <= 60",
+        f"ALTER TABLE {d}.a ADD COLUMN w INT",
+        f"INSERT INTO {d}.a SELECT seq, 1, seq FROM {d}.seq_101_to_150",
+        f"DELETE FROM {d}.a WHERE id > 140",
+    )
+    for point in FAULT_POINTS:
+        if point == "after_quarantine":
+            continue  # this source quarantines nothing, so no batch reaches that point
+        proc = start_agent(raw, lake, faults=f"{point}@*")
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, (point, err.decode()[-2000:])
+    proc = start_agent(raw, lake)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    records = data(lake, "a")
+    snapshot = [r for r in records if r[S.SNAPSHOT] != "false"]
+    streamed = [(r["value"]["op"], r["key"]["id"]) for r in records if r[S.SNAPSHOT] == "false"]
+    assert sorted(r["key"]["id"] for r in snapshot) == list(range(1, 101))
+    assert streamed == (
+        [("u", i) for i in range(1, 61)]
+        + [("c", i) for i in range(101, 151)]
+        + [("d", i) for i in range(141, 151)]
+    )
+    assert [r["value"]["after"] for r in records if r["key"]["id"] == 150][0] == {
+        "id": 150,
+        "v": 1,
+        "w": 150,
+    }
+    assert_positions_unique_and_ordered(lake)
+
+
+def test_server_restart_under_a_following_agent(
+    own: My, own_mariadb: OwnMariaDb, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    d = own.database
+    own.sql(f"CREATE TABLE {d}.a (id INT PRIMARY KEY, v INT)")
+    config = own.config()
+    lake = tmp_path / "lake"
+    land(config, lake)
+    source = create_source(config)
+    agent = LandingAgent(
+        source, BronzeWriter(BronzeTables.under(lake)), max_events=50, max_transaction_events=50
+    )
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def follow() -> None:
+        try:
+            agent.run(follow=True, poll_interval_s=0.05, stop=stop)
+        except BaseException as exc:  # reported by the assertion below
+            failure.append(exc)
+
+    runner = threading.Thread(target=follow)
+    runner.start()
+    try:
+        own.sql(*(f"INSERT INTO {d}.a VALUES ({i}, 0)" for i in range(1, 101)))
+        own_mariadb.restart()
+        own.sql(
+            *(
+                statement
+                for i in range(101, 201)
+                for statement in (
+                    f"INSERT INTO {d}.a VALUES ({i}, 0)",
+                    f"UPDATE {d}.a SET v = 1 WHERE id = {i}",
+                )
+            )
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not failure:
+            if len(data(lake, "a")) >= 300:
+                break
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        runner.join(timeout=60)
+    assert not failure, repr(failure)
+    assert "reconnecting" in caplog.text  # the follower saw the restart and came back
+    land(config, lake)  # lands anything the follower left
+    ops = [(r["value"]["op"], r["key"]["id"]) for r in data(lake, "a")]
+    assert ops == [("c", i) for i in range(1, 101)] + [
+        op for i in range(101, 201) for op in (("c", i), ("u", i))
+    ]
+    files = {r["value"]["source"]["file"] for r in data(lake, "a")}
+    assert len(files) == 2  # the restart started a new binlog file
+    assert_positions_unique_and_ordered(lake)
+
+
+def test_status_reports_the_binlog_behind_bronze(my: My, tmp_path: Path) -> None:
+    from pipeline.orchestration import _slot_status
+
+    d = my.database
+    my.sql(f"CREATE TABLE {d}.t (id INT PRIMARY KEY, v VARCHAR(100))")
+    config = my.config()
+    offset = land(config, tmp_path / "lake").offset
+    caught_up = _slot_status(config, offset)
+    assert caught_up["slot"].startswith("binlog ") and caught_up["slot_error"] is None
+    my.sql(*(f"INSERT INTO {d}.t VALUES ({i}, REPEAT('x', 100))" for i in range(50)))
+    behind = _slot_status(config, offset)
+    assert behind["slot_lag_bytes"] > caught_up["slot_lag_bytes"] + 50 * 100
+    assert behind["retained_wal_bytes"] >= behind["slot_lag_bytes"]
+    gone = _slot_status(config, {**(offset or {}), "file": "binlog.000000"})
+    assert "binlog.000000 of bronze's offset is no longer on the server" in gone["slot_error"]
+
+
+def test_statement_format_changes_are_quarantined(my: My, tmp_path: Path) -> None:
+    d = my.database
+    my.sql(f"CREATE TABLE {d}.t (id INT PRIMARY KEY, v INT)")
+    lake = tmp_path / "lake"
+    config = my.config()
+    land(config, lake)
+    my.sql(f"INSERT INTO {d}.t VALUES (1, 1)")
+    my.sql("SET SESSION binlog_format = 'STATEMENT'", f"INSERT INTO {d}.t VALUES (2, 2)")
+    result = land(config, lake)
+    assert result.landed == 1 and result.quarantined == 1
+    row = data(lake, "t")[0]["value"]
+    assert row["after"] == {"id": 1, "v": 1}
+    reason = quarantined(lake)[0]["reason"]
+    assert "statement-format change" in reason and f"INSERT INTO {d}.t VALUES (2, 2)" in reason
