@@ -5,7 +5,8 @@ How it works (spec: ``mysql-and-sqlserver.md`` §1 and §3, ``test-servers.md`` 
 1. **Server check.** ``log_bin`` on, ``binlog_format=ROW``, ``binlog_row_image=FULL`` and, where
    the server has it, ``binlog_row_metadata=FULL``; anything else stops the agent with the
    setting to change. Engine differences (MariaDB vs MySQL, 8.4's ``SHOW BINARY LOG STATUS``,
-   GTID flavours) are the flags of :class:`ServerDialect`, read once per connection.
+   GTID flavours) are the flags of :class:`capture.mysql_server.ServerDialect`, read once per
+   connection.
 2. **Schema history.** Every DDL read from the binlog, and every table's ``SHOW CREATE TABLE``
    at a snapshot, is parsed (:mod:`capture.mysql_ddl`) and stored with its position in
    ``bronze/schema_history`` (:mod:`capture.mysql_history`) before the batch holding it is
@@ -46,7 +47,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 import time
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -82,6 +82,14 @@ from capture.masking import ColumnMasker
 from capture.mysql_ddl import DdlParseError, SchemaChange, SchemaState, statement_kind
 from capture.mysql_history import HistoryEntry, SchemaHistory
 from capture.mysql_schema import TableDef
+from capture.mysql_server import (
+    BinlogPoint,
+    ServerDialect,
+    binlog_files,
+    check_server,
+    current_point,
+    snapshot_point,
+)
 from capture.mysql_types import (
     SNAPSHOT_SESSION_SQL,
     MySqlHandling,
@@ -112,7 +120,7 @@ except ImportError as exc:  # pragma: no cover - the registry reports it
         "the mysql capture agent needs PyMySQL and mysql-replication: pip install '.[mysql]'"
     ) from exc
 
-__all__ = ["MySqlSource", "MySqlSettings", "ServerDialect", "OFFSET_FORMAT"]
+__all__ = ["MySqlSource", "MySqlSettings", "MySqlTable", "OFFSET_FORMAT", "keyed_chunks"]
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +145,9 @@ _EVENTS = [
     MariadbAnnotateRowsEvent,
     RowsQueryLogEvent,
 ]
-_OP_READ, _OP_CREATE, _OP_UPDATE = Op.READ.value, Op.CREATE.value, Op.UPDATE.value
+_OP_CREATE = Op.CREATE.value
+_CONNECTION_LOST = (2003, 2006, 2013)
+"""Client errors: cannot connect, server gone away, lost connection (retried, not refused)."""
 _position = MySqlPosition._new
 
 
@@ -227,163 +237,6 @@ class MySqlSettings:
             f"MySqlSettings(host={self.host!r}, port={self.port}, user={self.user!r}, "
             f"password={'***' if self.password else None}, server_id={self.server_id})"
         )
-
-
-# --- the server --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ServerDialect:
-    """What differs between the servers the agent speaks to, read once per connection.
-
-    Attributes:
-        version: ``@@version``.
-        mariadb: MariaDB (GTIDs ``domain-server-seq``, ``@@gtid_binlog_pos``,
-            ``binlog_snapshot_*`` status after a consistent snapshot, ``MariadbGtidEvent``).
-        status_sql: The statement that reports the current binlog file and position:
-            ``SHOW BINARY LOG STATUS`` on MySQL 8.2+ (8.4 removed ``SHOW MASTER STATUS``),
-            ``SHOW MASTER STATUS`` elsewhere.
-        row_metadata: The server has ``binlog_row_metadata`` (MariaDB 10.5+, MySQL 8.0.1+).
-        server_id: ``@@server_id`` of the server (binlog coordinates are per server).
-        gtid_mode: GTIDs are on (always on MariaDB; ``@@gtid_mode=ON`` on MySQL).
-    """
-
-    version: str
-    mariadb: bool
-    status_sql: str
-    row_metadata: bool
-    server_id: int
-    gtid_mode: bool
-
-    @classmethod
-    def read(cls, conn: Any) -> ServerDialect:
-        """Ask the server."""
-        with conn.cursor() as cur:
-            cur.execute("SELECT @@version, @@server_id")
-            version, server_id = cur.fetchone()
-            mariadb = "mariadb" in str(version).lower()
-            numbers = [int(n) for n in re.findall(r"\d+", str(version))[:3]] + [0, 0, 0]
-            major, minor = numbers[0], numbers[1]
-            new_status = not mariadb and (major, minor) >= (8, 2)
-            row_metadata = (mariadb and (major, minor) >= (10, 5)) or (not mariadb and major >= 8)
-            gtid_mode = mariadb
-            if not mariadb:
-                cur.execute("SELECT @@gtid_mode")
-                gtid_mode = str(cur.fetchone()[0]).upper() == "ON"
-        return cls(
-            str(version),
-            mariadb,
-            "SHOW BINARY LOG STATUS" if new_status else "SHOW MASTER STATUS",
-            row_metadata,
-            int(server_id),
-            gtid_mode,
-        )
-
-
-def _variables(conn: Any, names: Sequence[str]) -> dict[str, str]:
-    with conn.cursor() as cur:
-        marks = ", ".join(["%s"] * len(names))
-        cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({marks})", list(names))
-        return {str(k).lower(): str(v) for k, v in cur.fetchall()}
-
-
-def check_server(conn: Any, dialect: ServerDialect, source: str) -> None:
-    """Refuse a server whose binlog cannot feed the agent, saying exactly what to change.
-
-    Raises:
-        CaptureError: A setting is wrong (one message listing every wrong setting).
-    """
-    wanted = {
-        "log_bin": "ON",
-        "binlog_format": "ROW",
-        "binlog_row_image": "FULL",
-    }
-    if dialect.row_metadata:
-        wanted["binlog_row_metadata"] = "FULL"
-    found = _variables(conn, [*wanted, "binlog_row_value_options", "log_bin_compress"])
-    problems = []
-    for name, value in wanted.items():
-        have = found.get(name, "").upper()
-        if have != value:
-            option = name.replace("_", "-")
-            online = "" if name == "log_bin" else f"; online: SET GLOBAL {name}='{value}'"
-            problems.append(
-                f"{name} is {have or 'unset'}, needs {value} (server option --{option}={value} "
-                f"or [mysqld] {name}={value}{online})"
-            )
-    if "PARTIAL_JSON" in found.get("binlog_row_value_options", "").upper():
-        problems.append(
-            "binlog_row_value_options is PARTIAL_JSON; partial JSON updates cannot be decoded: "
-            "SET GLOBAL binlog_row_value_options=''"
-        )
-    if found.get("log_bin_compress", "OFF").upper() == "ON":
-        problems.append("log_bin_compress is ON; compressed events are not read: set it OFF")
-    if problems:
-        raise CaptureError(
-            f"source {source}: the server cannot be captured: " + "; ".join(problems)
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class BinlogPoint:
-    """A binlog coordinate: file name, byte position, and the GTID set reached there."""
-
-    file: str
-    pos: int
-    gtids: str | None = None
-
-    @property
-    def file_number(self) -> int:
-        """The numeric extension of the file name (what orders files)."""
-        return int(self.file.rsplit(".", 1)[-1])
-
-    def key(self) -> tuple[int, int]:
-        """Comparable coordinate."""
-        return (self.file_number, self.pos)
-
-
-def current_point(conn: Any, dialect: ServerDialect) -> BinlogPoint:
-    """Where the binlog ends now, with the server's GTID set."""
-    with conn.cursor() as cur:
-        cur.execute(dialect.status_sql)
-        row = cur.fetchone()
-        if row is None:
-            raise CaptureError("the server reports no binlog position: is log_bin on?")
-        gtids: str | None
-        if dialect.mariadb:
-            cur.execute("SELECT @@gtid_binlog_pos")
-            gtids = str(cur.fetchone()[0]) or None
-        else:
-            gtids = str(row[4]) if len(row) > 4 and row[4] else None
-    return BinlogPoint(str(row[0]), int(row[1]), gtids)
-
-
-def snapshot_point(conn: Any, dialect: ServerDialect) -> BinlogPoint:
-    """The binlog point of the connection's consistent snapshot (call it right after
-    ``START TRANSACTION WITH CONSISTENT SNAPSHOT``).
-
-    MariaDB reports the exact point of the snapshot (``binlog_snapshot_file`` / ``_position``),
-    with or without a lock; MySQL has no such status, so the binlog end read just after the
-    snapshot started stands in: exact under the global read lock, and otherwise a change
-    committed in between is counted as after the point (re-applied, never lost).
-    """
-    point = current_point(conn, dialect)
-    if dialect.mariadb:
-        with conn.cursor() as cur:
-            cur.execute("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
-            status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-        if status.get("binlog_snapshot_file"):
-            point = BinlogPoint(
-                status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]), point.gtids
-            )
-    return point
-
-
-def binlog_files(conn: Any) -> list[tuple[str, int]]:
-    """``SHOW BINARY LOGS``: (file, size) still on the server, oldest first."""
-    with conn.cursor() as cur:
-        cur.execute("SHOW BINARY LOGS")
-        return [(str(r[0]), int(r[1])) for r in cur.fetchall()]
 
 
 # --- the agent ---------------------------------------------------------------------------------
@@ -546,6 +399,7 @@ class MySqlSource(DatabaseSource):
                 except Exception:  # noqa: BLE001 - already closed by the server
                     pass
         self._snap_conn = self._conn = None
+        self._snap_iter = None  # it reads through the snapshot connection just closed
 
     # --- open ----------------------------------------------------------------------------------
     def _open(self, offset: Mapping[str, Any] | None) -> None:
@@ -808,8 +662,10 @@ class MySqlSource(DatabaseSource):
             if lock != "none":
                 try:
                     cur.execute("FLUSH TABLES WITH READ LOCK")
-                except pymysql.err.OperationalError as exc:
+                except pymysql.err.MySQLError as exc:
                     conn.close()
+                    if exc.args and exc.args[0] in _CONNECTION_LOST:
+                        raise
                     raise CaptureError(
                         f"source {self.name}: FLUSH TABLES WITH READ LOCK failed "
                         f"({exc.args[-1]}): grant RELOAD to {s.user}, or set "

@@ -21,7 +21,8 @@ from capture.pg_types import ValueConversionError
 from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
 
 if TYPE_CHECKING:
-    from capture.mysql import BinlogPoint, MySqlSource, MySqlTable
+    from capture.mysql import MySqlSource, MySqlTable
+    from capture.mysql_server import BinlogPoint
 
 __all__ = ["read_current"]
 
@@ -84,7 +85,8 @@ def read_current(
         SourceUnavailable: The server cannot be reached.
         CaptureError: A table definition the DDL parser cannot read.
     """
-    from capture.mysql import ServerDialect, keyed_chunks, snapshot_point
+    from capture.mysql import keyed_chunks
+    from capture.mysql_server import ServerDialect, snapshot_point
 
     size = int(fetch_size or source.settings.snapshot_fetch_size)
     conn = source._connect(**snapshot_connect_kwargs())

@@ -1287,13 +1287,8 @@ def _keyed_chunks(
 
 
 _MISSING_TABLE: Any = object()
-# Op members' .value goes through the enum descriptor on every access; the hot path uses these.
-_OP_READ, _OP_CREATE, _OP_UPDATE, _OP_DELETE = (
-    Op.READ.value,
-    Op.CREATE.value,
-    Op.UPDATE.value,
-    Op.DELETE.value,
-)
+# Op members' .value goes through the enum descriptor on every access; the hot path uses this.
+_OP_CREATE = Op.CREATE.value
 
 _data_record = data_record
 

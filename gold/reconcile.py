@@ -732,7 +732,7 @@ def _binlog_beyond(source: Any, cut: Cut, point: Any) -> tuple[bool | None, str]
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
     from bronze.positions import Phase, decode_position
-    from capture.mysql import binlog_files
+    from capture.mysql_server import binlog_files
 
     settings = source.settings
     try:
