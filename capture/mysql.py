@@ -88,6 +88,7 @@ from capture.mysql_server import (
     binlog_files,
     check_server,
     current_point,
+    merge_gtid,
     snapshot_point,
 )
 from capture.mysql_types import (
@@ -1177,27 +1178,8 @@ class MySqlSource(DatabaseSource):
         self._resume = BinlogPoint(self._file, end, self._gtids)
 
     def _merge_gtid(self, gtid: str) -> str:
-        """The GTID position after ``gtid``: MariaDB's per-domain ``domain-server-seq`` list;
-        MySQL's ``uuid:1-n`` sets (implemented, not exercised here: no MySQL server runs on
-        these machines)."""
-        current = self._gtids or ""
-        if self._dialect is not None and self._dialect.mariadb:
-            domain = gtid.split("-", 1)[0]
-            parts = [p for p in current.split(",") if p and p.split("-", 1)[0] != domain]
-            return ",".join(sorted([*parts, gtid]))
-        uuid, _, number = gtid.rpartition(":")
-        sets: dict[str, str] = {}
-        for part in filter(None, (p.strip() for p in current.split(","))):
-            u, _, spans = part.partition(":")
-            sets[u] = spans
-        known = sets.get(uuid)
-        if not known:
-            sets[uuid] = f"1-{number}"
-        else:
-            head = known.split(":")[0]
-            first = head.split("-")[0]
-            sets[uuid] = f"{first}-{number}"
-        return ",".join(f"{u}:{r}" for u, r in sorted(sets.items()))
+        mariadb = self._dialect is not None and self._dialect.mariadb
+        return merge_gtid(self._gtids, gtid, mariadb=mariadb)
 
     def _file_number(self) -> int:
         return int(self._file.rsplit(".", 1)[-1])

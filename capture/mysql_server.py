@@ -21,6 +21,7 @@ __all__ = [
     "binlog_files",
     "check_server",
     "current_point",
+    "merge_gtid",
     "snapshot_point",
 ]
 
@@ -177,3 +178,44 @@ def binlog_files(conn: Any) -> list[tuple[str, int]]:
     with conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
         return [(str(r[0]), int(r[1])) for r in cur.fetchall()]
+
+
+def merge_gtid(current: str | None, gtid: str, *, mariadb: bool) -> str:
+    """The GTID position after the transaction ``gtid`` was read.
+
+    MariaDB (``domain-server-seq``): one entry per replication domain, the last transaction's,
+    as ``@@gtid_binlog_pos`` writes it. MySQL (``uuid:n``): the executed set, ``uuid:a-b[:c-d]``
+    per source UUID, intervals merged (implemented, not exercised here: no MySQL server runs on
+    these machines).
+
+    >>> merge_gtid("0-1-7,1-2-3", "0-1-8", mariadb=True)
+    '0-1-8,1-2-3'
+    >>> merge_gtid("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7-9",
+    ...            "3e11fa47-71ca-11e1-9e33-c80aa9429562:6", mariadb=False)
+    '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9'
+    """
+    if mariadb:
+        domain = gtid.split("-", 1)[0]
+        parts = [p for p in (current or "").split(",") if p and p.split("-", 1)[0] != domain]
+        return ",".join(sorted([*parts, gtid]))
+    uuid, _, number = gtid.rpartition(":")
+    sets: dict[str, list[tuple[int, int]]] = {}
+    for part in filter(None, (p.strip() for p in (current or "").split(","))):
+        source, *ranges = part.split(":")
+        intervals = sets.setdefault(source.lower(), [])
+        for span in ranges:
+            first, _, last = span.partition("-")
+            intervals.append((int(first), int(last or first)))
+    n = int(number)
+    sets.setdefault(uuid.lower(), []).append((n, n))
+    out = []
+    for source in sorted(sets):
+        merged: list[tuple[int, int]] = []
+        for low, high in sorted(sets[source]):
+            if merged and low <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+            else:
+                merged.append((low, high))
+        text = ":".join(f"{a}-{b}" if a != b else str(a) for a, b in merged)
+        out.append(f"{source}:{text}")
+    return ",".join(out)
