@@ -73,7 +73,7 @@ def as_expected(expected: dict[str, dict[str, dict[str, Any]]]) -> Any:
 
 
 @settings(
-    max_examples=4,
+    max_examples=3,
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
