@@ -32,8 +32,15 @@ from pipeline.config import MySqlSourceConfig
 from pipeline.errors import CaptureError, StageFailed
 from pipeline.landing import LandingAgent, LandingResult
 from tests.fix_servers import OwnMariaDb
+from tests.integration.test_pg_capture import (  # the bronze readers are not PG-specific
+    assert_positions_unique_and_ordered,
+    data,
+    rows,
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.delta]
+
+__all__ = ["assert_positions_unique_and_ordered", "data", "rows"]  # re-used by the MySQL tests
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_MARKERS = ("true", "first", "last")
@@ -112,33 +119,6 @@ def land(
         max_transaction_events=max_tx,
     )
     return agent.run(max_batches=max_batches)
-
-
-def rows(lake: Path) -> list[dict[str, Any]]:
-    """Bronze events in position order, value and key parsed."""
-    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table()
-    out = []
-    for r in sorted(table.to_pylist(), key=lambda r: r[S.POSITION]):
-        r["value"] = None if r[S.VALUE_JSON] is None else orjson.loads(r[S.VALUE_JSON])
-        r["key"] = None if r[S.KEY_JSON] is None else orjson.loads(r[S.KEY_JSON])
-        out.append(r)
-    return out
-
-
-def data(lake: Path, table: str | None = None) -> list[dict[str, Any]]:
-    return [
-        r
-        for r in rows(lake)
-        if r[S.KIND] == "data" and (table is None or r[S.COLLECTION].endswith("." + table))
-    ]
-
-
-def assert_positions_unique_and_ordered(lake: Path) -> None:
-    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table()
-    positions = table.column(S.POSITION).to_pylist()
-    assert len(set(positions)) == len(positions), "duplicate positions"
-    batches = sorted(set(table.column(S.BATCH_SEQ).to_pylist()))
-    assert batches == list(range(len(batches)))
 
 
 def quarantined(lake: Path) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import random
 import signal
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -34,6 +33,7 @@ from tests.integration.test_mysql_capture import (
     data,
     start_agent,
 )
+from tests.integration.test_pg_to_silver import agent_output
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.delta]
 
@@ -124,16 +124,6 @@ def _workload(conn: dict[str, Any], db: str, transactions: int, stop: threading.
             if exc.args[0] not in _SERVER_GONE:
                 raise
             time.sleep(0.3)  # the server is restarting
-
-
-def agent_output(proc: subprocess.Popen[bytes], timeout: float | None) -> str:
-    """Wait for the agent (SIGKILL it after ``timeout``); its stderr tail."""
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        _, err = proc.communicate()
-    return err.decode(errors="replace")[-3000:]
 
 
 def source_rows(my: My) -> dict[int, dict[str, Any]]:
