@@ -128,11 +128,14 @@ def _plain_mongo(value: Any) -> Any:
 def _document(row: Mapping[str, Any]) -> Any:
     """The document a MongoDB silver row holds, as plain JSON values.
 
-    Silver's column design (JSON string or VARIANT) is the silver engineer's; the document is
-    the one data column that holds a JSON object (a string parsing to one, or a VARIANT).
+    The column design is silver's (docs/silver-mongodb.md: ``document``, canonical Extended
+    JSON text); without a ``document`` column, the one data column holding a JSON object (text
+    or VARIANT) is taken.
     """
+    data = _data(row)
+    candidates = {"document": data["document"]} if "document" in data else data
     found = []
-    for name, value in _data(row).items():
+    for name, value in candidates.items():
         text = value.toJson() if hasattr(value, "toJson") else value
         if isinstance(text, str) and text.lstrip().startswith("{"):
             try:
@@ -140,7 +143,7 @@ def _document(row: Mapping[str, Any]) -> Any:
             except orjson.JSONDecodeError:
                 continue
     if len(found) != 1:
-        return {"no single document column": sorted(_data(row))}
+        return {"no single document column": sorted(data)}
     return _plain_mongo(found[0][1])
 
 
