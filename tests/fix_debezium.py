@@ -25,6 +25,7 @@ the committed fixtures.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -358,6 +359,11 @@ class DebeziumCorner:
         """Run statements one by one in autocommit mode."""
         raise NotImplementedError
 
+    def session(self) -> contextlib.AbstractContextManager[Callable[[str], None]]:
+        """One autocommit connection whose unqualified names resolve in :attr:`namespace`;
+        yields a function that runs one statement."""
+        raise NotImplementedError
+
     def connector_properties(self, workdir: Path) -> dict[str, str]:
         """Connection and capture properties of this corner (``workdir``: the runner's)."""
         raise NotImplementedError
@@ -431,13 +437,14 @@ class DebeziumCorner:
             The number of statements run.
         """
         count = 0
-        for statement in split_script(text):
-            if statement == SYNC_DIRECTIVE:
-                if runner is not None:
-                    self.sync(runner)
-                continue
-            self.execute(statement)
-            count += 1
+        with self.session() as run:  # one session: BEGIN ... COMMIT spans statements
+            for statement in split_script(text):
+                if statement == SYNC_DIRECTIVE:
+                    if runner is not None:
+                        self.sync(runner)
+                    continue
+                run(statement)
+                count += 1
         return count
 
     def stop_runners(self) -> None:
@@ -464,12 +471,14 @@ class PgDebezium(DebeziumCorner):
     KIND = "postgres"
     PROPERTIES = PG_PROPERTIES
 
-    def __init__(self, dsn: str, workdir: Path, tag: str | None = None) -> None:
+    def __init__(
+        self, dsn: str, workdir: Path, tag: str | None = None, schema: str | None = None
+    ) -> None:
         import psycopg
 
         super().__init__(workdir, tag or uuid.uuid4().hex[:8])
         self.dsn = dsn
-        self.schema = f"dbz_{self.tag}"
+        self.schema = schema or f"dbz_{self.tag}"
         self.slot = f"dbz_{self.tag}"
         self.publication = f"dbzpub_{self.tag}"
         self._info = dict(psycopg.conninfo.conninfo_to_dict(dsn))
@@ -491,6 +500,18 @@ class PgDebezium(DebeziumCorner):
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             for statement in statements:
                 conn.execute(statement.encode())  # bytes: no placeholders, '%' is literal
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Callable[[str], None]]:
+        import psycopg
+
+        options = f"-c search_path={self.schema}"
+        with psycopg.connect(self.dsn, autocommit=True, options=options) as conn:
+
+            def run(statement: str) -> None:
+                conn.execute(statement.encode())
+
+            yield run
 
     def query(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         import psycopg
@@ -547,10 +568,16 @@ class MariaDbDebezium(DebeziumCorner):
     GRANTS = "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR, LOCK TABLES"
     """What Debezium's MariaDB connector needs (snapshot with a global read lock, binlog)."""
 
-    def __init__(self, conn: Mapping[str, Any], workdir: Path, tag: str | None = None) -> None:
+    def __init__(
+        self,
+        conn: Mapping[str, Any],
+        workdir: Path,
+        tag: str | None = None,
+        database: str | None = None,
+    ) -> None:
         super().__init__(workdir, tag or uuid.uuid4().hex[:8])
         self.conn = dict(conn)
-        self.database = f"dbz_{self.tag}"
+        self.database = database or f"dbz_{self.tag}"
         self.user = f"dbz_{self.tag}"
         self.password = secrets.token_urlsafe(18)
         self.server_id = 6000 + int(uuid.uuid4().int % 3000)
@@ -569,6 +596,18 @@ class MariaDbDebezium(DebeziumCorner):
         with pymysql.connect(**self.conn, autocommit=True) as db, db.cursor() as cur:
             for statement in statements:
                 cur.execute(statement)
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Callable[[str], None]]:
+        import pymysql
+
+        settings = {**self.conn, "database": self.database, "autocommit": True}
+        with pymysql.connect(**settings) as db, db.cursor() as cur:
+
+            def run(statement: str) -> None:
+                cur.execute(statement)
+
+            yield run
 
     def query(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         import pymysql
