@@ -46,9 +46,12 @@ AGENT = "medallion"
 """Source name of medallion's own capture agent in the lake."""
 
 
+_GIVEN_SEED = os.environ.get("MEDALLION_TEST_SEED")
+"""Read at import: the suite's session fixture removes MEDALLION_* variables before tests run."""
+
+
 def workload_seed() -> int:
-    given = os.environ.get("MEDALLION_TEST_SEED")
-    return int(given) if given else random.SystemRandom().randrange(1 << 31)
+    return int(_GIVEN_SEED) if _GIVEN_SEED else random.SystemRandom().randrange(1 << 31)
 
 
 # --- the workload ------------------------------------------------------------------------------
@@ -372,11 +375,17 @@ def capture_both(
     landed = land(config, DEBEZIUM, lake)
     assert landed.quarantined == 0, f"bronze quarantined Debezium records: {landed}"
     watch.lap("landing")
+    result = None
     try:
-        return run_silver(spark, lake, f"workload seed {seed}"), runner, sql
+        result = run_silver(spark, lake, f"workload seed {seed}")
+        return result, runner, sql
     finally:
         watch.lap("silver")
-        print(f"seed {seed}: {len(runner.records())} Debezium records; {watch}")
+        summary = result and (
+            f"silver read {result.events} events, quarantined {result.quarantined}, "
+            f"{result.tx_timed_out} transactions timed out"
+        )
+        print(f"seed {seed}: {len(runner.records())} Debezium records; {watch}; {summary}")
 
 
 # --- comparing ---------------------------------------------------------------------------------
@@ -543,14 +552,31 @@ def shop_tables_regex(corner: DebeziumCorner) -> str:
     return f"{corner.namespace}\\.(customers|orders|order_lines)"
 
 
+def quarantined(spark: Any, lake: Path) -> list[str]:
+    """Silver's quarantine rows, as problems: nothing in this workload is unrepresentable."""
+    path = lake / "silver" / "_quarantine"
+    if not path.exists():
+        return []
+    rows = [r.asDict() for r in spark.read.format("delta").load(str(path)).collect()]
+    return [
+        f"silver quarantined ({r.get('kind') or 'event'}): {r['source']} {r['collection']} "
+        f"key {r['key']} column {r.get('column')}: {r['reason']}"
+        for r in rows
+    ]
+
+
 def check(
     spark: Any, lake: Path, corner: DebeziumCorner, dialect: Dialect, seed: int, timings: str
 ) -> None:
     problems, compared = compare(spark, lake, corner, shop_tables(dialect))
+    problems += quarantined(spark, lake)
     print(f"seed {seed}: {compared} source rows compared; {timings}")
+    report = lake.parent / "differences.txt"
+    report.write_text("\n".join(problems) + "\n")
     assert not problems, (
         f"workload seed {seed} (rerun with MEDALLION_TEST_SEED={seed}; SQL in "
-        f"{lake.parent / 'workload.sql'}): {len(problems)} differences\n" + "\n".join(problems[:40])
+        f"{lake.parent / 'workload.sql'}, all differences in {report}): "
+        f"{len(problems)} differences\n" + "\n".join(problems[:40])
     )
 
 
