@@ -179,6 +179,7 @@ class DebeziumRunner:
         self._read_bytes = 0
         self._records: list[dict[str, Any]] = []
         self._first_sync: float | None = None
+        self._exit_reported = False
 
     # --- process ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -241,7 +242,7 @@ class DebeziumRunner:
     def _check_exit(self) -> None:
         code = None if self.proc is None else self.proc.returncode
         # 143 = 128 + SIGTERM: the JVM exits with it after its shutdown hook ran.
-        if code not in (None, 0, 143, -signal.SIGTERM):
+        if code not in (None, 0, 143, -signal.SIGTERM) and not self._exit_reported:
             raise DebeziumError(f"the {self.kind} runner exited with {code}\n{self.log_tail()}")
 
     # --- output ----------------------------------------------------------------------------
@@ -277,6 +278,7 @@ class DebeziumRunner:
             seen = len(records)
             if self.proc is None or self.proc.poll() is not None:
                 code = None if self.proc is None else self.proc.returncode
+                self._exit_reported = True  # not again when the fixture stops the runner
                 raise DebeziumError(
                     f"the {self.kind} runner is not running (exit code {code}) while waiting "
                     f"for {what}; {len(records)} record(s) in {self.output}\n{self.log_tail()}"
@@ -295,15 +297,23 @@ class DebeziumRunner:
             TIMINGS.setdefault(self.kind, []).append(self._first_sync)
 
     def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` lines of the runner's log, secrets redacted."""
+        """The log's ERROR and ``Caused by`` lines, then its last ``lines`` lines; secrets
+        redacted."""
         try:
             text = self.log.read_text(errors="replace")
         except FileNotFoundError:
             return f"(no log at {self.log})"
-        tail = "\n".join(text.splitlines()[-lines:])
+        all_lines = text.splitlines()
+        causes = [
+            line for line in all_lines if " ERROR " in line or line.startswith("Caused by:")
+        ][-10:]
+        tail = "\n".join(all_lines[-lines:])
+        out = f"--- last {lines} lines of {self.log}:\n{tail}"
+        if causes:
+            out = "--- errors in the runner's log:\n" + "\n".join(causes) + "\n" + out
         for secret in self.secrets:
-            tail = tail.replace(secret, "********")
-        return f"--- last {lines} lines of {self.log}:\n{tail}"
+            out = out.replace(secret, "********")
+        return out
 
 
 def _escape_property(text: str) -> str:

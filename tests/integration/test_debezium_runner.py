@@ -6,6 +6,7 @@ kafka_json line shape, and no credential in its files.
 
 from __future__ import annotations
 
+import socket
 import stat
 from collections import Counter
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from tests.fix_debezium import (
     MARKER_TABLE,
     DebeziumCorner,
+    DebeziumError,
     DebeziumRunner,
     MariaDbDebezium,
     PgDebezium,
@@ -115,3 +117,19 @@ def test_mariadb_runner_resumes_from_its_offsets(dbz_mariadb: MariaDbDebezium) -
     # include.schema.changes=true: the CREATE TABLE of the snapshot is on the server's topic
     ddl = [payload(r["value"]).get("ddl", "") for r in runner.records() if r["topic"] == "dbz"]
     assert any("CREATE TABLE `items`" in d for d in ddl), ddl
+
+
+def test_a_failing_connector_fails_the_sync_with_the_log_tail(dbz_pg: PgDebezium) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    runner = dbz_pg.runner(database_port=str(port))
+    runner.start()
+    with pytest.raises(DebeziumError) as failed:
+        dbz_pg.sync(runner, timeout=60)
+    message = str(failed.value)
+    assert "is not running (exit code 1)" in message, message
+    assert f"last 40 lines of {runner.log}" in message
+    assert "--- errors in the runner's log:" in message
+    assert "Caused by: java.net.ConnectException: Connection refused" in message, message
+    assert runner.properties["database.password"] not in message
