@@ -24,6 +24,7 @@ import pytest
 
 from gold.cuts import latest_cut
 from gold.views import gold_frames
+from pipeline.config import TableOptions
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED, KEY, OP
 from tests.integration.test_silver_fixtures import _land
@@ -187,7 +188,9 @@ def runs(
             if lines[step]:
                 _append(tmp / f"{source}.jsonl", lines[step])
                 _land(source, tmp / f"{source}.jsonl", lake)
-        states.append(_state(spark, lake, SilverJob(spark, lake).run_once()))
+        # The pills collection also keeps an SCD type 2 history table.
+        job = SilverJob(spark, lake, table_options=lambda s, _c: TableOptions(history=s == "pills"))
+        states.append(_state(spark, lake, job.run_once()))
     return histories, cuts, states, lake
 
 
@@ -298,3 +301,19 @@ def test_poison_pills_are_quarantined_per_event(runs: Any) -> None:
     one = second["pills"]['{"id":"1"}']
     assert one["document_stale"] is None
     assert one["document"] == '{"_id":{"$numberInt":"1"},"n":{"$numberInt":"9"}}'
+
+
+def test_history_keeps_every_version_of_a_document(spark: Any, runs: Any) -> None:
+    lake = runs[3]
+    path = lake / "silver" / (silver_table_name("pills", "inventory.pills") + "__history")
+    history = spark.read.format("delta").load(str(path)).orderBy(KEY, "_cdc_position").collect()
+    one = [(v[OP], v["document"], v["_cdc_is_current"]) for v in history if v[KEY] == '{"id":"1"}']
+    created = '{"_id":{"$numberInt":"1"},"n":{"$numberInt":"1"},"tags":["a"]}'
+    assert one == [
+        ("c", created, False),
+        ("u", created, False),  # marked stale (ord 3): same document, document_stale set
+        ("u", '{"_id":{"$numberInt":"1"},"n":{"$numberInt":"9"}}', True),
+    ]
+    current = {v[KEY]: v["document"] for v in history if v["_cdc_is_current"]}
+    silver = runs[2][1]["pills"]
+    assert current == {k: r["document"] for k, r in silver.items()}
