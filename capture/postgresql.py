@@ -254,6 +254,10 @@ class PostgresSource(DatabaseSource):
         self._acked = 0
         self._server_end = 0
         self._relations: dict[int, TableSchema | None] = {}
+        self._known_columns: dict[str, frozenset[str]] = {}
+        """Column names per table, as the snapshot or the last Relation message gave them: a
+        Relation message with more is an ADD COLUMN (C4: its defaults must be what the
+        existing rows show). Kept across reconnects: a replayed Relation is the historic one."""
         self._types: dict[int, PgType | None] = {}
         self._last_position: PostgresPosition | None = None
         self._server_version = 0
@@ -542,12 +546,22 @@ class PostgresSource(DatabaseSource):
         schema: str,
         table: str,
         relation: Relation | None = None,
+        *,
+        track: bool = True,
     ) -> TableSchema | None:
-        """Catalog facts of a table -> its TableSchema (None if the table is gone)."""
+        """Catalog facts of a table -> its TableSchema (None if the table is gone).
+
+        ``track``: remember its columns to tell an ADD COLUMN in a later Relation message
+        (off for reconciliation reads, which see today's catalog, not the stream's)."""
         described = pg_catalog.table_columns(conn, schema, table, relation)
         if described is None:
             return None
         columns, identity = described
+        names = frozenset(c.name for c in columns)
+        known = self._known_columns.get(f"{schema}.{table}")
+        if track:
+            self._known_columns[f"{schema}.{table}"] = names
+        added = frozenset() if known is None or not track else names - known
         s = self.settings
         return TableSchema(
             s.server_name,
@@ -562,6 +576,7 @@ class PostgresSource(DatabaseSource):
             masker=s.masker,
             placeholder=s.toasted_value_placeholder,
             with_transaction=s.provide_transaction_metadata,
+            added=added,
         )
 
     def _lookup_type(self, oid: int) -> PgType | None:
@@ -1165,7 +1180,7 @@ class PostgresSource(DatabaseSource):
             assert row is not None
             lsn = parse_lsn(row[0])
             for schema, table in self._captured_tables(conn):
-                ts = self._table_schema(conn, schema, table)
+                ts = self._table_schema(conn, schema, table, track=False)
                 if ts is None:
                     continue
                 yield lsn, ts, []
