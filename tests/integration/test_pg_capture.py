@@ -82,6 +82,11 @@ class Pg:
 
 @pytest.fixture
 def pg(pg_dsn: str) -> Iterator[Pg]:
+    yield from pg_corner(pg_dsn)
+
+
+def pg_corner(pg_dsn: str) -> Iterator[Pg]:
+    """A schema, slot and publication of one's own; dropped (slot first) afterwards."""
     tag = uuid.uuid4().hex[:8]
     corner = Pg(pg_dsn, f"t_{tag}", f"medallion_{tag}", f"pub_{tag}")
     corner.sql(f"CREATE SCHEMA {corner.schema}")
@@ -414,7 +419,7 @@ def test_every_type_of_the_guide(pg: Pg, tmp_path: Path) -> None:
     row = snapshot_row
     b64 = base64.b64decode
     assert row["c_bool"] is True and row["c_bit1"] is True
-    assert b64(row["c_bits"]) == b"\x03\x00" and b64(row["c_varbit"]) == b"\x05"
+    assert b64(row["c_bits"]) == b"\x03\x00" and row["c_varbit"] == "101"
     assert (row["c_int2"], row["c_int4"], row["c_int8"]) == (-2, 40000, 9000000000)
     assert (row["c_float4"], row["c_float8"]) == (1.5, 2.25)
     assert int.from_bytes(b64(row["c_numeric"]), "big", signed=True) == 1234567
@@ -428,9 +433,7 @@ def test_every_type_of_the_guide(pg: Pg, tmp_path: Path) -> None:
     assert row["c_timetz"] == "08:11:12Z"
     assert row["c_ts"] == 1529507596945104 and row["c_ts3"] == 1529507596945
     assert row["c_tstz"] == "2018-06-20T13:13:16.500Z"
-    assert row["c_interval"] == (
-        14 * 2_629_800_000_000 + 3 * 86_400_000_000 + (4 * 3600 + 5 * 60 + 6) * 10**6 + 780_000
-    )
+    assert row["c_interval"] == "P1Y2M3DT4H5M6.78S"  # interval.handling.mode=string: exact
     assert b64(row["c_bytea"]) == b"\x01\x02\xff"
     assert orjson.loads(row["c_json"]) == {"a": 1} and orjson.loads(row["c_jsonb"]) == {"b": [1, 2]}
     assert row["c_xml"] == "<x>1</x>" and row["c_uuid"] == "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
@@ -451,7 +454,7 @@ def test_every_type_of_the_guide(pg: Pg, tmp_path: Path) -> None:
     names = {f["field"]: f.get("name") for f in after["fields"]}
     assert names["c_tstz"] == "io.debezium.time.ZonedTimestamp"
     assert names["c_mood"] == "io.debezium.data.Enum"
-    assert names["c_interval"] == "io.debezium.time.MicroDuration"
+    assert names["c_interval"] == "io.debezium.time.Interval"
     assert names["c_point"] == "io.debezium.data.geometry.Point"
 
 
