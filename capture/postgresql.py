@@ -54,10 +54,14 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
 
+from bronze import schema as S
 from bronze.batch import BatchBuilder
 from bronze.envelope import (
     ConnectRecord,
@@ -266,6 +270,11 @@ class PostgresSource(DatabaseSource):
     def from_config(cls, config: Any) -> PostgresSource:
         """Build from a validated ``postgresql`` source config."""
         return cls(config.name, PgSourceSettings.from_config(config))
+
+    def bind_lake(self, bronze_root: Path) -> None:
+        """Learn each table's columns from the last envelope schema this source landed, so an
+        ADD COLUMN made while the agent was stopped is still told apart (contract C4)."""
+        self._known_columns.update(landed_columns(Path(bronze_root) / "schemas", self.name))
 
     # --- connections ---------------------------------------------------------------------------
     def _connect(self, *, replication: bool = False) -> psycopg.Connection[Any]:
@@ -1252,6 +1261,34 @@ class PostgresSource(DatabaseSource):
                     f"source {self.name}: cannot read slot {self.settings.slot_name}: "
                     f"{str(exc).strip()}"
                 ) from None
+
+
+def landed_columns(schemas: Path, source: str) -> dict[str, frozenset[str]]:
+    """``schema.table`` -> the ``after`` columns of the envelope schema ``source`` registered
+    last for it in ``bronze/schemas`` (empty when there is none yet)."""
+    try:
+        table = DeltaTable(str(schemas)).to_pyarrow_table(
+            columns=[S.SCHEMA_NAME, S.SCHEMA_JSON, S.SOURCE, S.FIRST_SEEN_TS]
+        )
+    except TableNotFoundError:
+        return {}
+    latest: dict[str, tuple[Any, str]] = {}
+    for row in table.to_pylist():
+        name = row[S.SCHEMA_NAME] or ""
+        if row[S.SOURCE] != source or not name.endswith(".Envelope"):
+            continue
+        seen = latest.get(name)
+        if seen is None or row[S.FIRST_SEEN_TS] >= seen[0]:
+            latest[name] = (row[S.FIRST_SEEN_TS], row[S.SCHEMA_JSON])
+    out: dict[str, frozenset[str]] = {}
+    for name, (_, text) in latest.items():
+        fields = orjson.loads(text).get("fields", [])
+        after = next((f for f in fields if f.get("field") == "after"), None)
+        # <topic prefix>.<schema>.<table>.Envelope; the prefix may hold dots, names rarely do
+        parts = name[: -len(".Envelope")].split(".")
+        if after is not None and len(parts) >= 3:
+            out[f"{parts[-2]}.{parts[-1]}"] = frozenset(f["field"] for f in after["fields"])
+    return out
 
 
 def _keyed_chunks(

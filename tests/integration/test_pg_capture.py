@@ -8,6 +8,7 @@ slots are dropped afterwards so they retain no WAL.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import os
 import random
 import signal
@@ -19,6 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -479,6 +481,67 @@ def test_value_handling_modes(pg: Pg, tmp_path: Path) -> None:
         "b": "0aff",
         "i": "P0Y0M1DT0H0M1S",
     }
+
+
+def row_fields(lake: Path, record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``after`` field schemas, by column, of the envelope schema ``record`` was landed with."""
+    schemas = DeltaTable(str(lake / "bronze" / "schemas")).to_pyarrow_table().to_pylist()
+    envelope = next(
+        orjson.loads(x[S.SCHEMA_JSON])
+        for x in schemas
+        if x[S.SCHEMA_ID] == record[S.VALUE_SCHEMA_ID]
+    )
+    after = next(f for f in envelope["fields"] if f["field"] == "after")
+    return {f["field"]: f for f in after["fields"]}
+
+
+UNREPRODUCIBLE = "medallion.default.unreproducible"
+
+
+def test_added_columns_carry_the_value_existing_rows_show(pg: Pg, tmp_path: Path) -> None:
+    """Contract C4: a column added to a table with rows gets, as its schema's ``default``, the
+    value those rows show (``attmissingval``); a volatile default is flagged instead."""
+    s = pg.schema
+    pg.sql(
+        f"CREATE TABLE {s}.orders (id int PRIMARY KEY, qty int DEFAULT 1, at0 timestamptz"
+        " DEFAULT now())",
+        f"CREATE TABLE {s}.draws (id int PRIMARY KEY)",
+        f"INSERT INTO {s}.orders (id) VALUES (1)",
+        f"INSERT INTO {s}.draws VALUES (1)",
+    )
+    config = pg.config()
+    lake = tmp_path / "lake"
+    land(config, lake)
+    pg.sql(
+        f"ALTER TABLE {s}.orders ADD COLUMN channel text DEFAULT 'web'",
+        f"ALTER TABLE {s}.orders ADD COLUMN placed timestamptz DEFAULT now()",
+        f"ALTER TABLE {s}.orders ADD COLUMN price numeric(6,2) NOT NULL DEFAULT 9.5",
+        f"ALTER TABLE {s}.orders ADD COLUMN note text",
+        f"ALTER TABLE {s}.draws ADD COLUMN r float8 DEFAULT random()",
+        f"ALTER TABLE {s}.draws ADD COLUMN c text DEFAULT 'x'",
+        f"INSERT INTO {s}.orders (id) VALUES (2)",
+        f"INSERT INTO {s}.draws (id) VALUES (2)",
+    )
+    land(config, lake)
+    # what the rows that existed before the ALTER show, read from the source itself
+    old = pg.query(f"SELECT channel, placed, price FROM {s}.orders WHERE id = 1")[0]
+    assert old[0] == "web" and old[2] == Decimal("9.50")
+    snapshot, streamed = data(lake, "orders")
+    fields = row_fields(lake, streamed)
+    assert fields["channel"]["default"] == "web"
+    placed = fields["placed"]["default"]  # now() was evaluated once, at the ALTER
+    assert dt.datetime.fromisoformat(placed) == old[1]
+    assert fields["price"]["default"] == base64.b64encode(b"\x03\xb6").decode()  # 950
+    assert "default" not in fields["note"] and "parameters" not in fields["note"]
+    assert fields["qty"]["default"] == 1  # a constant default, as Debezium 3.x writes it
+    assert "default" not in fields["at0"]  # now() of a column the table was created with
+    assert all(UNREPRODUCIBLE not in f.get("parameters", {}) for f in fields.values())
+    # draws: random() rewrote the table; 'x' of the next ADD has attmissingval again
+    draws = row_fields(lake, data(lake, "draws")[-1])
+    assert "default" not in draws["r"]
+    assert "random()" in draws["r"]["parameters"][UNREPRODUCIBLE]
+    assert draws["c"]["default"] == "x" and "parameters" not in draws["c"]
+    assert "default" not in row_fields(lake, snapshot).get("channel", {})
 
 
 def test_filters_masks_and_key_columns(pg: Pg, tmp_path: Path) -> None:
