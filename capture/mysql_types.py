@@ -83,6 +83,7 @@ from __future__ import annotations
 import base64
 import codecs
 import datetime as dt
+import importlib.metadata
 import ipaddress
 import json
 import re
@@ -110,6 +111,7 @@ from capture.pg_types import (
     decimal_bytes,
     json_float,
 )
+from pipeline.errors import CaptureError
 
 __all__ = [
     "SNAPSHOT_SESSION_SQL",
@@ -903,6 +905,16 @@ def install_binlog_date_readers() -> None:
     """
     from pymysqlreplication.row_event import RowsEvent
 
+    replaced = ("_RowsEvent__read_date", "_RowsEvent__read_datetime", "_RowsEvent__read_datetime2")
+    missing = [name for name in (*replaced, "_RowsEvent__read_fsp") if not hasattr(RowsEvent, name)]
+    if missing:
+        # A mysql-replication release that renamed its readers: replacing nothing would bring
+        # back the silent NULL for zero dates, so refuse to run instead.
+        raise CaptureError(
+            f"mysql-replication {importlib.metadata.version('mysql-replication')} has no "
+            f"RowsEvent.{', '.join(missing)}; medallion is tested with 1.0.17 "
+            "(requirements.lock): install that version"
+        )
     RowsEvent._RowsEvent__read_date = _read_date
     RowsEvent._RowsEvent__read_datetime = _read_datetime
     RowsEvent._RowsEvent__read_datetime2 = _read_datetime2
