@@ -148,7 +148,7 @@ class DebeziumJsonSource(CaptureSource):
             line_format=str(config.format),
             connector_hint=config.connector_hint,
             masker=ColumnMasker.from_source(config),
-            order_by=str(getattr(config, "order_by", "source")),
+            order_by=str(config.order_by),
         )
 
     # --- offsets -----------------------------------------------------------------------------

@@ -55,7 +55,11 @@ Parsed = tuple[ConnectRecord, bytes | None, bytes | None]
 
 
 def loads(text: bytes, origin: str, what: str) -> Any:
-    """Parse JSON like Jackson does: orjson first, the stdlib for integers beyond 64 bits.
+    """Parse JSON: orjson, with the stdlib's parser as a second opinion on what orjson refuses.
+
+    orjson reads integers beyond 64 bits and decimals beyond double precision as doubles; bronze
+    keeps such numbers exact only where it stores the line's payload text as produced (see
+    docs/bronze.md, "What 'as produced' means").
 
     Raises:
         EnvelopeError: Not valid JSON; the reason names ``what`` and the parser's message.
