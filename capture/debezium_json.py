@@ -257,6 +257,7 @@ class DebeziumJsonSource(CaptureSource):
         fmt, hint, masker = self.line_format, self.connector_hint, self.masker
         sourceless = self.arrival_order
         until_files = None if until is None else until.get("files", {})
+        land = self._land_arrival if sourceless else self._land
         for line in self._lines():
             if until_files is not None and self._files.reached(until_files):
                 exhausted = False
@@ -293,7 +294,6 @@ class DebeziumJsonSource(CaptureSource):
                     builder.mark_partial(open_tx)
                     exhausted = False
                     break
-            land = self._land_arrival if sourceless else self._land
             if not land(builder, line, event, parsed, origin, now, pending, tx_key):
                 continue
             if kind is RecordKind.TRANSACTION:
@@ -425,9 +425,14 @@ class DebeziumJsonSource(CaptureSource):
                 )
             pending.clear()
             position = resolver.for_control()
-        return self._add_or_quarantine(
-            builder, line, event, parsed, position, origin, now, partition, tx_id
-        )
+        try:
+            self._add(builder, event, parsed, position, origin, now, partition, tx_id)
+        except Exception as exc:  # noqa: BLE001 - quarantined with its reason
+            builder.add_quarantined(_quarantined(line.raw, origin, exc, now))
+            self._consume(line)
+            return False
+        self._consume(line)
+        return True
 
     def _schema_change_connector(self, event: ChangeEvent, origin: str) -> ChangeEvent:
         # 0.x/1.2 MySQL schema changes carry a source block without 'connector'.

@@ -150,8 +150,15 @@ def _record(
     key_text: bytes | None,
     value_text: bytes | None,
 ) -> Parsed:
-    key_schema, key_payload = split_connect(key, "key", origin)
-    value_schema, value_payload = split_connect(value, "value", origin)
+    # Inline fast path: most payloads come without the {"schema", "payload"} wrapper.
+    if key.__class__ is dict and "payload" in key:
+        key_schema, key_payload = split_connect(key, "key", origin)
+    else:
+        key_schema, key_payload = None, key
+    if value.__class__ is dict and "payload" in value:
+        value_schema, value_payload = split_connect(value, "value", origin)
+    else:
+        value_schema, value_payload = None, value
     if value_payload is not None and value_payload.__class__ is not dict:
         raise EnvelopeError(
             f"value must be a JSON object or null, got {type(value_payload).__name__}",
@@ -175,7 +182,8 @@ def _record(
 
 
 def _from_wrapper(obj: dict[str, Any], origin: str) -> Parsed:
-    for problem in ("key_error", "payload_error", "value_error"):
+    if "payload_error" in obj or "key_error" in obj:
+        problem = "payload_error" if obj.get("payload_error") is not None else "key_error"
         if obj.get(problem) is not None:
             raise EnvelopeError(
                 f"the dump tool could not read this record: {problem} = {obj[problem]!r}",
