@@ -335,7 +335,7 @@ PUBLICATION_AUTOCREATE_MODE_DEFAULT = "all_tables"
 HSTORE_HANDLING_MODE = "hstore.handling.mode"
 HSTORE_HANDLING_MODE_DEFAULT = "json"
 INTERVAL_HANDLING_MODE = "interval.handling.mode"
-INTERVAL_HANDLING_MODE_DEFAULT = "numeric"
+INTERVAL_HANDLING_MODE_DEFAULT = "string"  # exact; Debezium's default numeric is lossy
 TOASTED_VALUE_PLACEHOLDER = "toasted.value.placeholder"
 TOASTED_VALUE_PLACEHOLDER_DEFAULT = "__debezium_unavailable_value"
 SLOT_LSN_TYPE = "slot.lsn.type"
@@ -353,7 +353,7 @@ GTID_SOURCE_EXCLUDES = "gtid.source.excludes"
 INCLUDE_QUERY = "include.query"
 INCLUDE_QUERY_DEFAULT = False
 BIGINT_UNSIGNED_HANDLING_MODE = "bigint.unsigned.handling.mode"
-BIGINT_UNSIGNED_HANDLING_MODE_DEFAULT = "long"
+BIGINT_UNSIGNED_HANDLING_MODE_DEFAULT = "precise"  # exact; Debezium's long wraps >= 2^63
 BINLOG_BUFFER_SIZE = "binlog.buffer.size"
 BINLOG_BUFFER_SIZE_DEFAULT = 0
 CONNECT_TIMEOUT_MS = "connect.timeout.ms"
@@ -1618,7 +1618,8 @@ class PostgresSourceConfig(_LogicalReplicationConfig):
     interval_handling_mode: IntervalHandlingMode = _key(
         INTERVAL_HANDLING_MODE_DEFAULT, INTERVAL_HANDLING_MODE
     )
-    """INTERVAL as approximate microseconds (``numeric``) or ISO-8601 text (``string``)."""
+    """INTERVAL as ISO-8601 text (``string``, the default: exact) or approximate microseconds
+    (``numeric``, Debezium's default: a month counts 30.4375 days, lossy)."""
     toasted_value_placeholder: str = _key(
         TOASTED_VALUE_PLACEHOLDER_DEFAULT, TOASTED_VALUE_PLACEHOLDER
     )
@@ -1677,7 +1678,8 @@ class MySqlSourceConfig(DatabaseFilters, RelationalSourceConfig):
     bigint_unsigned_handling_mode: BigintUnsignedHandlingMode = _key(
         BIGINT_UNSIGNED_HANDLING_MODE_DEFAULT, BIGINT_UNSIGNED_HANDLING_MODE
     )
-    """BIGINT UNSIGNED as ``long`` or ``precise`` (Decimal; needed above 2^63)."""
+    """BIGINT UNSIGNED as ``precise`` (Decimal scale 0, the default: exact) or ``long``
+    (Debezium's default: values >= 2^63 wrap to negative, lossy)."""
     binlog_buffer_size: NonNegativeInt = _key(BINLOG_BUFFER_SIZE_DEFAULT, BINLOG_BUFFER_SIZE)
     """Look-ahead buffer so rolled-back transactions are not emitted (0 = off)."""
     connect_timeout_ms: PositiveInt = _key(CONNECT_TIMEOUT_MS_DEFAULT, CONNECT_TIMEOUT_MS)
