@@ -327,3 +327,27 @@ def test_each_poison_pill_mid_stream_is_quarantined_and_everything_else_lands(
     assert kinds == {p[2] for p in POISON}, "every class of bad record was injected"
     agent = BronzeWriter(BronzeTables.under(lake)).last_committed(agent_app_id("shop_a"))
     assert agent is not None
+
+
+REAL = Path(__file__).resolve().parent.parent / "fixtures" / "debezium_real"
+
+
+@pytest.mark.parametrize("name", ["pg_shop", "pg_shop.noschema", "pg_edge", "mariadb_shop"])
+def test_recorded_real_debezium_output_lands_whole(tmp_path: Path, name: str) -> None:
+    """Debezium 3.6.1 (PostgreSQL) and 3.4.0 (MariaDB) output as recorded: all lands, and the
+    BEGIN, END and data events of a transaction share one tx_id (C3: PostgreSQL's ids are
+    ``txId:LSN`` with a different LSN on every record)."""
+    path = REAL / f"{name}.jsonl"
+    result = land(path, tmp_path / "lake", max_events=10)
+    assert result.quarantined == 0 and result.landed == len(path.read_bytes().splitlines())
+    rows = events(tmp_path / "lake").to_pylist()
+    assert all(r[S.COLLECTION] for r in rows if r[S.KIND] == "data")
+    parts: dict[str, set[str]] = {}
+    for r in rows:
+        if r[S.TX_ID] is not None and (r[S.KIND] == "transaction" or r[S.TX_ORDER] is not None):
+            parts.setdefault(r[S.TX_ID], set()).add(r[S.TX_STATUS] or "data")
+    ended = [tx for tx, seen in parts.items() if "END" in seen]
+    assert ended and all(parts[tx] == {"BEGIN", "data", "END"} for tx in ended)
+    if name.startswith("pg"):
+        assert all(":" not in tx for tx in parts)
+        assert all(seen == {"BEGIN", "data", "END"} for seen in parts.values())
