@@ -252,6 +252,8 @@ JSON_FORMAT = "format"
 JSON_FORMAT_DEFAULT = "auto"
 JSON_CONNECTOR_HINT = "connector.hint"
 JSON_CONNECTOR_HINT_DEFAULT = None
+JSON_ORDER_BY = "order.by"
+JSON_ORDER_BY_DEFAULT = "source"
 
 # --- Debezium engine properties of capture sources ------------------------------------------
 TOPIC_PREFIX = "topic.prefix"
@@ -399,8 +401,10 @@ DB2_PORT_DEFAULT = 50000
 Operation = Literal["c", "u", "d", "t"]
 """Debezium op codes ``skipped.operations`` may name (``none`` means an empty list)."""
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-JsonFormat = Literal["auto", "envelope", "kafka_json", "key_tab_value"]
+JsonFormat = Literal["auto", "envelope", "kafka_json", "key_tab_value", "console", "cloudevents"]
 """Line formats of ``debezium_json`` files; see :attr:`DebeziumJsonSourceConfig.format`."""
+JsonOrderBy = Literal["source", "arrival"]
+"""How ``debezium_json`` orders records; see :attr:`DebeziumJsonSourceConfig.order_by`."""
 FailureHandlingMode = Literal["fail", "warn", "skip"]
 TimePrecisionMode = Literal["adaptive", "adaptive_time_microseconds", "connect"]
 DecimalHandlingMode = Literal["precise", "double", "string"]
@@ -1469,12 +1473,21 @@ class DebeziumJsonSourceConfig(ColumnRules, SourceConfigBase):
     * ``kafka_json``: one Kafka record per line, a JSON object with ``key`` and ``value`` (or
       kcat's ``payload``; ``null`` for a tombstone) and optional ``headers`` and ``topic``, as
       ``kcat -J`` and similar topic dumps write it.
-    * ``key_tab_value``: ``<key JSON>\\t<value JSON>`` per line, as written by
-      ``kafka-console-consumer --property print.key=true``.
+    * ``key_tab_value`` / ``console``: ``kafka-console-consumer`` output with its default
+      separators: ``[CreateTime:<ms>\\t][Partition:<n>\\t][Offset:<n>\\t][<headers>\\t]
+      [<key>\\t]<value>`` (``print.timestamp``, ``print.partition``, ``print.offset``,
+      ``print.headers``, ``print.key``).
+    * ``cloudevents``: Debezium's CloudEventsConverter, structured JSON mode, JSON data.
     * ``auto``: detect the format per line.
     """
     connector_hint: ConnectorHint | None = _key(JSON_CONNECTOR_HINT_DEFAULT, JSON_CONNECTOR_HINT)
     """Connector to assume for records whose ``source`` block is missing or has no ``connector``."""
+    order_by: JsonOrderBy = _key(JSON_ORDER_BY_DEFAULT, JSON_ORDER_BY)
+    """``source`` (default): order by each record's source position; a data record without a
+    ``source`` block is quarantined. ``arrival``: order every record of this source by when it
+    was read (file, line) and accept records without ``source`` (their table comes from the
+    topic, their connector from ``connector.hint``). Weaker: no deduplication of records
+    Debezium redelivers, no order across files but the reading order (docs/bronze.md)."""
 
 
 class CaptureSourceConfig(SourceConfigBase):
