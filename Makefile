@@ -7,12 +7,13 @@ SHELL := /bin/bash
 VENV := .venv
 PYTEST_ARGS ?=
 
-.PHONY: help bootstrap bootstrap-system bootstrap-venv bootstrap-jars test demo lint lock
+.PHONY: help bootstrap bootstrap-system bootstrap-venv bootstrap-jars bootstrap-debezium test demo \
+	lint lock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
-bootstrap: ## Debian packages + .venv (pinned) + Delta jars; a no-op when all are in place
+bootstrap: ## Debian packages + .venv (pinned) + Delta jars + Debezium runner; no-op when in place
 	@bash scripts/bootstrap.sh all
 
 bootstrap-system: ## only the Debian packages (PostgreSQL 15, wal2json, MariaDB, chromium)
@@ -23,6 +24,9 @@ bootstrap-venv: ## only .venv
 
 bootstrap-jars: bootstrap-venv ## only Delta's jars in .cache/jars
 	@bash scripts/bootstrap.sh jars
+
+bootstrap-debezium: ## only Debezium Embedded + the tests' runner in .cache/debezium
+	@bash scripts/bootstrap.sh debezium
 
 test: bootstrap ## the whole test suite (PYTEST_ARGS=... to narrow it); no tests = failure
 	@rc=0; $(VENV)/bin/pytest $(PYTEST_ARGS) || rc=$$?; \

@@ -57,8 +57,13 @@ __all__ = [
     "TransactionInfo",
     "ChangeEvent",
     "classify",
+    "require_collection",
+    "normalize_tx_id",
+    "TX_ID_WITH_LSN",
+    "ORDER_BY_OPTION",
     "fast_record",
     "parse_json_converter",
+    "split_connect",
     "to_json_converter",
     "data_record",
     "tombstone_for",
@@ -143,6 +148,16 @@ _SNAPSHOT_TRUE: Final = "true"
 _DB_QUALIFIED: Final = frozenset({"mysql", "mongodb"})
 
 _MISSING: Final = object()
+
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+
+TX_ID_WITH_LSN: Final = frozenset({"postgresql", "yugabytedb"})
+"""Connectors whose Debezium 2.x+ transaction ids are ``"<txId>:<LSN>"`` with an LSN that differs
+per record (``PostgresTransactionMonitor.adjustTxId``); :func:`normalize_tx_id` keeps ``<txId>``."""
+
+ORDER_BY_OPTION: Final = "order.by: arrival"
+"""The ``debezium_json`` setting that lands records without a ``source`` block."""
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -328,6 +343,7 @@ def classify(
     *,
     origin: str | None = None,
     connector_hint: str | None = None,
+    allow_sourceless: bool = False,
 ) -> ChangeEvent:
     """Classify and check one record.
 
@@ -342,6 +358,9 @@ def classify(
         connector_hint: The connector that produced the record, for records that do not say:
             transactions, heartbeats, tombstones and 0.x ``source`` blocks without ``connector``.
             ``source.connector`` wins when present.
+        allow_sourceless: Accept data records without a ``source`` block (``order.by:
+            arrival``): the connector is then ``connector_hint`` and the table comes from the
+            record's topic (``<prefix>.<schema or db>.<table>``).
 
     Returns:
         The classified event.
@@ -379,7 +398,7 @@ def classify(
         )
     op_raw = value.get("op", _MISSING)
     if op_raw is not _MISSING:
-        return _classify_op(record, value, op_raw, origin, connector_hint)
+        return _classify_op(record, value, op_raw, origin, connector_hint, allow_sourceless)
     if "status" in value:
         return _classify_transaction(record, value, origin, connector_hint)
     if "ddl" in value or "tableChanges" in value or ("databaseName" in value and "source" in value):
@@ -419,6 +438,7 @@ def _classify_op(
     op_raw: Any,
     origin: str | None,
     connector_hint: str | None,
+    allow_sourceless: bool = False,
 ) -> ChangeEvent:
     if op_raw.__class__ is not str:
         raise EnvelopeError(
@@ -429,14 +449,21 @@ def _classify_op(
         raise EnvelopeError(f"unknown op '{op_raw}' (allowed: {_ALLOWED_OPS})", origin=origin)
     source = value.get("source")
     if source is None:
-        raise EnvelopeError(
-            f"op '{op_raw}' ({_OP_NAMES[op]}) record has no 'source' object", origin=origin
-        )
-    if source.__class__ is not dict:
+        if not allow_sourceless:
+            raise EnvelopeError(
+                f"op '{op_raw}' ({_OP_NAMES[op]}) record has no 'source' object, so it has no "
+                "source position and cannot be ordered or deduplicated (an SMT may have removed "
+                f"the block); to land such records in arrival order set '{ORDER_BY_OPTION}' on "
+                "this debezium_json source (weaker: see docs/bronze.md)",
+                origin=origin,
+            )
+        connector = _sourceless_connector(op_raw, connector_hint, origin)
+    elif source.__class__ is not dict:
         raise EnvelopeError(
             f"'source' must be a JSON object, got {_describe(source)}", origin=origin
         )
-    connector = _connector(source, connector_hint, origin)
+    else:
+        connector = _connector(source, connector_hint, origin)
     mongo = connector == "mongodb"
 
     if op is Op.CREATE or op is Op.READ:
@@ -496,21 +523,101 @@ def _classify_op(
     else:  # Op.MESSAGE
         _check_message(value, origin)
 
+    ts_ms = value.get("ts_ms")
+    if source is None:
+        collection = _topic_collection(record.topic)
+        source_ts_ms = None
+        snapshot = _SNAPSHOT_FALSE
+    else:
+        collection = _collection(connector, source)
+        source_ts_ms = _source_ts_ms(source, origin)
+        snapshot = _snapshot(source.get("snapshot"), origin)
     return _event(
         record,
         RecordKind.MESSAGE if op is Op.MESSAGE else RecordKind.DATA,
         op,
         connector,
-        _collection(connector, source),
+        collection,
         source,
-        _as_int(value.get("ts_ms"), "'ts_ms'", origin),
-        _source_ts_ms(source, origin),
-        _snapshot(source.get("snapshot"), origin),
+        _as_int(ts_ms, "'ts_ms'", origin) if ts_ms is not None else _sub_ms(value, "", origin),
+        source_ts_ms,
+        snapshot,
         _transaction_block(value.get("transaction"), origin),
         None,
         None,
         None,
     )
+
+
+def _sourceless_connector(op_raw: str, connector_hint: str | None, origin: str | None) -> str:
+    if connector_hint is None:
+        raise EnvelopeError(
+            f"op '{op_raw}' record has no 'source' object and the source has no "
+            "'connector.hint': set connector.hint so bronze knows which connector wrote it",
+            origin=origin,
+        )
+    return _normalize_connector(connector_hint, "connector_hint", origin)
+
+
+def _topic_collection(topic: str | None) -> str | None:
+    # Debezium topics are <prefix>.<schema or database>.<table>; SQL Server 2.x+ adds the
+    # database before the schema. The last two parts are what bronze's collection holds.
+    if topic is None:
+        return None
+    parts = topic.split(".")
+    if len(parts) < 3 or not all(parts[-2:]):
+        return None
+    return f"{parts[-2]}.{parts[-1]}"
+
+
+def require_collection(event: ChangeEvent, origin: str | None = None) -> None:
+    """Refuse a data event whose table bronze cannot name (it would land with a null collection).
+
+    Silver routes every data event to the table ``collection`` names; an event without one can
+    only be quarantined, with a reason that says which field is missing and what would fix it.
+
+    Raises:
+        EnvelopeError: ``event`` is a data event (op ``c u d r t``) without a collection.
+    """
+    if event.collection is not None or event.kind is not RecordKind.DATA:
+        return
+    source = event.source
+    op = event.op.value if event.op is not None else "?"
+    if source is None:
+        raise EnvelopeError(
+            f"op '{op}' record has no 'source' block and no usable topic "
+            f"({_describe(event.record.topic)}) to name its table: land it from a topic dump "
+            "that keeps the topic (kcat -J, kafka_json with \"topic\") whose name is "
+            "<prefix>.<schema>.<table>",
+            origin=origin,
+        )
+    field_name = "collection" if event.connector == "mongodb" else "table"
+    fields = ", ".join(sorted(source)) or "none"
+    raise EnvelopeError(
+        f"op '{op}' record names no table: 'source.{field_name}' is missing or null "
+        f"(connector {event.connector}; source fields: {fields}), so bronze cannot route it to a "
+        "silver table. Debezium 0.x and some documentation examples (Oracle 2.3) omit it; "
+        f"capture with a Debezium version that writes source.{field_name} (every 1.x+ "
+        "connector does)",
+        origin=origin,
+    )
+
+
+def normalize_tx_id(connector: str | None, tx_id: str) -> str:
+    """The transaction identity bronze stores in ``tx_id`` (contract C3).
+
+    Debezium 2.x+ PostgreSQL and YugabyteDB write ``"<txId>:<LSN>"`` with the LSN of each record,
+    so BEGIN, END and the data events of one transaction would all differ; bronze keeps
+    ``<txId>``. Other connectors' ids (and 1.x PostgreSQL's plain ``txId``) are used as written.
+
+        >>> normalize_tx_id("postgresql", "571:53195829"), normalize_tx_id("mysql", "a:1-5")
+        ('571', 'a:1-5')
+    """
+    if connector in TX_ID_WITH_LSN:
+        head, sep, _ = tx_id.partition(":")
+        if sep and head.isdigit():
+            return head
+    return tx_id
 
 
 def _check_row(row: Any, name: str, mongo: bool, origin: str | None) -> None:
@@ -728,8 +835,8 @@ def _connector(source: dict[str, Any], connector_hint: str | None, origin: str |
     if raw is None:
         if connector_hint is None:
             raise EnvelopeError(
-                "'source' has no 'connector' field (Debezium 0.x omitted it: pass "
-                "connector_hint for such records)",
+                "'source' has no 'connector' field (Debezium 0.x omitted it): set "
+                "'connector.hint' on the source (connector_hint) for such records",
                 origin=origin,
             )
         return _normalize_connector(connector_hint, "connector_hint", origin)
@@ -784,9 +891,22 @@ def _source_ts_ms(source: dict[str, Any], origin: str | None) -> int | None:
         return _as_int(raw, "'source.ts_ms'", origin)
     ts_sec = source.get("ts_sec")  # Debezium 0.x MySQL: seconds, not milliseconds
     if ts_sec is None:
-        return None
+        return _sub_ms(source, "source.", origin)
     sec = _as_int(ts_sec, "'source.ts_sec'", origin)
     return None if sec is None else sec * 1000
+
+
+def _sub_ms(block: dict[str, Any], where: str, origin: str | None) -> int | None:
+    # Debezium 2.x+ writes ts_us/ts_ns beside ts_ms; a producer (or SMT) may keep only those.
+    raw = block.get("ts_us")
+    if raw is not None:
+        us = _as_int(raw, f"'{where}ts_us'", origin)
+        return None if us is None else us // 1000
+    raw = block.get("ts_ns")
+    if raw is not None:
+        ns = _as_int(raw, f"'{where}ts_ns'", origin)
+        return None if ns is None else ns // 1_000_000
+    return None
 
 
 def _transaction_block(raw: Any, origin: str | None) -> TransactionInfo | None:
@@ -809,15 +929,28 @@ def _transaction_block(raw: Any, origin: str | None) -> TransactionInfo | None:
 
 
 def _as_int(raw: Any, what: str, origin: str | None) -> int | None:
-    if raw is None or raw.__class__ is int:
-        return raw
-    # The 1.2 guide prints some int64 fields as strings ("total_order": "1"); accept digits.
-    if raw.__class__ is str:
+    if raw is None:
+        return None
+    if raw.__class__ is int:
+        if _INT64_MIN <= raw <= _INT64_MAX:
+            return raw
+    elif raw.__class__ is str:
+        # The 1.2 guide prints some int64 fields as strings ("total_order": "1"), and the
+        # CloudEvents converter writes every int64 as a string; accept digits.
         try:
-            return int(raw)
+            number = int(raw)
         except ValueError:
-            pass
-    raise EnvelopeError(f"{what} must be an integer, got {_describe(raw)}", origin=origin)
+            raise EnvelopeError(
+                f"{what} must be an integer, got {_describe(raw)}", origin=origin
+            ) from None
+        if _INT64_MIN <= number <= _INT64_MAX:
+            return number
+    else:
+        raise EnvelopeError(f"{what} must be an integer, got {_describe(raw)}", origin=origin)
+    raise EnvelopeError(
+        f"{what} = {_describe(raw)} is outside the int64 range Kafka Connect allows",
+        origin=origin,
+    )
 
 
 _DESCRIBE_LIMIT: Final = 60
@@ -911,7 +1044,23 @@ def _unwrap(
             doc = _stdlib_json.loads(text)
         except (ValueError, UnicodeDecodeError) as exc:
             raise EnvelopeError(f"{part} is not valid JSON: {exc}", origin=origin) from exc
-    if doc.__class__ is dict and len(doc) == 2 and "schema" in doc and "payload" in doc:
+    return split_connect(doc, part, origin)
+
+
+def split_connect(doc: Any, part: str, origin: str | None) -> tuple[dict[str, Any] | None, Any]:
+    """Split JsonConverter's ``{"schema": ..., "payload": ...}`` into (schema, payload).
+
+    Accepts the wrapper with a schema, with ``"schema": null`` (schemaless values written with
+    ``schemas.enable=true``) and without the ``schema`` member (``{"payload": ...}``, what some
+    producers and SMT chains write); anything else is a bare payload.
+
+    Raises:
+        EnvelopeError: ``schema`` is neither an object nor null.
+    """
+    if doc.__class__ is not dict or "payload" not in doc:
+        return None, doc
+    size = len(doc)
+    if size == 2 and "schema" in doc:
         schema = doc["schema"]
         if schema is not None and schema.__class__ is not dict:
             raise EnvelopeError(
@@ -919,6 +1068,8 @@ def _unwrap(
                 origin=origin,
             )
         return schema, doc["payload"]
+    if size == 1:
+        return None, doc["payload"]
     return None, doc
 
 

@@ -76,6 +76,8 @@ __all__ = [
     "RsId",
     "OraclePosition",
     "MongoDbPosition",
+    "ArrivalPosition",
+    "ARRIVAL_FORMAT_VERSION",
     "POSITION_TYPES",
     "position_type",
     "decode_position",
@@ -1048,15 +1050,21 @@ class Db2Position(Position):
         """Build from a Debezium Db2 ``source`` block (see :meth:`Position.from_source`)."""
         phase = _phase_of(source, origin)
         change = _db2_lsn(source.get("change_lsn"), "change_lsn", origin)
-        if change is None:
-            raise _missing(cls.CONNECTOR, "change_lsn", origin)
         commit = _db2_lsn(source.get("commit_lsn"), "commit_lsn", origin)
+        if change is None:
+            if commit is None:
+                raise _missing(cls.CONNECTOR, "change_lsn", origin, "and commit_lsn is null too")
+            # Schema-change records carry the commit LSN and a null change LSN (as SQL Server's
+            # do): they sort before the changes of that commit.
+            change = _DB2_ZERO_LSN
         if commit is None:
             if phase is not _SNAPSHOT and not _is_incremental(source):
                 raise _missing(cls.CONNECTOR, "commit_lsn", origin, "required on streamed records")
             commit = change
         return cls._new(commit, phase, change, seq)
 
+
+_DB2_ZERO_LSN = bytes(16)
 
 _DB2_SETTERS = _slot_setters(Db2Position, "commit_lsn", "phase", "change_lsn", "seq", "_encoded")
 
@@ -1413,6 +1421,93 @@ _MONGO_SETTERS = _slot_setters(
 )
 
 
+# --- arrival order (sources configured with ``order.by: arrival``) -------------------------
+
+ARRIVAL_FORMAT_VERSION = 0x41
+"""Leading byte of arrival positions (``A``). Distinct from :data:`FORMAT_VERSION`, so the bytes
+say by themselves that they are not a connector position (see :func:`decode_position`)."""
+
+_ARRIVAL = struct.Struct(">BQI")
+
+
+@dataclass(frozen=True, slots=True)
+class ArrivalPosition(Position):
+    """Arrival order: ``(arrival, seq)``, for a source configured with ``order.by: arrival``.
+
+    ``arrival`` numbers the records of one source in the order the reader took them (files in
+    name order, lines in file order), continued across restarts through the committed offset.
+    It is weaker than a source position: a record Debezium redelivers gets a new, later number
+    (no duplicate detection), and nothing orders records across files but the reading order
+    (docs/bronze.md, "Records without a source block").
+    """
+
+    CONNECTOR: ClassVar[str] = "arrival"
+    SUPPORTS_SNAPSHOT_PHASE: ClassVar[bool] = False
+    ORDER_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    arrival: int
+    """The record's arrival number within its source."""
+    seq: int = 0
+    _encoded: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        twin = self._new(self.arrival, self.seq)
+        _ARRIVAL_SETTERS[-1](self, twin._encoded)
+
+    @classmethod
+    def _new(cls, arrival: int, seq: int) -> Self:
+        try:
+            encoded = _ARRIVAL.pack(ARRIVAL_FORMAT_VERSION, arrival, seq)
+        except struct.error as exc:
+            raise _range_error(cls.CONNECTOR, exc, (arrival, seq)) from None
+        self = object.__new__(cls)
+        set_arrival, set_seq, set_encoded = _ARRIVAL_SETTERS
+        set_arrival(self, arrival)
+        set_seq(self, seq)
+        set_encoded(self, encoded)
+        return self
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray) -> Self:
+        if len(data) != _ARRIVAL.size or data[0] != ARRIVAL_FORMAT_VERSION:
+            raise PositionError(
+                f"arrival position bytes {bytes(data[:1]).hex() or 'empty'}... (length "
+                f"{len(data)}) are not an arrival position"
+            )
+        _, arrival, seq = _ARRIVAL.unpack(data)
+        return cls._new(arrival, seq)
+
+    def with_seq(self, seq: int) -> Self:
+        return self._new(self.arrival, seq)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"connector": self.CONNECTOR, "arrival": self.arrival, "seq": self.seq}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        c = cls.CONNECTOR
+        if data.get("connector") not in (None, c):
+            raise PositionError(f"position JSON is for connector '{data['connector']}', not '{c}'")
+        return cls(
+            _uint(_json_field(data, c, "arrival"), c, "arrival", None),
+            _uint(_json_field(data, c, "seq"), c, "seq", None, _U32_MAX),
+        )
+
+    @classmethod
+    def from_source(
+        cls, source: Mapping[str, Any], *, seq: int = 0, origin: str | None = None
+    ) -> Self:
+        """Not available: an arrival position comes from the reader, never from a record."""
+        raise PositionError(
+            "an arrival position is assigned by the reader in arrival order; it cannot be "
+            "derived from a source block",
+            origin=origin,
+        )
+
+
+_ARRIVAL_SETTERS = _slot_setters(ArrivalPosition, "arrival", "seq", "_encoded")
+
+
 # --- registry --------------------------------------------------------------------------------
 
 
@@ -1461,10 +1556,19 @@ def position_type(connector: str) -> type[Position]:
 def decode_position(connector: str, data: bytes | bytearray) -> Position:
     """Decode position bytes of a connector (see :func:`position_type`).
 
+    Arrival positions (leading byte :data:`ARRIVAL_FORMAT_VERSION`) decode as
+    :class:`ArrivalPosition` whatever the connector: a source ordered by arrival keeps the real
+    connector name in its rows.
+
     Raises:
         PositionError: Unknown connector, or the bytes are not a valid encoding for it.
     """
+    if data[:1] == _ARRIVAL_LEAD:
+        return ArrivalPosition.decode(data)
     return position_type(connector).decode(data)
+
+
+_ARRIVAL_LEAD = bytes([ARRIVAL_FORMAT_VERSION])
 
 
 # --- resolver --------------------------------------------------------------------------------

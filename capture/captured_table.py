@@ -7,21 +7,102 @@ Debezium's key and ``before``/``after``. The engine-specific part is only how ea
 value is converted: the agent passes one :class:`capture.pg_types.ColumnType` per column.
 
 Key columns stay in the key even when ``column.exclude.list`` drops them from the row.
+
+Two contracts of docs/types.md live here, for every engine:
+
+* **C1, unrepresentable values.** A converter raises :class:`capture.pg_types.Unrepresentable`
+  for a value its Connect type cannot hold (numeric ``NaN`` in a ``Decimal``, a MySQL zero
+  date, a timestamp beyond int64 microseconds...). The row image then holds null for that
+  column and is an :class:`Image` carrying the reason and the database's text of the value;
+  :func:`capture.database_source.data_record` turns that into the record's
+  ``__medallion.unrepresentable`` header. The row still lands. ``text`` is left out for a
+  column a mask, hash or truncation rule covers. A key column cannot be null: such a row is a
+  :class:`ValueConversionError` (the record is quarantined whole, with the reason).
+* **C4, column defaults.** Each column's :class:`ColumnDefault` goes into its row field schema
+  as ``"default"`` (the value in the field's JSON form) and, when the value rows written
+  before the column was added show cannot be known, the schema parameter
+  ``medallion.default.unreproducible`` with the reason.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from bronze import connect_schema as cs
 from capture.masking import ColumnMasker
-from capture.pg_types import ColumnType, ValueConversionError
+from capture.pg_types import ColumnType, Unrepresentable, ValueConversionError
 
-__all__ = ["CapturedTable", "CatalogColumn", "KeyOverrides", "TableFilter"]
+__all__ = [
+    "HEADER_UNREPRESENTABLE",
+    "UNREPRODUCIBLE_PARAMETER",
+    "CapturedTable",
+    "CatalogColumn",
+    "ColumnDefault",
+    "Image",
+    "KeyOverrides",
+    "TableFilter",
+    "field_with_default",
+]
+
+HEADER_UNREPRESENTABLE: Final = "__medallion.unrepresentable"
+"""Record header naming the values written as null because they have no representation
+(contract C1): JSON ``{"<before|after>": {"<column>": {"reason": ..., "text": ...}}}``."""
+
+UNREPRODUCIBLE_PARAMETER: Final = "medallion.default.unreproducible"
+"""Field-schema parameter: the value rows written before this column was added show is not
+known (contract C4); its value is the reason."""
+
+
+class Image(dict[str, Any]):
+    """A ``before``/``after`` row image with columns written as null because their value has
+    no representation (C1). ``issues`` maps each such column to ``{"reason", "text"}``.
+
+    A dict subclass so that the common case (no such column) stays a plain dict with no extra
+    cost; :func:`capture.database_source.data_record` turns it back into one.
+    """
+
+    __slots__ = ("issues",)
+    issues: dict[str, dict[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDefault:
+    """A column's default for its Connect field schema (contract C4).
+
+    Attributes:
+        value: The default in the field's JSON form (what the column's converter returns);
+            None: no default.
+        unreproducible: Why the value rows that existed before the column was added show
+            cannot be known (a volatile default with a table rewrite, an expression the agent
+            cannot evaluate...); None when it can.
+    """
+
+    value: Any = None
+    unreproducible: str | None = None
+
+
+def field_with_default(field: Mapping[str, Any], default: ColumnDefault | None) -> dict[str, Any]:
+    """``field`` with ``default`` and the unreproducible parameter, in JsonConverter's key order
+    (``... name, version, doc, parameters, default, field``)."""
+    out = dict(field)
+    if default is None or (default.value is None and default.unreproducible is None):
+        return out
+    name = out.pop("field", None)
+    parameters = out.pop("parameters", None)
+    out.pop("default", None)
+    if default.unreproducible is not None:
+        parameters = {**(parameters or {}), UNREPRODUCIBLE_PARAMETER: default.unreproducible}
+    if parameters is not None:
+        out["parameters"] = parameters
+    if default.value is not None:
+        out["default"] = default.value
+    if name is not None:
+        out["field"] = name
+    return out
 
 
 def _matcher(patterns: Sequence[str]) -> Callable[[str], bool] | None:
@@ -116,8 +197,15 @@ class KeyOverrides:
 class CatalogColumn:
     """One column as the agent knows it: name, type, ``NOT NULL``, primary-key membership.
 
-    ``type_oid``/``type_modifier`` are PostgreSQL's; other engines leave them 0/-1 and pass
-    the converted types to :class:`CapturedTable` directly.
+    ``type_oid``/``type_modifier``, ``dims`` and the default facts are PostgreSQL's; other
+    engines leave them at their defaults and pass the converted types to
+    :class:`CapturedTable` directly.
+
+    Attributes:
+        dims: Declared array dimensions (``pg_attribute.attndims``; 0 for non-arrays).
+        default_expression: The default as ``pg_get_expr`` prints it; None without one.
+        missing_value: ``pg_attribute.attmissingval`` as text (a one-element array) when
+            ``atthasmissing``: what rows that existed before the column was added show.
     """
 
     name: str
@@ -126,6 +214,9 @@ class CatalogColumn:
     not_null: bool = False
     in_primary_key: bool = False
     in_identity: bool = False
+    dims: int = 0
+    default_expression: str | None = None
+    missing_value: str | None = None
 
 
 class CapturedTable:
@@ -145,6 +236,7 @@ class CapturedTable:
         placeholder: Text standing in for a value the log does not carry.
         with_transaction: Add the ``transaction`` block to the envelope schema.
         origin_prefix: Prefix of the ``origin`` of snapshot rows (``pg``, ``mysql``).
+        defaults: One :class:`ColumnDefault` (or None) per column, for the row schema (C4).
     """
 
     TEXT_VALUES: ClassVar[bool] = False
@@ -168,6 +260,7 @@ class CapturedTable:
         placeholder: str = "__debezium_unavailable_value",
         with_transaction: bool,
         origin_prefix: str,
+        defaults: Sequence[ColumnDefault | None] | None = None,
     ) -> None:
         self.schema = schema
         self.table = table
@@ -213,10 +306,16 @@ class CapturedTable:
             if self.key_idx
             else None
         )
+        self.defaults: tuple[ColumnDefault | None, ...] = (
+            tuple(defaults) if defaults is not None else (None,) * len(self.columns)
+        )
         row = cs.struct(
             [
-                self.types[i].field_schema(
-                    self.names[i], not (columns[i].not_null or i in self.key_idx)
+                field_with_default(
+                    self.types[i].field_schema(
+                        self.names[i], not (columns[i].not_null or i in self.key_idx)
+                    ),
+                    self.defaults[i],
                 )
                 for i in self.value_idx
             ],
@@ -235,10 +334,13 @@ class CapturedTable:
         return bool(self.key_idx)
 
     def _convert(self, i: int, value: Any) -> Any:
+        """One column's value; :class:`Unrepresentable` passes through to the caller."""
         if value is None:
             return None
         try:
             return self.converters[i](value)
+        except Unrepresentable:
+            raise
         except (ValueError, ArithmeticError, IndexError, TypeError) as exc:
             raise ValueConversionError(
                 f"{self.collection}.{self.names[i]} ({self.types[i].type_name}): cannot convert "
@@ -250,7 +352,8 @@ class CapturedTable:
 
         The landing budget is a few microseconds per row, so the common case (a plain value or
         NULL in every column, no conversion error) skips the per-column checks of
-        :meth:`_convert`; anything else goes the slow way, which also builds the error message.
+        :meth:`_convert`; anything else goes the slow way, which also builds the error message
+        and handles unrepresentable values (:class:`Unrepresentable` is a ValueError).
         """
         names, fast = self.names, self._fast_converters
         text_only = self.TEXT_VALUES
@@ -271,16 +374,54 @@ class CapturedTable:
         except (ValueError, ArithmeticError, IndexError, TypeError):
             return None
 
+    def _careful(self, idx: Sequence[int], values: Sequence[Any]) -> dict[str, Any]:
+        """Convert the columns ``idx`` one by one: an unrepresentable value becomes null and an
+        entry of the returned :class:`Image`'s ``issues``; any other failure raises."""
+        names = self.names
+        out: dict[str, Any] = {}
+        issues: dict[str, dict[str, str]] | None = None
+        for i in idx:
+            try:
+                out[names[i]] = self._convert(i, values[i])
+            except Unrepresentable as exc:
+                out[names[i]] = None
+                if issues is None:
+                    issues = {}
+                issues[names[i]] = self._issue(i, values[i], exc)
+        if issues is None:
+            return out
+        image = Image(out)
+        image.issues = issues
+        return image
+
+    def _issue(self, i: int, value: Any, exc: Unrepresentable) -> dict[str, str]:
+        text = exc.text if exc.text is not None else value if value.__class__ is str else None
+        return {"reason": exc.reason} if text is None else {"reason": exc.reason, "text": text}
+
+    def _masked(self, row: dict[str, Any]) -> dict[str, Any]:
+        """``row`` through the column masks; an :class:`Image` stays one, and the ``text`` of a
+        masked, hashed or truncated column is dropped from its issues (C1)."""
+        masker = self.masker
+        if masker is None:
+            return row
+        masked = masker.apply(self.collection, row)
+        if row.__class__ is not Image:
+            return row if masked is None else masked
+        assert isinstance(row, Image)
+        image = Image(row if masked is None else masked)
+        image.issues = {
+            name: ({"reason": issue["reason"]} if masker.covers(self.collection, name) else issue)
+            for name, issue in row.issues.items()
+        }
+        return image
+
     def row(self, values: Sequence[Any]) -> dict[str, Any]:
-        """The ``before``/``after`` payload of a full row, masked."""
+        """The ``before``/``after`` payload of a full row, masked (an :class:`Image` when a
+        value has no representation)."""
         row = self._fast(self.value_idx, values)
         if row is None:
-            names, convert = self.names, self._convert
-            row = {names[i]: convert(i, values[i]) for i in self.value_idx}
-        if self.masker is not None:
-            masked = self.masker.apply(self.collection, row)
-            return row if masked is None else masked
-        return row
+            row = self._careful(self.value_idx, values)
+        return row if self.masker is None else self._masked(row)
 
     def row_and_key(self, values: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """:meth:`row` and :meth:`key` of one row, converting the key columns once."""
@@ -290,32 +431,41 @@ class CapturedTable:
         names = self.names
         key = {names[i]: converted[names[i]] for i in self.key_idx} if self.key_idx else None
         if self.masker is not None:
-            masked = self.masker.apply(self.collection, converted)
-            return (converted if masked is None else masked), key
+            return self._masked(converted), key
         return converted, key
 
     def key(self, values: Sequence[Any]) -> dict[str, Any] | None:
-        """The key payload of a row (None for a keyless table)."""
+        """The key payload of a row (None for a keyless table).
+
+        Raises:
+            ValueConversionError: A key value does not convert, or has no representation (a
+                key field cannot be null, so the record cannot be keyed).
+        """
         if not self.key_idx:
             return None
         key = self._fast(self.key_idx, values)
         if key is None:
-            names, convert = self.names, self._convert
-            key = {names[i]: convert(i, values[i]) for i in self.key_idx}
+            key = self._careful(self.key_idx, values)
+            if key.__class__ is Image:
+                assert isinstance(key, Image)
+                name, issue = next(iter(key.issues.items()))
+                raise ValueConversionError(
+                    f"{self.collection}.{name}: key column value {issue.get('text', '')!r:.80} "
+                    f"has no representation ({issue['reason']}); a key cannot be null"
+                )
         return key
 
     def identity_row(self, values: Sequence[Any]) -> dict[str, Any]:
         """A ``K`` old tuple: only the replica-identity columns the server sent, masked."""
-        sent = [i for i, c in enumerate(self.columns) if c.in_identity or i in self.key_idx]
-        row = {
-            self.names[i]: self._convert(i, values[i])
-            for i in sent
-            if i in self.value_idx and values[i] is not None
-        }
-        if self.masker is not None:
-            masked = self.masker.apply(self.collection, row)
-            return row if masked is None else masked
-        return row
+        sent = [
+            i
+            for i, c in enumerate(self.columns)
+            if (c.in_identity or i in self.key_idx)
+            and i in self.value_idx
+            and values[i] is not None
+        ]
+        row = self._careful(sent, values)
+        return row if self.masker is None else self._masked(row)
 
     def key_only_row(self, key: dict[str, Any] | None) -> dict[str, Any] | None:
         """A ``before`` image holding only the key (REPLICA IDENTITY DEFAULT, key unchanged)."""

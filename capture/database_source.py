@@ -44,7 +44,7 @@ from bronze.envelope import (
 )
 from bronze.positions import Position
 from capture.base import CaptureSource, SourceBatch, gc_paused
-from capture.captured_table import CapturedTable
+from capture.captured_table import HEADER_UNREPRESENTABLE, CapturedTable, Image
 from capture.pg_types import ValueConversionError
 from pipeline.errors import PipelineError, SourceUnavailable
 
@@ -401,7 +401,14 @@ def data_record(
     headers: tuple[tuple[str, str | None], ...] = (),
 ) -> ConnectRecord:
     """What :func:`bronze.envelope.data_record` builds, without its check: ``_add`` classifies
-    (and so checks) every record once, and checking twice costs a sixth of the snapshot time."""
+    (and so checks) every record once, and checking twice costs a sixth of the snapshot time.
+
+    A ``before``/``after`` :class:`capture.captured_table.Image` (a value without a
+    representation, written as null) adds the ``__medallion.unrepresentable`` header (C1)."""
+    if (before is not None and before.__class__ is not dict) or (
+        after is not None and after.__class__ is not dict
+    ):
+        before, after, headers = _unrepresentable(before, after, headers)
     value: dict[str, Any] = {
         "before": before,
         "after": after,
@@ -416,6 +423,24 @@ def data_record(
             "data_collection_order": transaction.data_collection_order,
         }
     return fast_record(key, value, table.key_schema, table.envelope_schema, headers, table.topic)
+
+
+def _unrepresentable(
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    headers: tuple[tuple[str, str | None], ...],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, tuple[tuple[str, str | None], ...]]:
+    """Plain-dict images and the C1 header naming their unrepresentable values."""
+    issues: dict[str, Any] = {}
+    if isinstance(before, Image):
+        issues["before"] = before.issues
+        before = dict(before)
+    if isinstance(after, Image):
+        issues["after"] = after.issues
+        after = dict(after)
+    if not issues:
+        return before, after, headers
+    return before, after, (*headers, (HEADER_UNREPRESENTABLE, orjson.dumps(issues).decode()))
 
 
 def delete_records(

@@ -34,39 +34,30 @@ import orjson
 
 from bronze.batch import BatchBuilder, QuarantinedRecord
 from bronze.connect_schema import schema_id
-from bronze.envelope import ChangeEvent, ConnectRecord, RecordKind, classify, fast_record
-from bronze.positions import Position, PositionResolver
+from bronze.envelope import (
+    TX_ID_WITH_LSN,
+    ChangeEvent,
+    RecordKind,
+    classify,
+    normalize_tx_id,
+    require_collection,
+)
+from bronze.positions import ArrivalPosition, Position, PositionResolver
 from capture.base import CaptureSource, SourceBatch, gc_paused
+from capture.file_offsets import FileTracker, TrackedFile
+from capture.json_formats import FORMATS, Parsed, dumps, parse_line
 from capture.masking import ColumnMasker
 from pipeline.errors import CaptureError, EnvelopeError, PipelineError, SourceUnavailable
 
-__all__ = ["DebeziumJsonSource", "OFFSET_FORMAT"]
+__all__ = ["DebeziumJsonSource", "OFFSET_FORMAT", "ORDER_BY"]
 
 logger = logging.getLogger(__name__)
 
-OFFSET_FORMAT = 1
-"""Version of the offset document this source writes."""
+OFFSET_FORMAT = 2
+"""Version of the offset document this source writes (1: files keyed by name only, migrated)."""
 
-FORMATS = ("auto", "envelope", "kafka_json", "key_tab_value")
-
-_WRAPPER_KEYS = frozenset(
-    {
-        "key",
-        "value",
-        "payload",
-        "headers",
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "ts",
-        "tstype",
-        "broker",
-        "key_schema",
-        "value_schema",
-        "timestampType",
-    }
-)
+ORDER_BY = ("source", "arrival")
+"""``order.by`` values: source positions (default) or arrival order (docs/bronze.md)."""
 
 _PARTITION_FIELDS: dict[str, tuple[str, ...]] = {
     # Positions compare only within Debezium's source partition: per replica set for MongoDB,
@@ -80,20 +71,20 @@ _NATIVE_TX_FIELDS = ("txId", "gtid", "commit_lsn", "commit_scn", "stxnid", "txnN
 """Source fields that identify a transaction when ``transaction.id`` is absent, in the order
 tried (PG/Oracle/YB txId, MySQL GTID, SQL Server/Db2 commit LSN, Oracle commit SCN, MongoDB)."""
 
+_TRANSACTION_TOPIC_SUFFIX = ".transaction"
 
-_Parsed = tuple[ConnectRecord, bytes | None, bytes | None]
-"""A parsed record and, when available verbatim, the JSON text of its key and value payloads."""
-_Pending = tuple["_Line", ChangeEvent, _Parsed, str]
+_Pending = tuple["_Line", ChangeEvent, Parsed, str]
 
 
 class _Line:
-    __slots__ = ("raw", "number", "end", "file")
+    __slots__ = ("raw", "number", "end", "entry", "name")
 
-    def __init__(self, raw: bytes, number: int, end: int, file: str) -> None:
+    def __init__(self, raw: bytes, number: int, end: int, entry: TrackedFile) -> None:
         self.raw = raw
         self.number = number
         self.end = end
-        self.file = file
+        self.entry = entry
+        self.name = entry.name
 
 
 class DebeziumJsonSource(CaptureSource):
@@ -103,12 +94,15 @@ class DebeziumJsonSource(CaptureSource):
         name: The configured source name.
         path: A JSON-lines file or a directory of them.
         file_pattern: Glob of files to read inside a directory.
-        line_format: One of :data:`FORMATS`.
-        connector_hint: Connector for records that carry no ``source`` block.
+        line_format: One of :data:`capture.json_formats.FORMATS`.
+        connector_hint: Connector for records that carry no ``source`` block (or no
+            ``source.connector``).
         masker: Column masks applied to row images before they reach bronze.
+        order_by: ``source`` (positions from each record's source block; records without one
+            are quarantined) or ``arrival`` (every record ordered by when it was read).
 
-    When the agent follows the source (``follow``), an unterminated last line is left for later
-    (a writer may be mid-line); otherwise the last line of a file counts without a newline.
+    A line is read only once its newline is there: an unterminated last line is left for later,
+    whether or not the agent follows the source (a writer may be mid-line).
     """
 
     KIND: ClassVar[str] = "debezium_json"
@@ -124,19 +118,25 @@ class DebeziumJsonSource(CaptureSource):
         line_format: str = "auto",
         connector_hint: str | None = None,
         masker: ColumnMasker | None = None,
+        order_by: str = "source",
     ) -> None:
         super().__init__(name)
         if line_format not in FORMATS:
             raise CaptureError(f"source {name}: format '{line_format}' is not one of {FORMATS}")
+        if order_by not in ORDER_BY:
+            raise CaptureError(f"source {name}: order.by '{order_by}' is not one of {ORDER_BY}")
         self.path = Path(path)
         self.file_pattern = file_pattern
         self.line_format = line_format
         self.connector_hint = connector_hint
         self.masker = masker
-        self._progress: dict[str, tuple[int, int]] = {}
+        self.arrival_order = order_by == "arrival"
+        self._files = FileTracker(name, self.path, file_pattern)
         self._resolvers: dict[str, PositionResolver] = {}
         self._last_partition: str | None = None
+        self._arrival = 0
         self._schema_cache: dict[bytes, str] = {}
+        self._warned_tail: set[tuple[str, int]] = set()
 
     @classmethod
     def from_config(cls, config: Any) -> DebeziumJsonSource:
@@ -148,24 +148,30 @@ class DebeziumJsonSource(CaptureSource):
             line_format=str(config.format),
             connector_hint=config.connector_hint,
             masker=ColumnMasker.from_source(config),
+            order_by=str(config.order_by),
         )
 
     # --- offsets -----------------------------------------------------------------------------
     def open(self, offset: Mapping[str, Any] | None) -> None:
-        """Resume after ``offset`` (None: from the first line of the first file)."""
+        """Resume after ``offset`` (None: from the first line of the first file).
+
+        Raises:
+            SourceUnavailable: ``path`` does not exist.
+            CaptureError: The offset has a format this version cannot read.
+        """
         if not self.path.exists():
             raise SourceUnavailable(f"source {self.name}: {self.path} does not exist")
         if offset is None:
             return
-        if offset.get("format") != OFFSET_FORMAT:
+        fmt = offset.get("format")
+        if fmt not in (1, OFFSET_FORMAT):
             raise CaptureError(
-                f"source {self.name}: committed offset has format {offset.get('format')!r}, "
-                f"this version reads format {OFFSET_FORMAT}"
+                f"source {self.name}: committed offset has format {fmt!r}, this version reads "
+                f"formats 1 and {OFFSET_FORMAT}; it was written by a newer medallion"
             )
-        self._progress = {
-            name: (int(byte), int(line)) for name, (byte, line) in offset.get("files", {}).items()
-        }
+        self._files.load(offset.get("files", {}), int(fmt))
         self._last_partition = offset.get("last_partition")
+        self._arrival = int(offset.get("arrival", 0))
         self._resolvers = {
             part: PositionResolver(state["connector"], state["state"])
             for part, state in offset.get("positions", {}).items()
@@ -174,8 +180,9 @@ class DebeziumJsonSource(CaptureSource):
     def _offset(self) -> dict[str, Any]:
         return {
             "format": OFFSET_FORMAT,
-            "files": {name: [byte, line] for name, (byte, line) in self._progress.items()},
+            "files": self._files.dump(),
             "last_partition": self._last_partition,
+            "arrival": self._arrival,
             "positions": {
                 part: {"connector": r.connector, "state": r.state()}
                 for part, r in self._resolvers.items()
@@ -183,52 +190,44 @@ class DebeziumJsonSource(CaptureSource):
         }
 
     # --- files -------------------------------------------------------------------------------
-    def _files(self) -> list[Path]:
-        if self.path.is_file():
-            return [self.path]
-        return sorted(p for p in self.path.glob(self.file_pattern) if p.is_file())
-
-    def _file_key(self, path: Path) -> str:
-        return path.name if self.path.is_dir() else str(path)
-
     def _lines(self) -> Iterator[_Line]:
-        """Lines after the committed progress, file by file in name order.
+        """Complete lines after the committed progress, file by file in name order.
 
-        The offset is not moved here: the caller consumes each line it lands or quarantines.
-        Every file keeps its own (byte, line) progress, so a file that grows later (the newest
-        file of a Debezium Server writer) is read on from where it was left.
+        Progress is not moved here: the caller consumes each line it lands or quarantines.
+        Every file keeps its own progress, so a file that grows later (the newest file of a
+        Debezium Server writer) is read on from where it was left.
         """
-        for path in self._files():
-            key = self._file_key(path)
-            byte, number = self._progress.get(key, (0, 0))
-            try:
-                size = path.stat().st_size
-            except FileNotFoundError:
-                continue
-            if size < byte:
-                logger.warning(
-                    "source %s: %s shrank below its committed offset %s; skipped (rotated or "
-                    "rewritten files are not re-read)",
-                    self.name,
-                    path,
-                    byte,
-                )
-                continue
-            if size == byte:
+        for path, entry, size in self._files.scan():
+            self._files.mark_size(entry, size)
+            if size == entry.byte:
                 continue
             try:
                 handle = path.open("rb")
             except FileNotFoundError as exc:
                 raise SourceUnavailable(f"source {self.name}: {path} vanished") from exc
             with handle:
-                handle.seek(byte)
-                pos = byte
+                handle.seek(entry.byte)
+                pos, number = entry.byte, entry.line
                 for raw in handle:
+                    if raw[-1:] != b"\n":
+                        self._unterminated(path, pos, len(raw))
+                        break  # a writer may still be appending this line
                     pos += len(raw)
                     number += 1
-                    if not raw.endswith(b"\n") and self.follow:
-                        return  # a writer may still be appending this line
-                    yield _Line(raw, number, pos, key)
+                    yield _Line(raw, number, pos, entry)
+
+    def _unterminated(self, path: Path, at: int, length: int) -> None:
+        if self.follow or (str(path), at) in self._warned_tail:
+            return
+        self._warned_tail.add((str(path), at))
+        logger.warning(
+            "source %s: %s ends with %s bytes without a newline at byte %s; they are read once "
+            "the line's newline is written (a producer must end every record with one)",
+            self.name,
+            path,
+            length,
+            at,
+        )
 
     # --- reading -----------------------------------------------------------------------------
     def read_batch(
@@ -238,7 +237,11 @@ class DebeziumJsonSource(CaptureSource):
         max_transaction_events: int,
         until: Mapping[str, Any] | None = None,
     ) -> SourceBatch:
-        """Read the next batch; see :meth:`CaptureSource.read_batch`."""
+        """Read the next batch; see :meth:`CaptureSource.read_batch`.
+
+        Raises:
+            FileIdentityError: A file shrank, was replaced or vanished with unread bytes.
+        """
         with gc_paused():
             return self._read_batch(max_events, max_transaction_events, until)
 
@@ -251,27 +254,35 @@ class DebeziumJsonSource(CaptureSource):
         open_tx_rows = 0
         pending: list[_Pending] = []
         exhausted = True
-        parse, hint, masker = self._parse, self.connector_hint, self.masker
+        fmt, hint, masker = self.line_format, self.connector_hint, self.masker
+        sourceless = self.arrival_order
+        until_files = None if until is None else until.get("files", {})
+        land = self._land_arrival if sourceless else self._land
         for line in self._lines():
-            if until is not None and self._reached(until):
+            if until_files is not None and self._files.reached(until_files):
                 exhausted = False
                 break
             stripped = line.raw.strip()
             if not stripped:
                 self._consume(line)
                 continue
-            origin = f"{line.file}:{line.number}"
+            origin = f"{line.name}:{line.number}"
             try:
-                parsed = parse(stripped, origin)
-                event = classify(parsed[0], origin=origin, connector_hint=hint)
-                if masker is not None and event.kind is RecordKind.DATA:
-                    event, parsed = self._mask(event, parsed, origin)
-            except PipelineError as exc:
+                parsed = parse_line(stripped, fmt, origin)
+                event = classify(
+                    parsed[0], origin=origin, connector_hint=hint, allow_sourceless=sourceless
+                )
+                kind = event.kind
+                if kind is RecordKind.DATA:
+                    if event.collection is None:
+                        require_collection(event, origin)
+                    if masker is not None:
+                        event, parsed = self._mask(event, parsed, origin)
+                tx_key = self._transaction_key(event)
+            except Exception as exc:  # noqa: BLE001 - one bad record never stops the batch
                 builder.add_quarantined(_quarantined(line.raw, origin, exc, now))
                 self._consume(line)
                 continue
-            kind = event.kind
-            tx_key = _transaction_key(event)
             if tx_key is None and kind is RecordKind.TOMBSTONE:
                 # A tombstone follows its delete and belongs to the delete's transaction.
                 tx_key = open_tx
@@ -283,7 +294,7 @@ class DebeziumJsonSource(CaptureSource):
                     builder.mark_partial(open_tx)
                     exhausted = False
                     break
-            if not self._land(builder, line, event, parsed, origin, now, pending, tx_key):
+            if not land(builder, line, event, parsed, origin, now, pending, tx_key):
                 continue
             if kind is RecordKind.TRANSACTION:
                 if event.tx_status == "BEGIN":
@@ -307,29 +318,63 @@ class DebeziumJsonSource(CaptureSource):
             )
         return SourceBatch(builder, self._offset(), exhausted)
 
-    def _reached(self, until: Mapping[str, Any]) -> bool:
-        progress = self._progress
-        return all(
-            progress.get(name, (0, 0))[0] >= int(target[0])
-            for name, target in until.get("files", {}).items()
-        )
-
     def _consume(self, line: _Line) -> None:
         # A held-back control line may belong to an earlier file than the one being read.
-        self._progress[line.file] = (line.end, line.number)
+        entry = line.entry
+        entry.byte = line.end
+        entry.line = line.number
 
+    # --- transactions ------------------------------------------------------------------------
+    def _transaction_key(self, event: ChangeEvent) -> str | None:
+        """The normalised transaction identity (contract C3) bronze stores in ``tx_id``."""
+        tx = event.transaction
+        if tx is not None:
+            tx_id = tx.id
+            if ":" in tx_id:
+                connector = event.connector
+                if connector is None:  # BEGIN/END carry no source block
+                    connector = self._control_connector(event)
+                if connector in TX_ID_WITH_LSN:
+                    return normalize_tx_id(connector, tx_id)
+            return tx_id
+        source = event.source
+        if source is None:
+            return None
+        for name in _NATIVE_TX_FIELDS:
+            value = source.get(name)
+            if value is not None:
+                return str(value)
+        return None
+
+    def _control_connector(self, event: ChangeEvent) -> str | None:
+        """The connector of a record without a source block: that of its source partition.
+
+        The transaction topic is ``<topic.prefix>.transaction`` and the prefix is the logical
+        server name, the first part of the partition; without a topic, the partition of the
+        last data record (Debezium writes BEGIN/END into the stream they delimit).
+        """
+        topic = event.record.topic
+        if topic is not None and topic.endswith(_TRANSACTION_TOPIC_SUFFIX):
+            server = topic[: -len(_TRANSACTION_TOPIC_SUFFIX)]
+            for part, known in self._resolvers.items():
+                if part.split("/", 1)[0] == server:
+                    return known.connector
+        last = self._resolvers.get(self._last_partition or "")
+        return None if last is None else last.connector
+
+    # --- positions ---------------------------------------------------------------------------
     def _land(
         self,
         builder: BatchBuilder,
         line: _Line,
         event: ChangeEvent,
-        parsed: _Parsed,
+        parsed: Parsed,
         origin: str,
         now: dt.datetime,
         pending: list[_Pending],
         tx_id: str | None,
     ) -> bool:
-        """Resolve the position and add the event; False if it waits for a position."""
+        """Resolve the position and add the event; False if it waits or was quarantined."""
         source = event.source
         if source is None or event.kind is RecordKind.TOMBSTONE:
             resolver = self._resolvers.get(self._last_partition or "")
@@ -338,20 +383,26 @@ class DebeziumJsonSource(CaptureSource):
                 return False
             try:
                 position = resolver.for_control()
-            except PipelineError as exc:
+                self._add(
+                    builder, event, parsed, position, origin, now, self._last_partition, tx_id
+                )
+            except Exception as exc:  # noqa: BLE001 - quarantined with its reason
                 builder.add_quarantined(_quarantined(line.raw, origin, exc, now))
                 self._consume(line)
                 return False
-            self._add(builder, event, parsed, position, origin, now, self._last_partition, tx_id)
             self._consume(line)
             return True
-        partition = _partition(event.connector or "", source)
-        resolver = self._resolvers.get(partition)
         try:
+            connector = event.connector
+            if connector is None:
+                event = self._schema_change_connector(event, origin)
+                connector = event.connector or ""
+            partition = _partition(connector, source)
+            resolver = self._resolvers.get(partition)
             if resolver is None:
-                resolver = PositionResolver(event.connector or "")
+                resolver = PositionResolver(connector)
             position = resolver.for_data(source, origin=origin)
-        except PipelineError as exc:
+        except Exception as exc:  # noqa: BLE001 - quarantined with its reason
             builder.add_quarantined(_quarantined(line.raw, origin, exc, now))
             self._consume(line)
             return False
@@ -361,20 +412,85 @@ class DebeziumJsonSource(CaptureSource):
             # Waiting control records sort just before this first data record.
             for p_line, p_event, p_parsed, p_origin in pending:
                 control = resolver.for_control()
-                self._add(
+                self._add_or_quarantine(
                     builder,
+                    p_line,
                     p_event,
                     p_parsed,
                     control,
                     p_origin,
                     now,
                     partition,
-                    _transaction_key(p_event),
+                    self._transaction_key(p_event),
                 )
-                self._consume(p_line)
             pending.clear()
             position = resolver.for_control()
-        self._add(builder, event, parsed, position, origin, now, partition, tx_id)
+        try:
+            self._add(builder, event, parsed, position, origin, now, partition, tx_id)
+        except Exception as exc:  # noqa: BLE001 - quarantined with its reason
+            builder.add_quarantined(_quarantined(line.raw, origin, exc, now))
+            self._consume(line)
+            return False
+        self._consume(line)
+        return True
+
+    def _schema_change_connector(self, event: ChangeEvent, origin: str) -> ChangeEvent:
+        # 0.x/1.2 MySQL schema changes carry a source block without 'connector'.
+        connector = self._control_connector(event)
+        if connector is None:
+            raise EnvelopeError(
+                f"{event.kind.value} record's source has no 'connector' and no data record of "
+                "this source came before it to take the connector from: set 'connector.hint' "
+                "on the source",
+                origin=origin,
+            )
+        return dataclasses.replace(event, connector=connector)
+
+    def _land_arrival(
+        self,
+        builder: BatchBuilder,
+        line: _Line,
+        event: ChangeEvent,
+        parsed: Parsed,
+        origin: str,
+        now: dt.datetime,
+        pending: list[_Pending],
+        tx_id: str | None,
+    ) -> bool:
+        """``order.by: arrival``: every record's position is its arrival number."""
+        source = event.source
+        if source is not None and event.connector is not None:
+            partition: str | None = _partition(event.connector, source)
+        else:
+            partition = _topic_server(event.record.topic) or self._last_partition
+        position = ArrivalPosition._new(self._arrival, 0)
+        if not self._add_or_quarantine(
+            builder, line, event, parsed, position, origin, now, partition, tx_id
+        ):
+            return False
+        self._arrival += 1
+        if partition is not None:
+            self._last_partition = partition
+        return True
+
+    def _add_or_quarantine(
+        self,
+        builder: BatchBuilder,
+        line: _Line,
+        event: ChangeEvent,
+        parsed: Parsed,
+        position: Position,
+        origin: str,
+        now: dt.datetime,
+        partition: str | None,
+        tx_id: str | None,
+    ) -> bool:
+        try:
+            self._add(builder, event, parsed, position, origin, now, partition, tx_id)
+        except Exception as exc:  # noqa: BLE001 - quarantined with its reason
+            builder.add_quarantined(_quarantined(line.raw, origin, exc, now))
+            self._consume(line)
+            return False
         self._consume(line)
         return True
 
@@ -382,7 +498,7 @@ class DebeziumJsonSource(CaptureSource):
         self,
         builder: BatchBuilder,
         event: ChangeEvent,
-        parsed: _Parsed,
+        parsed: Parsed,
         position: Position,
         origin: str,
         now: dt.datetime,
@@ -395,18 +511,14 @@ class DebeziumJsonSource(CaptureSource):
             event,
             position,
             key_json=(
-                key_text.decode()
-                if key_text is not None
-                else None
-                if key is None
-                else orjson.dumps(key).decode()
+                key_text.decode() if key_text is not None else None if key is None else dumps(key)
             ),
             value_json=(
                 value_text.decode()
                 if value_text is not None
                 else None
                 if value is None
-                else orjson.dumps(value).decode()
+                else dumps(value)
             ),
             key_schema_id=None
             if record.key_schema is None
@@ -423,7 +535,10 @@ class DebeziumJsonSource(CaptureSource):
     def _register(self, builder: BatchBuilder, schema: Mapping[str, Any] | None) -> str | None:
         if schema is None:
             return None
-        canonical = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+        try:
+            canonical = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # an integer beyond 64 bits (a default value, a parameter)
+            canonical = dumps(_sorted(schema)).encode()
         sid = self._schema_cache.get(canonical)
         if sid is None:
             sid = schema_id(schema)
@@ -432,9 +547,7 @@ class DebeziumJsonSource(CaptureSource):
         builder.add_schema(sid, name if isinstance(name, str) else None, canonical.decode())
         return sid
 
-    def _mask(
-        self, event: ChangeEvent, parsed: _Parsed, origin: str
-    ) -> tuple[ChangeEvent, _Parsed]:
+    def _mask(self, event: ChangeEvent, parsed: Parsed, origin: str) -> tuple[ChangeEvent, Parsed]:
         masker = self.masker
         record = parsed[0]
         value = record.value
@@ -452,157 +565,46 @@ class DebeziumJsonSource(CaptureSource):
                 masked[image] = masker.apply(event.collection, row)
         record = dataclasses.replace(record, value=masked)
         # The verbatim value text is unmasked: drop it so bronze stores the masked payload.
-        event = classify(record, origin=origin, connector_hint=self.connector_hint)
+        event = classify(
+            record,
+            origin=origin,
+            connector_hint=self.connector_hint,
+            allow_sourceless=self.arrival_order,
+        )
         return event, (record, parsed[1], None)
-
-    # --- line formats ------------------------------------------------------------------------
-    def _parse(self, line: bytes, origin: str) -> _Parsed:
-        """Parse one line; also return the key/value JSON text when the line holds it as is."""
-        fmt = self.line_format
-        if fmt == "key_tab_value" or (fmt == "auto" and b"\t" in line and _tab_split(line)):
-            key_text, _, value_text = line.partition(b"\t")
-            key = _loads(key_text, origin, "key")
-            value = _loads(value_text, origin, "value")
-            return _record(key, value, (), None, origin, key_text, value_text)
-        obj = _loads(line, origin, "line")
-        if fmt == "kafka_json" or (fmt == "auto" and _is_wrapper(obj)):
-            if not isinstance(obj, dict):
-                raise EnvelopeError("a kafka_json line must be a JSON object", origin=origin)
-            return _from_wrapper(obj, origin)
-        return _record(None, obj, (), None, origin, None, line)
 
 
 # --- helpers -----------------------------------------------------------------------------------
-def _loads(text: bytes, origin: str, what: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise EnvelopeError(f"{what} is not valid JSON: {exc}", origin=origin) from None
-
-
-def _tab_split(line: bytes) -> bool:
-    # A raw tab cannot occur inside a JSON string, so a tab outside whitespace between tokens
-    # means key<TAB>value; confirm the left part is a whole JSON value.
-    left = line.partition(b"\t")[0].strip()
-    if not left:
-        return False
-    try:
-        orjson.loads(left)
-    except orjson.JSONDecodeError:
-        return False
-    return True
-
-
-def _is_wrapper(obj: Any) -> bool:
-    return (
-        isinstance(obj, dict)
-        and "key" in obj
-        and ("value" in obj or "payload" in obj)
-        and obj.keys() <= _WRAPPER_KEYS
-    )
-
-
-def _from_wrapper(obj: dict[str, Any], origin: str) -> _Parsed:
-    value = obj["value"] if "value" in obj else obj.get("payload")
-    key = obj.get("key")
-    key_text = value_text = None
-    # kcat -J and similar dumps write key and value as JSON text.
-    if isinstance(key, str):
-        key_text = key.encode()
-        key = _loads(key_text, origin, "key")
-    if isinstance(value, str):
-        value_text = value.encode()
-        value = _loads(value_text, origin, "value")
-    topic = obj.get("topic")
-    headers = _headers(obj["headers"], origin) if "headers" in obj else ()
-    return _record(key, value, headers, topic, origin, key_text, value_text)
-
-
-def _headers(raw: Any, origin: str) -> tuple[tuple[str, str | None], ...]:
-    if raw is None:
-        return ()
-    pairs: list[tuple[Any, Any]]
-    if isinstance(raw, dict):
-        pairs = list(raw.items())
-    elif isinstance(raw, list) and all(isinstance(h, dict) for h in raw):
-        pairs = [(h.get("key"), h.get("value")) for h in raw]
-    elif isinstance(raw, list) and len(raw) % 2 == 0:
-        pairs = list(zip(raw[0::2], raw[1::2], strict=True))
-    else:
-        raise EnvelopeError(
-            "headers must be an object, [name, value, ...] or [{key, value}]", origin=origin
-        )
-    out: list[tuple[str, str | None]] = []
-    for name, value in pairs:
-        if not isinstance(name, str):
-            raise EnvelopeError(f"header name {name!r} is not a string", origin=origin)
-        if value is None or isinstance(value, str):
-            out.append((name, value))
-        else:
-            out.append((name, orjson.dumps(value).decode()))
-    return tuple(out)
-
-
-def _split_connect(obj: Any) -> tuple[Any, dict[str, Any] | None]:
-    if isinstance(obj, dict) and len(obj) == 2 and "schema" in obj and "payload" in obj:
-        schema = obj["schema"]
-        return obj["payload"], schema if isinstance(schema, dict) else None
-    return obj, None
-
-
-def _record(
-    key: Any,
-    value: Any,
-    headers: tuple[tuple[str, str | None], ...],
-    topic: str | None,
-    origin: str,
-    key_text: bytes | None,
-    value_text: bytes | None,
-) -> _Parsed:
-    key_payload, key_schema = _split_connect(key)
-    value_payload, value_schema = _split_connect(value)
-    if value_payload is not None and not isinstance(value_payload, dict):
-        raise EnvelopeError(
-            f"value must be a JSON object or null, got {type(value_payload).__name__}",
-            origin=origin,
-        )
-    record = fast_record(
-        key_payload,
-        value_payload,
-        key_schema,
-        value_schema,
-        headers,
-        topic if isinstance(topic, str) else None,
-    )
-    # The text as produced is kept when it is exactly the payload (no schema wrapper); it is
-    # what bronze stores, and re-serializing would cost a microsecond per record.
-    return (
-        record,
-        None if key_schema is not None or key_text is None or key is None else key_text,
-        None if value_schema is not None or value_text is None or value is None else value_text,
-    )
-
-
 def _partition(connector: str, source: Mapping[str, Any]) -> str:
     fields = _PARTITION_FIELDS.get(connector, _DEFAULT_PARTITION_FIELDS)
     return "/".join(str(source.get(f, "")) for f in fields)
 
 
-def _transaction_key(event: ChangeEvent) -> str | None:
-    if event.transaction is not None:
-        return event.transaction.id
-    source = event.source
-    if source is None:
+def _topic_server(topic: str | None) -> str | None:
+    # <prefix>.<schema>.<table> or <prefix>.transaction: the prefix is the logical server name.
+    if not topic:
         return None
-    for name in _NATIVE_TX_FIELDS:
-        value = source.get(name)
-        if value is not None:
-            return str(value)
-    return None
+    if topic.endswith(_TRANSACTION_TOPIC_SUFFIX):
+        return topic[: -len(_TRANSACTION_TOPIC_SUFFIX)] or None
+    parts = topic.split(".")
+    return ".".join(parts[:-2]) or None if len(parts) >= 3 else None
 
 
-def _quarantined(
-    raw: bytes, origin: str, exc: PipelineError, now: dt.datetime
-) -> QuarantinedRecord:
-    reason = getattr(exc, "reason", None) or str(exc)
+def _sorted(doc: Any) -> Any:
+    if isinstance(doc, Mapping):
+        return {k: _sorted(doc[k]) for k in sorted(doc)}
+    if isinstance(doc, list):
+        return [_sorted(v) for v in doc]
+    return doc
+
+
+def _quarantined(raw: bytes, origin: str, exc: Exception, now: dt.datetime) -> QuarantinedRecord:
+    if isinstance(exc, PipelineError):
+        reason = getattr(exc, "reason", None) or str(exc)
+    else:
+        # Not an expected rejection: still one record, still quarantined, but say it is ours.
+        reason = (
+            f"unexpected {type(exc).__name__} while landing this record: {exc} (a medallion "
+            "bug: please report it with this record)"
+        )
     return QuarantinedRecord(origin, reason, type(exc).__name__, raw.rstrip(b"\r\n"), now)

@@ -309,6 +309,16 @@ class ColumnMasker:
             out[column] = rule.transform(value)
         return row if out is None else out
 
+    def covers(self, collection: str, column: str) -> bool:
+        """Whether a rule matches ``collection.column`` (its values are masked, hashed or
+        truncated), whatever the value: such a column's text never leaves the agent."""
+        plan = self._plan(collection)
+        if plan is None:
+            return False
+        if column in plan.columns:
+            return plan.columns[column] is not None
+        return self._rule_for(plan, collection, column) is not None
+
     def _rule_for(self, plan: _Plan, collection: str, column: str) -> _CompiledRule | None:
         qualified = f"{collection}.{column}"
         rule = next((r for r in plan.rules if r.matches(qualified)), None)

@@ -94,6 +94,7 @@ from capture.mysql_server import (
 from capture.mysql_types import (
     SNAPSHOT_SESSION_SQL,
     MySqlHandling,
+    column_default,
     column_type,
     snapshot_connect_kwargs,
     snapshot_values,
@@ -537,7 +538,7 @@ class MySqlSource(DatabaseSource):
                 state = SchemaState()
             elif entry.ddl:
                 try:
-                    state.apply(entry.ddl, entry.database)
+                    state.apply(entry.ddl, entry.database, entry.ts_ms)
                 except DdlParseError as exc:
                     raise CaptureError(
                         f"source {self.name}: schema history entry at "
@@ -635,6 +636,10 @@ class MySqlSource(DatabaseSource):
         types: list[ColumnType] = [
             column_type(c, definition.charset, s.handling) for c in definition.columns
         ]
+        defaults = [
+            column_default(c, t, definition.charset)
+            for c, t in zip(definition.columns, types, strict=True)
+        ]
         return MySqlTable(
             definition,
             s.server_name,
@@ -648,6 +653,7 @@ class MySqlSource(DatabaseSource):
             masker=s.masker,
             with_transaction=s.provide_transaction_metadata,
             origin_prefix=self.ORIGIN,
+            defaults=defaults,
         )
 
     # --- snapshot ------------------------------------------------------------------------------
@@ -1055,7 +1061,7 @@ class MySqlSource(DatabaseSource):
         ts_ms = int(event.timestamp) * 1000
         position = _position(self._file_number(), start, Phase.STREAM, 0, 0, self._file, gtid)
         try:
-            changes = self._schema.apply(sql, database)
+            changes = self._schema.apply(sql, database, ts_ms)
         except DdlParseError as exc:
             raise CaptureError(
                 f"source {self.name}: cannot parse the DDL at {self._file}:{start}: {exc}"

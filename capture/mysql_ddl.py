@@ -540,15 +540,21 @@ _BINARY_OPERATOR_WORDS = frozenset({"DIV", "MOD", "AND", "OR", "XOR", "IS", "LIK
 class _Cursor:
     """Position in one statement's tokens, with the helpers the grammar functions use."""
 
-    __slots__ = ("tokens", "i", "sql", "explicit_defaults_for_timestamp")
+    __slots__ = ("tokens", "i", "sql", "explicit_defaults_for_timestamp", "ts_ms")
 
     def __init__(
-        self, tokens: list[Token], sql: str, *, explicit_defaults_for_timestamp: bool = True
+        self,
+        tokens: list[Token],
+        sql: str,
+        *,
+        explicit_defaults_for_timestamp: bool = True,
+        ts_ms: int | None = None,
     ) -> None:
         self.tokens = tokens
         self.i = 0
         self.sql = sql
         self.explicit_defaults_for_timestamp = explicit_defaults_for_timestamp
+        self.ts_ms = ts_ms
 
     def peek(self, ahead: int = 0) -> Token:
         j = self.i + ahead
@@ -664,6 +670,13 @@ class _Cursor:
             self.i += 1
             return int(token.text)
         raise self.error("an integer")
+
+    def expression_text(self) -> str:
+        """Skip a scalar expression and return its text as written (a DEFAULT value)."""
+        start = self.peek().pos
+        self.skip_expression()
+        end = self.peek().pos if not self.at_end() else len(self.sql)
+        return self.sql[start:end].strip()
 
     def skip_expression(self) -> None:
         """Skip a scalar expression (a DEFAULT or ON UPDATE value)."""
@@ -868,6 +881,7 @@ def _parse_column(cur: _Cursor) -> _ColumnSpec:
     not_null = auto_increment = unique = serial
     primary = generated = json_check = explicit_null = False
     versioning: str | None = None
+    default: str | None = None
     charset: str | None = fields.get("charset")
     collation_charset: str | None = None
     while not (cur.at_end() or cur.at_op(",") or cur.at_op(")")):
@@ -880,7 +894,7 @@ def _parse_column(cur: _Cursor) -> _ColumnSpec:
             not_null = False
             explicit_null = True
         elif cur.accept("DEFAULT"):
-            cur.skip_expression()
+            default = cur.expression_text()
         elif cur.accept("AUTO_INCREMENT"):
             auto_increment = True
         elif cur.accept("PRIMARY"):
@@ -972,8 +986,14 @@ def _parse_column(cur: _Cursor) -> _ColumnSpec:
         nullable=not (not_null or primary),
         auto_increment=auto_increment,
         generated=generated,
+        default=default,
     )
     return _ColumnSpec(column, primary, unique, versioning)
+
+
+def _added(spec: _ColumnSpec, cur: _Cursor) -> _ColumnSpec:
+    """``spec`` of a column ALTER TABLE ... ADD adds, marked with the statement's time."""
+    return replace(spec, column=replace(spec.column, added_ms=cur.ts_ms or 0))
 
 
 def _parse_key_parts(cur: _Cursor) -> tuple[tuple[str | None, ...], bool]:
@@ -1166,15 +1186,33 @@ class _Builder:
         new_name = spec.column.name
         if new_name.lower() != old.lower() and self.find(new_name) is not None and self.known:
             raise self._fail(f"column {new_name!r} already exists")
+        column = spec.column
+        if current.added_ms is not None or current.renamed_from is not None:
+            # Rows that existed before the column was added (or renamed) keep what they got.
+            column = replace(
+                column,
+                added_ms=current.added_ms,
+                renamed_from=current.renamed_from,
+                default=current.default if current.added_ms is not None else column.default,
+            )
+        if new_name != current.name:
+            column = replace(column, renamed_from=current.renamed_from or current.name)
         if position is None:
-            self.columns[index] = spec.column
+            self.columns[index] = column
         else:
             del self.columns[index]
-            self.columns.insert(self._position(position), spec.column)
+            self.columns.insert(self._position(position), column)
         if new_name != current.name:
             self._rename_in_keys(current.name, new_name)
         self._inline_keys(spec)
         self._note_versioning(spec)
+
+    def set_default(self, name: str, default: str | None) -> None:
+        """``ALTER COLUMN SET/DROP DEFAULT``; a column added by ALTER keeps the default its
+        existing rows got (contract C4)."""
+        index = self.find(name)
+        if index is not None and self.columns[index].added_ms is None:
+            self.columns[index] = replace(self.columns[index], default=default)
 
     def drop_column(self, name: str, if_exists: bool) -> None:
         index = self.find(name)
@@ -1563,12 +1601,17 @@ class SchemaState:
 
     # -- applying ---------------------------------------------------------------------
 
-    def apply(self, sql: str, default_database: str | None) -> list[SchemaChange]:
+    def apply(
+        self, sql: str, default_database: str | None, ts_ms: int | None = None
+    ) -> list[SchemaChange]:
         """Apply every statement in ``sql`` and return what changed, in order.
 
         Args:
             sql: One or more statements (a binlog ``QueryEvent`` or ``SHOW CREATE TABLE`` text).
             default_database: The session's current database, for unqualified names.
+            ts_ms: The statement's binlog time: columns ``ALTER TABLE ... ADD`` adds remember it
+                (``ColumnDef.added_ms``; 0 when unknown), since existing rows got their
+                default then (``DEFAULT CURRENT_TIMESTAMP``).
 
         Returns:
             One :class:`SchemaChange` per table a statement created, altered, renamed, dropped or
@@ -1585,7 +1628,10 @@ class SchemaState:
         database = default_database
         for tokens in split_statements(sql):
             cur = _Cursor(
-                tokens, sql, explicit_defaults_for_timestamp=self.explicit_defaults_for_timestamp
+                tokens,
+                sql,
+                explicit_defaults_for_timestamp=self.explicit_defaults_for_timestamp,
+                ts_ms=ts_ms,
             )
             if cur.accept("USE"):
                 database = cur.identifier("a database name")
@@ -1812,7 +1858,11 @@ class SchemaState:
                 name = cur.identifier("a column name")
                 if not if_exists:
                     b.require(name)
-                cur.skip_to_separator()  # SET DEFAULT / DROP DEFAULT / SET [IN]VISIBLE
+                if cur.accept("SET", "DEFAULT"):
+                    b.set_default(name, cur.expression_text())
+                elif cur.accept("DROP", "DEFAULT"):
+                    b.set_default(name, None)
+                cur.skip_to_separator()  # SET [IN]VISIBLE
         elif cur.accept("CONVERT"):
             if cur.accept("TO"):
                 if not (cur.accept("CHARACTER", "SET") or cur.accept("CHARSET")):
@@ -1887,7 +1937,7 @@ class SchemaState:
             while True:
                 item = _parse_create_definition(cur)
                 if isinstance(item, _ColumnSpec):
-                    b.add_column(item, None, if_not_exists)
+                    b.add_column(_added(item, cur), None, if_not_exists)
                 elif item is not None:
                     b.add_key(item)
                 if not cur.accept_op(","):
@@ -1908,7 +1958,7 @@ class SchemaState:
                     b.add_key(item)
                 return
         spec = _parse_column(cur)
-        b.add_column(spec, _column_position(cur), if_not_exists)
+        b.add_column(_added(spec, cur), _column_position(cur), if_not_exists)
 
     def _alter_drop(self, cur: _Cursor, b: _Builder) -> None:
         if cur.accept("PRIMARY", "KEY"):

@@ -43,6 +43,16 @@ class ColumnDef:
         nullable: False for ``NOT NULL`` (and for primary-key columns).
         auto_increment: ``AUTO_INCREMENT``.
         generated: A generated (virtual or stored) column.
+        default: The ``DEFAULT`` expression as written (``'web'``, ``5``, ``NULL``,
+            ``current_timestamp()``, ``(1 + 1)``); None without a ``DEFAULT`` clause.
+        added_ms: For a column ``ALTER TABLE ... ADD`` added to an existing table: the
+            statement's binlog time (ms), when existing rows got their value (contract C4).
+            None for a column the table was created with (or that a snapshot found).
+        renamed_from: For a column renamed by ``CHANGE``/``RENAME COLUMN``: its old name.
+
+    ``default``, ``added_ms`` and ``renamed_from`` describe the column's history, not its
+    definition: they do not take part in equality (a definition built from the binlog's DDL
+    equals one built from ``SHOW CREATE TABLE``, which prints defaults normalised).
     """
 
     name: str
@@ -55,10 +65,13 @@ class ColumnDef:
     nullable: bool = True
     auto_increment: bool = False
     generated: bool = False
+    default: str | None = field(default=None, compare=False)
+    added_ms: int | None = field(default=None, compare=False)
+    renamed_from: str | None = field(default=None, compare=False)
 
     def renamed(self, name: str) -> ColumnDef:
-        """The same column under another name."""
-        return replace(self, name=name)
+        """The same column under another name (remembering the first old name)."""
+        return replace(self, name=name, renamed_from=self.renamed_from or self.name)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON (defaults left out)."""
@@ -79,6 +92,12 @@ class ColumnDef:
             out["auto_increment"] = True
         if self.generated:
             out["generated"] = True
+        if self.default is not None:
+            out["default"] = self.default
+        if self.added_ms is not None:
+            out["added_ms"] = self.added_ms
+        if self.renamed_from is not None:
+            out["renamed_from"] = self.renamed_from
         return out
 
     @classmethod
@@ -95,6 +114,9 @@ class ColumnDef:
             nullable=bool(data.get("nullable", True)),
             auto_increment=bool(data.get("auto_increment", False)),
             generated=bool(data.get("generated", False)),
+            default=data.get("default"),
+            added_ms=data.get("added_ms"),
+            renamed_from=data.get("renamed_from"),
         )
 
 

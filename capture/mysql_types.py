@@ -14,9 +14,10 @@ Mappings (Debezium MySQL connector 2.x, ``shared/spec/mysql-and-sqlserver.md`` Â
 
 * ``tinyint``/``smallint`` -> INT16, ``mediumint``/``int`` -> INT32, ``bigint`` -> INT64;
   ``UNSIGNED`` widens one step (``tinyint`` INT16, ``smallint``/``mediumint`` INT32, ``int``
-  INT64) and ``bigint unsigned`` is INT64 (``bigint.unsigned.handling.mode=long``: values above
-  2^63-1 wrap to negative, as Java's ``long`` does in Debezium) or ``Decimal`` scale 0
-  (``precise``). ``tinyint(1)``/``bool`` stay INT16: a snapshot sees ``TINYINT(1)`` and the
+  INT64) and ``bigint unsigned`` is ``Decimal`` scale 0, precision 20
+  (``bigint.unsigned.handling.mode=precise``, our default: exact up to 18446744073709551615) or
+  INT64 (``long``, Debezium's default: values above 2^63-1 wrap to negative, as Java's
+  ``long`` does; lossy). ``tinyint(1)``/``bool`` stay INT16: a snapshot sees ``TINYINT(1)`` and the
   binlog sees ``TINY``, and only Debezium's opt-in ``TinyIntOneToBooleanConverter`` turns them
   into BOOLEAN, so INT16 is what both roads give without it.
 * ``bit(1)`` -> BOOLEAN; ``bit(n)`` -> ``io.debezium.data.Bits`` (``length`` n), little-endian,
@@ -56,17 +57,20 @@ Mappings (Debezium MySQL connector 2.x, ``shared/spec/mysql-and-sqlserver.md`` Â
   ISO-8601 in UTC with ``Z``, formatted exactly like PostgreSQL ``timestamptz``
   (:mod:`capture.pg_types`). ``year`` -> ``io.debezium.time.Year``.
 * Zero and invalid dates (``0000-00-00``, a zero month or day, ``2020-02-30`` under
-  ``ALLOW_INVALID_DATES``, the zero ``TIMESTAMP``) follow Debezium's rule: null when the column
-  is nullable, else the epoch (day 0, ``1970-01-01T00:00:00Z``). The binlog road cannot tell
-  them apart (mysql-replication returns None for all), so neither road does.
+  ``ALLOW_INVALID_DATES``, the zero ``TIMESTAMP``) have no representation: null plus the
+  server's text in the record's ``__medallion.unrepresentable`` header (contract C1), in
+  nullable and NOT NULL columns alike (Debezium writes null or the epoch, which is a real date).
+  The binlog road reads their text too (:func:`install_binlog_date_readers`). A real date of
+  year 0 (``0000-01-01``) is day -719528, proleptic Gregorian as Debezium's.
 * Spatial types -> ``io.debezium.data.geometry.Geometry`` ``{wkb, srid}``, split from MySQL's
   internal format (4-byte little-endian SRID, then WKB), which both roads return.
 
 Any other type makes :func:`column_type` raise :class:`ValueConversionError`.
 
 What mysql-replication 1.0.17 gets wrong or loses, checked against MariaDB 10.11 (and undone by
-:func:`stream_values` or the converters): an empty SET is None (reason ``'empty set'``); zero and
-invalid dates are None; the zero TIMESTAMP is ``datetime(1970, 1, 1)``; YEAR 0000 is 1900; a
+:func:`stream_values`, the converters or :func:`install_binlog_date_readers`): an empty SET is
+None (reason ``'empty set'``); zero and invalid dates are None (their text lost) or raise; the
+zero TIMESTAMP is ``datetime(1970, 1, 1)``; YEAR 0000 is 1900; a
 negative TIME with a fraction F comes back with fraction 1 - F; BINARY(n), UUID, INET4 and INET6
 lose their trailing 0x00 bytes (an all-zero INET6 comes back as ``''``); UUID/INET values are
 bytes where a SELECT gives text; utf16/utf32 text is decoded little-endian; ucs2 text is left as
@@ -79,6 +83,7 @@ from __future__ import annotations
 import base64
 import codecs
 import datetime as dt
+import importlib.metadata
 import ipaddress
 import json
 import re
@@ -86,26 +91,34 @@ import struct
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any, Final
 
 import pymysql.converters
 from pymysql.constants import FIELD_TYPE
 
 from bronze import connect_schema as cs
+from capture.captured_table import ColumnDefault
+from capture.mysql_ddl import tokenize
 from capture.mysql_schema import ColumnDef, TableDef
 from capture.pg_types import (
     ColumnType,
+    Unrepresentable,
     ValueConversionError,
     _b64,
     _days_from_civil,
     _format_utc,
     decimal_bytes,
+    json_float,
 )
+from pipeline.errors import CaptureError
 
 __all__ = [
     "SNAPSHOT_SESSION_SQL",
+    "column_default",
+    "install_binlog_date_readers",
     "MySqlHandling",
+    "Unrepresentable",
     "ValueConversionError",
     "column_type",
     "snapshot_connect_kwargs",
@@ -144,7 +157,7 @@ class MySqlHandling:
 
     decimal: str = "precise"
     time_precision: str = "adaptive_time_microseconds"
-    bigint_unsigned: str = "long"
+    bigint_unsigned: str = "precise"
     binary: str = "bytes"
 
     def __post_init__(self) -> None:
@@ -161,7 +174,7 @@ class MySqlHandling:
             time_precision=str(
                 getattr(config, "time_precision_mode", "adaptive_time_microseconds")
             ),
-            bigint_unsigned=str(getattr(config, "bigint_unsigned_handling_mode", "long")),
+            bigint_unsigned=str(getattr(config, "bigint_unsigned_handling_mode", "precise")),
             binary=str(getattr(config, "binary_handling_mode", "bytes")),
         )
 
@@ -272,22 +285,50 @@ _EPOCH: Final = dt.datetime(1970, 1, 1)
 
 
 def _parse_datetime(text: str) -> dt.datetime | None:
-    """A DATE/DATETIME/TIMESTAMP as the server prints it; None for a zero or invalid date."""
+    """A DATE/DATETIME/TIMESTAMP as the server prints it; None for a zero or invalid date (and
+    year 0, which Python's datetime cannot hold): those stay text (:func:`_text_micros`)."""
     m = _DATETIME_RE.fullmatch(text.strip())
     if m is None:
         raise ValueError(f"not a MySQL date/time: {text!r}")
     y, mo, d, hh, mi, ss = (int(g or 0) for g in m.groups()[:6])
     try:
-        # Exactly the dates mysql-replication can build: year 0, month 0, day 0 and
-        # 2020-02-30 (ALLOW_INVALID_DATES) are not, and the binlog gives None for them.
         return dt.datetime(y, mo, d, hh, mi, ss, int((m.group(7) or "").ljust(6, "0") or 0))
     except ValueError:
         return None
 
 
+def _days_in_month(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _text_micros(text: str) -> int:
+    """Microseconds of a date/time the server printed that Python's datetime cannot build: a
+    real date of year 0 (proleptic, as Debezium), or a zero/invalid date (``0000-00-00``,
+    ``2020-00-15``, ``2020-02-30`` under ``ALLOW_INVALID_DATES``), which no date type holds."""
+    m = _DATETIME_RE.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"not a MySQL date/time: {text!r}")
+    y, mo, d, hh, mi, ss = (int(g or 0) for g in m.groups()[:6])
+    if 1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo):
+        seconds = hh * 3600 + mi * 60 + ss
+        micros = int((m.group(7) or "").ljust(6, "0") or 0)
+        return _days_from_civil(y, mo, d) * _US_PER_DAY + seconds * 1_000_000 + micros
+    kind = "zero" if y == mo == d == 0 else "invalid"
+    raise Unrepresentable(
+        f"{kind} date {text}: no date or timestamp type holds it (MySQL zero dates are null "
+        "with this reason, contract C1)",
+        text,
+    )
+
+
 def _epoch_micros(value: Any) -> int:
     if isinstance(value, str):
-        value = _parse_datetime(value) or _EPOCH
+        parsed = _parse_datetime(value)
+        if parsed is None:
+            return _text_micros(value)
+        value = parsed
     if isinstance(value, dt.datetime):
         days = _days_from_civil(value.year, value.month, value.day)
         seconds = value.hour * 3600 + value.minute * 60 + value.second
@@ -363,7 +404,7 @@ def _guarded(name: str, type_name: str, convert: Callable[[Any], Any]) -> Callab
     def run(value: Any) -> Any:
         try:
             return convert(value)
-        except ValueConversionError:
+        except (ValueConversionError, Unrepresentable):
             raise
         except (ValueError, TypeError, ArithmeticError, UnicodeError, struct.error) as exc:
             raise ValueConversionError(
@@ -423,8 +464,10 @@ def _floating(column: ColumnDef, name: str) -> ColumnType:
     schema = cs.primitive("float64" if wide else "float32")
     scale = column.scale
 
-    def convert(value: Any) -> float:
+    def convert(value: Any) -> float | str:
         number = float(value)
+        if number - number != 0.0:
+            return json_float(number)  # the server rejects NaN/Infinity; never a silent null
         if single:
             number = _float32(number)
         if scale is not None:
@@ -648,16 +691,14 @@ def column_type(  # noqa: C901 - one dispatch over MySQL's type list
 
 # --- the two roads --------------------------------------------------------------------------------
 
-_ZERO_VALUES: Final[Mapping[str, Any]] = {
-    "date": dt.date(1970, 1, 1),
-    "datetime": _EPOCH,
-    "timestamp": _EPOCH,
-}
 
-
-def _zero_date(column: ColumnDef, name: str) -> Any:
-    """Debezium's zero-date rule: null in a nullable column, else the epoch."""
-    return None if column.nullable else _ZERO_VALUES[name]
+def _zero_text(column: ColumnDef, name: str) -> str:
+    """The zero value of a temporal column as the server prints it (``0000-00-00``,
+    ``0000-00-00 00:00:00[.000000]`` with the column's fractional digits)."""
+    if name == "date":
+        return "0000-00-00"
+    fsp = column.length or 0
+    return "0000-00-00 00:00:00" + ("." + "0" * fsp if fsp else "")
 
 
 def _raw_text(data: bytes | str) -> str:
@@ -691,8 +732,10 @@ def _check_width(table: TableDef, count: int, what: str) -> None:
 def snapshot_values(table: TableDef, row: Sequence[Any]) -> list[Any]:
     """A snapshot row (read with :func:`snapshot_connect_kwargs`) -> values by column index.
 
-    Dates arrive as text and become ``date``/``datetime`` values; zero and invalid dates follow
-    the zero-date rule (None when nullable, else the epoch). Everything else passes through.
+    Dates arrive as text and become ``date``/``datetime`` values; what Python cannot build (zero
+    and invalid dates, year 0) stays the server's text, for the converter: a zero or invalid
+    date has no representation (contract C1), so it becomes null with its text in the
+    record's header. Everything else passes through.
 
     Raises:
         ValueConversionError: The row's column count differs from the definition.
@@ -706,8 +749,8 @@ def snapshot_values(table: TableDef, row: Sequence[Any]) -> list[Any]:
                 parsed = _parse_datetime(_raw_text(value))
             except ValueError as exc:
                 raise ValueConversionError(f"{table.collection}.{column.name}: {exc}") from None
-            if parsed is None or (name == "timestamp" and parsed == _EPOCH):
-                value = _zero_date(column, name)
+            if parsed is None:
+                value = _raw_text(value)
             else:
                 value = parsed.date() if name == "date" else parsed
         out.append(value)
@@ -738,17 +781,22 @@ def _stream_none(table: TableDef, column: ColumnDef, name: str, reason: str) -> 
                 f"({reason!r}); the binlog needs binlog_row_metadata=FULL"
             )
         return None
-    if name in ("date", "datetime"):
-        # 'out of date range'/'out of datetime2 range': a zero or invalid date. A NOT NULL
-        # column cannot hold NULL, so its None is always one (even when the reason is lost).
-        return _zero_date(column, name)
+    if name in ("date", "datetime") and (reason != "null" or not column.nullable):
+        # A zero or invalid date the library could not build (its readers are replaced by
+        # install_binlog_date_readers, which return the text instead; this is the fallback).
+        raise ValueConversionError(
+            f"{table.collection}.{column.name}: the binlog reader returned no value for a zero "
+            f"or invalid {name} ({reason!r}); its text is lost"
+        )
     return None
 
 
 def _stream_value(column: ColumnDef, name: str, value: Any, table_charset: str | None) -> Any:
     """Undo mysql-replication's decoding quirks for one non-None value."""
     if name == "timestamp" and isinstance(value, dt.datetime) and value == _EPOCH:
-        return _zero_date(column, name)  # the zero TIMESTAMP is epoch second 0
+        # The zero TIMESTAMP is epoch second 0, which no valid TIMESTAMP is (they start at
+        # 1970-01-01 00:00:01 UTC): its text, as a SELECT prints it.
+        return _zero_text(column, name)
     if name == "time" and isinstance(value, dt.timedelta):
         return _fix_stream_time(value)
     if name == "year" and value == 1900:
@@ -793,3 +841,296 @@ def stream_values(
         else:
             out.append(_stream_value(column, name, value, table.charset))
     return out
+
+
+# --- the binlog's zero and invalid dates ------------------------------------------------------
+
+
+def _temporal_text(
+    year: int, month: int, day: int, clock: tuple[int, int, int] | None, fraction: str = ""
+) -> str:
+    text = f"{year:04d}-{month:02d}-{day:02d}"
+    if clock is not None:
+        text += f" {clock[0]:02d}:{clock[1]:02d}:{clock[2]:02d}{fraction}"
+    return text
+
+
+def _date_or_text(year: int, month: int, day: int) -> dt.date | str:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return _temporal_text(year, month, day, None)
+
+
+def _read_date(self: Any) -> dt.date | str:
+    raw = self.packet.read_uint24()
+    return _date_or_text(raw >> 9, (raw >> 5) & 0xF, raw & 0x1F)
+
+
+def _read_datetime(self: Any) -> dt.datetime | str:
+    # The pre-5.6 DATETIME: YYYYMMDDhhmmss as a decimal integer.
+    date, clock = divmod(self.packet.read_uint64(), 1_000_000)
+    year, month_day = divmod(date, 10_000)
+    month, day = divmod(month_day, 100)
+    hh, rest = divmod(clock, 10_000)
+    mi, ss = divmod(rest, 100)
+    try:
+        return dt.datetime(year, month, day, hh, mi, ss)
+    except ValueError:
+        return _temporal_text(year, month, day, (hh, mi, ss))
+
+
+def _read_datetime2(self: Any, column: Any) -> dt.datetime | str:
+    # DATETIME2: sign (1 bit), year*13+month (17), day (5), hour (5), minute (6), second (6).
+    data = self.packet.read_int_be_by_size(5)
+    year, month = divmod((data >> 22) & 0x1FFFF, 13)
+    day, hh, mi, ss = (data >> 17) & 0x1F, (data >> 12) & 0x1F, (data >> 6) & 0x3F, data & 0x3F
+    micros = self._RowsEvent__read_fsp(column)
+    try:
+        return dt.datetime(year, month, day, hh, mi, ss, micros)
+    except ValueError:
+        fsp = int(column.fsp or 0)
+        fraction = f".{micros // 10 ** (6 - fsp):0{fsp}d}" if fsp else ""
+        return _temporal_text(year, month, day, (hh, mi, ss), fraction)
+
+
+def install_binlog_date_readers() -> None:
+    """Make mysql-replication return a zero or invalid DATE/DATETIME as the server's text.
+
+    Its own readers return None for them (indistinguishable from NULL in a nullable column, and
+    the value is lost) or raise for an invalid day such as ``2020-02-30``; the agent needs the
+    text, as a snapshot SELECT prints it, for the C1 header, so that both roads agree. The
+    three readers are name-mangled methods of ``RowsEvent`` (``__read_date`` ...), replaced on
+    the class; idempotent. Valid values come back exactly as before.
+    """
+    from pymysqlreplication.row_event import RowsEvent
+
+    replaced = ("_RowsEvent__read_date", "_RowsEvent__read_datetime", "_RowsEvent__read_datetime2")
+    missing = [name for name in (*replaced, "_RowsEvent__read_fsp") if not hasattr(RowsEvent, name)]
+    if missing:
+        # A mysql-replication release that renamed its readers: replacing nothing would bring
+        # back the silent NULL for zero dates, so refuse to run instead.
+        raise CaptureError(
+            f"mysql-replication {importlib.metadata.version('mysql-replication')} has no "
+            f"RowsEvent.{', '.join(missing)}; medallion is tested with 1.0.17 "
+            "(requirements.lock): install that version"
+        )
+    RowsEvent._RowsEvent__read_date = _read_date
+    RowsEvent._RowsEvent__read_datetime = _read_datetime
+    RowsEvent._RowsEvent__read_datetime2 = _read_datetime2
+
+
+install_binlog_date_readers()
+
+
+# --- column defaults (contract C4) -----------------------------------------------------------
+
+_NOW_WORDS: Final = frozenset({"CURRENT_TIMESTAMP", "NOW", "LOCALTIME", "LOCALTIMESTAMP"})
+_NO_VALUE: Final = object()
+"""A default the agent cannot evaluate (an expression, a literal the server would convert)."""
+
+
+def _literal(text: str) -> tuple[str, Any] | None:
+    """A DEFAULT as written -> ``(kind, value)``: ``null``, ``string``, ``number`` (text),
+    ``bits`` (int), ``bytes`` or ``now`` (fractional digits); None for any other expression."""
+    try:
+        tokens = list(tokenize(text))
+    except re.error:  # pragma: no cover - the tokenizer's regex accepts any text
+        return None
+    while (
+        len(tokens) >= 2
+        and tokens[0].kind == "o"
+        and tokens[0].text == "("
+        and tokens[-1].kind == "o"
+        and tokens[-1].text == ")"
+    ):
+        tokens = tokens[1:-1]  # DEFAULT (literal)
+    if tokens and tokens[0].kind == "w" and tokens[-1].kind in ("s", "d") and len(tokens) == 2:
+        if tokens[0].upper.startswith("_") or tokens[0].upper in ("N", "DATE", "TIME", "TIMESTAMP"):
+            tokens = tokens[1:]  # _utf8mb4'x', N'x', DATE '2020-01-01'
+    kinds = [t.kind for t in tokens]
+    if kinds and all(k in ("s", "d") for k in kinds):
+        return "string", "".join(t.text for t in tokens)  # adjacent literals concatenate
+    if len(tokens) == 1:
+        token = tokens[0]
+        if token.upper == "NULL":
+            return "null", None
+        if token.upper in ("TRUE", "FALSE"):
+            return "number", "1" if token.upper == "TRUE" else "0"
+        if token.kind == "n":
+            return "number", token.text
+        if token.kind == "x":
+            raw = token.text
+            if raw[0] in "bB" or raw.startswith("0b"):
+                return "bits", int(raw[2:].strip("'"), 2)
+            return "bytes", bytes.fromhex(raw[2:].strip("'"))
+        if token.upper in _NOW_WORDS:
+            return "now", 0
+    if len(tokens) == 2 and tokens[0].kind == "o" and tokens[0].text in "+-":
+        if tokens[1].kind == "n":
+            return "number", tokens[0].text + tokens[1].text
+    if (
+        len(tokens) in (3, 4)
+        and tokens[0].upper in _NOW_WORDS
+        and tokens[1].text == "("
+        and tokens[-1].text == ")"
+    ):
+        return "now", int(tokens[2].text) if len(tokens) == 4 and tokens[2].kind == "n" else 0
+    return None
+
+
+def _from_literal(column: ColumnDef, name: str, kind: str, value: Any) -> Any:
+    """The driver-form value the server stores for a literal default, or :data:`_NO_VALUE`."""
+    text = value if kind in ("string", "number") else None
+    if name in _INT_BITS or name in ("bit", "year"):
+        if kind == "bits":
+            return value
+        if text is not None and re.fullmatch(r"[+-]?\d+", text.strip()):
+            return int(text)
+        return _NO_VALUE  # e.g. 1.5 into an INT: the server rounds
+    if name == "decimal":
+        try:
+            number = Decimal(str(text))
+        except InvalidOperation:
+            return _NO_VALUE
+        return number.quantize(Decimal(1).scaleb(-(column.scale or 0)), rounding=ROUND_HALF_UP)
+    if name in ("float", "double"):
+        try:
+            return float(str(text))
+        except ValueError:
+            return _NO_VALUE
+    if name in _TEXT_TYPES or name in ("json", "enum", "set") or name in _FIXED_BINARY_LENGTH:
+        if text is None:
+            return _NO_VALUE
+        if name == "enum":
+            match = [m for m in column.values if m.lower() == text.lower()]
+            return match[0] if match else _NO_VALUE
+        if name == "set":
+            chosen = {p.lower() for p in text.split(",") if p}
+            if not chosen <= {m.lower() for m in column.values}:
+                return _NO_VALUE
+            return ",".join(m for m in column.values if m.lower() in chosen)
+        return text
+    if name in _BINARY_TYPES:
+        return value if kind == "bytes" else _NO_VALUE if text is None else text.encode()
+    if name in ("date", "datetime", "time") and kind == "string":
+        return text
+    return _NO_VALUE  # TIMESTAMP literals are in the session's time zone; spatial values
+
+
+_IMPLICIT_TEXT: Final[Mapping[str, str]] = {
+    "date": "0000-00-00",
+    "datetime": "0000-00-00 00:00:00",
+    "timestamp": "0000-00-00 00:00:00",
+    "time": "00:00:00",
+    "uuid": "00000000-0000-0000-0000-000000000000",
+    "inet4": "0.0.0.0",
+    "inet6": "::",
+}
+
+
+def _implicit(column: ColumnDef, name: str) -> Any:
+    """What the server gives existing rows for an added NOT NULL column without DEFAULT."""
+    if name in _INT_BITS or name in ("bit", "year", "float", "double"):
+        return 0
+    if name == "decimal":
+        return Decimal(0)
+    if name in _TEXT_TYPES or name in ("json", "set"):
+        return ""
+    if name == "enum":
+        return column.values[0] if column.values else _NO_VALUE
+    if name in _BINARY_TYPES:
+        return b""
+    return _IMPLICIT_TEXT.get(name, _NO_VALUE)
+
+
+def column_default(
+    column: ColumnDef, ctype: ColumnType, table_charset: str | None
+) -> ColumnDefault | None:
+    """The C4 default of a MySQL/MariaDB column.
+
+    For a column the table was created with, a constant ``DEFAULT`` (Debezium 3.x's
+    ``default``). For a column ``ALTER TABLE ... ADD`` added (``added_ms``), the value the rows
+    that existed then got, which the binlog does not carry: the literal default, the implicit
+    one of a NOT NULL column without ``DEFAULT`` (0, ``''``, the first ENUM member),
+    ``CURRENT_TIMESTAMP`` as the statement's time for a ``TIMESTAMP`` (its binlog time has
+    whole seconds); else ``medallion.default.unreproducible`` with the reason, as for a renamed
+    column, whose rows hold the old column's values.
+    """
+    name = _base_type(column, table_charset)
+    if column.renamed_from is not None:
+        return ColumnDefault(
+            None,
+            f"the column was renamed from {column.renamed_from}: the rows written before hold "
+            "that column's values, not a default",
+        )
+    added = column.added_ms is not None
+    literal = None if column.default is None else _literal(column.default)
+    if not added:
+        if literal is None or literal[0] in ("null", "now"):
+            return None
+        value = _from_literal(column, name, *literal)
+        if value is _NO_VALUE:
+            return None
+        constant = _converted_default(ctype, value, column.default)
+        return constant if constant.unreproducible is None else None
+    why = _unknowable(column, name, literal)
+    if why is not None:
+        return ColumnDefault(None, why)
+    if column.default is None:
+        if column.nullable:
+            return None
+        value = _implicit(column, name)
+    else:
+        assert literal is not None
+        if literal[0] == "null":
+            return None
+        if literal[0] == "now":
+            instant = dt.datetime.fromtimestamp((column.added_ms or 0) // 1000, dt.UTC)
+            value = instant.replace(tzinfo=None)
+        else:
+            value = _from_literal(column, name, *literal)
+    if value is _NO_VALUE:
+        return ColumnDefault(
+            None,
+            f"the column was added with DEFAULT {column.default}, which the server converts "
+            "in a way the agent does not reproduce",
+        )
+    return _converted_default(ctype, value, column.default)
+
+
+def _unknowable(column: ColumnDef, name: str, literal: tuple[str, Any] | None) -> str | None:
+    """Why the value the existing rows got for an added column cannot be known, or None."""
+    if column.generated:
+        return "a generated column was added: the server computed the existing rows' values"
+    if column.auto_increment:
+        return "an AUTO_INCREMENT column was added: the server numbered the existing rows"
+    if column.default is None:
+        return None
+    if literal is None:
+        return (
+            f"the column was added with the expression default {column.default}, which the "
+            "server evaluated for the existing rows; the binlog does not carry the values"
+        )
+    if literal[0] == "now" and (name != "timestamp" or (column.length or 0) > 0):
+        return (
+            f"the column was added with DEFAULT {column.default}: existing rows got the "
+            "statement's time, which the binlog gives in whole seconds and, for a DATETIME, in "
+            "an unknown session time zone"
+        )
+    if literal[0] == "now" and not column.added_ms:
+        return f"the column was added with DEFAULT {column.default} at an unknown time"
+    return None
+
+
+def _converted_default(ctype: ColumnType, value: Any, written: str | None) -> ColumnDefault:
+    try:
+        return ColumnDefault(ctype.convert(value))
+    except Unrepresentable as exc:
+        return ColumnDefault(
+            None,
+            f"rows that existed before the column was added hold {exc.text or written}, which "
+            f"has no representation: {exc.reason}",
+        )
+    except (ValueConversionError, ValueError, TypeError, ArithmeticError):
+        return ColumnDefault(None, f"the default {written} does not convert to the column's type")

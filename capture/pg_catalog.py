@@ -9,6 +9,7 @@ a primary-key change in between is the race the Debezium guide documents (§1.7)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -41,31 +42,22 @@ def table_columns(
         " ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
         (schema, table),
     ).fetchone()
-    facts: dict[str, tuple[bool, bool, bool]] = {}
+    facts: dict[str, _Facts] = {}
     identity = "d"
     if row is not None:
         identity = row[1]
-        for name, not_null, in_pk, in_ident in conn.execute(
-            "SELECT a.attname, a.attnotnull,"
-            " coalesce(a.attnum = ANY(pk.indkey), false),"
-            " coalesce(a.attnum = ANY(ri.indkey), false)"
-            " FROM pg_attribute a"
-            " LEFT JOIN pg_index pk ON pk.indrelid = a.attrelid AND pk.indisprimary"
-            " LEFT JOIN pg_index ri ON ri.indrelid = a.attrelid AND ri.indisreplident"
-            " WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped",
-            (row[0],),
-        ).fetchall():
-            facts[name] = (bool(not_null), bool(in_pk), bool(in_ident))
+        for name, *rest in conn.execute(_FACTS_SQL, (row[0],)).fetchall():
+            facts[name] = _Facts(*rest)
     if relation is not None:
         identity = relation.replica_identity
         return [
-            CatalogColumn(
+            _column(
                 c.name,
                 c.type_oid,
                 c.type_modifier,
-                facts.get(c.name, (False, False, False))[0],
+                facts.get(c.name),
                 # Without catalog facts (table dropped since), DEFAULT's identity is the key.
-                facts[c.name][1] if c.name in facts else (c.is_key and identity == "d"),
+                c.is_key and identity == "d",
                 c.is_key,
             )
             for c in relation.columns
@@ -80,8 +72,59 @@ def table_columns(
         (row[0],),
     ).fetchall()
     return [
-        CatalogColumn(n, int(t), int(m), facts[n][0], facts[n][1], facts[n][2]) for n, t, m in cols
+        _column(n, int(t), int(m), facts[n], False, facts[n].in_identity) for n, t, m in cols
     ], identity
+
+
+_FACTS_SQL = (
+    "SELECT a.attname, a.attnotnull,"
+    " coalesce(a.attnum = ANY(pk.indkey), false),"
+    " coalesce(a.attnum = ANY(ri.indkey), false),"
+    " a.attndims,"
+    " pg_get_expr(d.adbin, d.adrelid),"
+    " CASE WHEN a.atthasmissing THEN a.attmissingval::text END"
+    " FROM pg_attribute a"
+    " LEFT JOIN pg_index pk ON pk.indrelid = a.attrelid AND pk.indisprimary"
+    " LEFT JOIN pg_index ri ON ri.indrelid = a.attrelid AND ri.indisreplident"
+    " LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+    " WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped"
+)
+"""Per column: NOT NULL, primary key, replica identity, declared array dimensions, the default
+expression and, for a column added with a non-volatile default, the value existing rows show
+(``attmissingval``, PostgreSQL 11+; a one-element array as text)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    not_null: bool
+    in_primary_key: bool
+    in_identity: bool
+    dims: int
+    default_expression: str | None
+    missing_value: str | None
+
+
+def _column(
+    name: str,
+    type_oid: int,
+    typmod: int,
+    facts: _Facts | None,
+    key_without_facts: bool,
+    in_identity: bool,
+) -> CatalogColumn:
+    if facts is None:
+        return CatalogColumn(name, type_oid, typmod, False, key_without_facts, in_identity)
+    return CatalogColumn(
+        name,
+        type_oid,
+        typmod,
+        bool(facts.not_null),
+        bool(facts.in_primary_key),
+        in_identity,
+        dims=int(facts.dims or 0),
+        default_expression=facts.default_expression,
+        missing_value=facts.missing_value,
+    )
 
 
 def lookup_type(conn: psycopg.Connection[Any], oid: int) -> PgType | None:

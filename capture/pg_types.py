@@ -9,24 +9,35 @@ settings that shape that text (``TimeZone=UTC``, ``DateStyle=ISO``, ``IntervalSt
 
 Mappings follow the Debezium 1.2 guide §2.2 (``shared/spec/debezium-guide-1.2.md``):
 
-* ``bool``, ``bit(1)`` -> BOOLEAN; ``bit(n>1)``, ``varbit`` -> ``io.debezium.data.Bits``.
-* ``int2/int4/int8`` -> INT16/INT32/INT64, ``oid`` -> INT64, ``float4/float8`` -> FLOAT32/64.
+* ``bool``, ``bit(1)`` -> BOOLEAN; ``bit(n>1)`` -> ``io.debezium.data.Bits`` (n bits,
+  ``ceil(n/8)`` bytes little-endian); ``varbit`` -> STRING of ``0``/``1`` (Debezium's ``Bits``
+  drops leading zero bits and so the length; the text keeps it, docs/types.md).
+* ``int2/int4/int8`` -> INT16/INT32/INT64, ``oid`` -> INT64, ``float4/float8`` -> FLOAT32/64;
+  ``NaN``/``Infinity``/``-Infinity`` are the JSON strings Jackson writes for them.
 * ``numeric``: ``decimal.handling.mode`` ``precise`` (Connect ``Decimal`` with its scale, or
   ``VariableScaleDecimal`` when the column declares none), ``double`` or ``string``; ``money``
-  likewise, with 2 fraction digits.
+  likewise, with 2 fraction digits. A numeric ``NaN``/``Infinity`` under ``precise`` has no
+  representation: :class:`Unrepresentable` (contract C1).
 * character types, ``citext``, ``inet``, ``cidr``, ``macaddr(8)``, ranges, ``tsvector`` and the
   non-point geometric types -> STRING.
 * ``date``/``time``/``timestamp`` per ``time.precision.mode``; ``timetz`` -> ``ZonedTime``,
-  ``timestamptz`` -> ``ZonedTimestamp`` (UTC).
-* ``interval`` -> ``MicroDuration`` (365.25/12 days per month) or ``Interval`` text.
+  ``timestamptz`` -> ``ZonedTimestamp`` (UTC). ``±infinity`` dates are int32 max/min days,
+  timestamps Debezium's sentinels (:data:`TIMESTAMP_POSITIVE_INFINITY_US`), timestamptz the
+  text ``infinity``/``-infinity``; a timestamp beyond int64 microseconds is unrepresentable.
+* ``interval`` -> ``Interval`` ISO-8601 text exactly as Debezium formats it (the default,
+  exact), or ``MicroDuration`` (365.25/12 days per month: lossy).
 * ``bytea`` per ``binary.handling.mode``; ``json(b)`` -> ``Json``; ``xml`` -> ``Xml``;
   ``uuid`` -> ``Uuid``; ``ltree`` -> ``Ltree``; enums -> ``Enum`` with ``allowed``;
   ``hstore`` -> ``Json`` text or a MAP (``hstore.handling.mode``); ``point`` -> ``Point``;
-  arrays -> ARRAY of the element's mapping; domains -> their base type.
+  arrays -> ARRAY of the element's mapping, nested once per declared dimension
+  (``pg_attribute.attndims``); domains -> their base type.
 
 A type not in this list is captured as its text with a warning (once per type), never dropped and
 never a crash. An unparsable value of a known type raises :class:`ValueConversionError`, which
-the agent reports with the table and column.
+the agent reports with the table and column. A value that parses but has no representation in
+the column's Connect type raises :class:`Unrepresentable`: the agent writes the field as null
+and names the value in the record's ``__medallion.unrepresentable`` header (contract C1), so
+the row still lands.
 """
 
 from __future__ import annotations
@@ -51,7 +62,13 @@ __all__ = [
     "ValueHandling",
     "ColumnType",
     "ValueConversionError",
+    "Unrepresentable",
     "TypeLookup",
+    "DATE_POSITIVE_INFINITY",
+    "DATE_NEGATIVE_INFINITY",
+    "TIMESTAMP_POSITIVE_INFINITY_US",
+    "TIMESTAMP_NEGATIVE_INFINITY_US",
+    "json_float",
     "column_type",
     "parse_array",
     "parse_hstore",
@@ -74,6 +91,37 @@ SESSION_SETTINGS: Final[Mapping[str, str]] = {
 
 class ValueConversionError(CaptureError):
     """A column value does not parse as its declared type."""
+
+
+class Unrepresentable(ValueError):  # noqa: N818 - a value, not an error of the agent
+    """A value that parses but has no representation in its column's Connect type (C1).
+
+    A :class:`ValueError` so that the landing fast path (which catches those) falls back to the
+    per-column path, where :class:`capture.captured_table.CapturedTable` writes the field as
+    null and records ``reason`` and ``text`` in the ``__medallion.unrepresentable`` header.
+
+    Attributes:
+        reason: Why, naming the type and the handling mode.
+        text: The database's text form of the value; None when the converter's input is that
+            text (PostgreSQL), which the caller then uses.
+    """
+
+    def __init__(self, reason: str, text: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.text = text
+
+
+DATE_POSITIVE_INFINITY: Final = 2**31 - 1
+"""``date 'infinity'`` as ``io.debezium.time.Date`` days (int32 max; contract C2)."""
+DATE_NEGATIVE_INFINITY: Final = -(2**31)
+"""``date '-infinity'`` (int32 min)."""
+TIMESTAMP_POSITIVE_INFINITY_US: Final = 9_223_372_036_825_200_000
+"""``timestamp 'infinity'`` in microseconds: Debezium's ``PGStatement.DATE_POSITIVE_INFINITY``
+read as microseconds (``PostgresValueConverter.POSITIVE_INFINITY_INSTANT``)."""
+TIMESTAMP_NEGATIVE_INFINITY_US: Final = -9_223_372_036_832_400_000
+"""``timestamp '-infinity'`` in microseconds (Debezium's negative sentinel)."""
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 # --- type descriptions --------------------------------------------------------------------------
@@ -119,7 +167,7 @@ class ValueHandling:
     time_precision: str = "adaptive"
     binary: str = "bytes"
     hstore: str = "json"
-    interval: str = "numeric"
+    interval: str = "string"
     money_fraction_digits: int = 2
 
     @classmethod
@@ -130,7 +178,7 @@ class ValueHandling:
             time_precision=str(getattr(config, "time_precision_mode", "adaptive")),
             binary=str(getattr(config, "binary_handling_mode", "bytes")),
             hstore=str(getattr(config, "hstore_handling_mode", "json")),
-            interval=str(getattr(config, "interval_handling_mode", "numeric")),
+            interval=str(getattr(config, "interval_handling_mode", "string")),
         )
 
 
@@ -201,7 +249,10 @@ _BUILTIN_ARRAYS: Final[dict[int, int]] = {
     1009: TEXT, 1028: OID, 199: JSON, 143: XML, 1017: POINT, 651: CIDR, 1021: FLOAT4,
     1022: FLOAT8, 791: MONEY, 1040: MACADDR, 1041: INET, 1014: BPCHAR, 1015: VARCHAR,
     1182: DATE, 1183: TIME, 1115: TIMESTAMP, 1185: TIMESTAMPTZ, 1187: INTERVAL, 1270: TIMETZ,
-    1561: BIT, 1563: VARBIT, 1231: NUMERIC, 2951: UUID, 3807: JSONB,
+    1561: BIT, 1563: VARBIT, 1231: NUMERIC, 2951: UUID, 3807: JSONB, 1020: BOX, 1018: LSEG,
+    1019: PATH, 1027: POLYGON, 629: LINE, 719: CIRCLE, 775: MACADDR8, 3221: PG_LSN,
+    3643: TSVECTOR, 3645: TSQUERY, 3905: 3904, 3927: 3926, 3907: 3906, 3909: 3908, 3911: 3910,
+    3913: 3912,
 }  # fmt: skip
 
 _STRING_TYPES: Final = frozenset(
@@ -253,7 +304,7 @@ def decimal_bytes(value: Decimal, scale: int) -> str:
 def _days_from_civil(year: int, month: int, day: int) -> int:
     # Howard Hinnant's days_from_civil: proleptic Gregorian, any year (astronomical numbering).
     year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
+    era = year // 400  # Python floors: Hinnant's C version adjusts for truncation instead
     yoe = year - era * 400
     doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -262,7 +313,7 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
 
 def _civil_from_days(days: int) -> tuple[int, int, int]:
     days += 719468
-    era = (days if days >= 0 else days - 146096) // 146097
+    era = days // 146097
     doe = days - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
     y = yoe + era * 400
@@ -277,6 +328,8 @@ _DATE_RE = re.compile(r"(\d{4,})-(\d\d)-(\d\d)")
 _TIME_RE = re.compile(r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _OFFSET_RE = re.compile(r"([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?$")
 _US_PER_DAY = 86_400_000_000
+_EPOCH_DAYS_0001: Final = -719162
+"""Days from 1970-01-01 back to 0001-01-01 (the fast ISO path adds to it)."""
 
 
 def _parse_date(text: str) -> int:
@@ -288,6 +341,17 @@ def _parse_date(text: str) -> int:
     if bc:
         year = 1 - year
     return _days_from_civil(year, int(m.group(2)), int(m.group(3)))
+
+
+def _date_days(text: str) -> int:
+    """``date`` text -> days since the epoch; ``±infinity`` -> int32 max/min (contract C2)."""
+    if len(text) == 10 and text[4] == "-":
+        return _days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:]))
+    if text == "infinity":
+        return DATE_POSITIVE_INFINITY
+    if text == "-infinity":
+        return DATE_NEGATIVE_INFINITY
+    return _parse_date(text)
 
 
 def _time_micros(text: str) -> int:
@@ -310,11 +374,38 @@ def _split_offset(text: str) -> tuple[str, int]:
 
 
 def _timestamp_micros(text: str) -> int:
+    if len(text) >= 19 and text[4] == "-" and text[10] == " " and text[-1] != "C":
+        # The common ISO form (years 1000-9999, no era): slices instead of regexes.
+        days = _days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:10]))
+        micros = (int(text[11:13]) * 3600 + int(text[14:16]) * 60 + int(text[17:19])) * 1_000_000
+        if len(text) > 20:
+            micros += int(text[20:].ljust(6, "0"))
+        return days * _US_PER_DAY + micros
     bc = text.endswith(" BC")
     body = text[:-3] if bc else text
     date_part, _, time_part = body.partition(" ")
     days = _parse_date(date_part + (" BC" if bc else ""))
     return days * _US_PER_DAY + _time_micros(time_part)
+
+
+def _outside_int64(text: str, type_name: str) -> Unrepresentable:
+    return Unrepresentable(
+        f"{type_name} {text} is outside the range of int64 microseconds since the epoch "
+        "(years -290308 to 294247), which Connect timestamps and Spark hold"
+    )
+
+
+def _checked_timestamp_micros(text: str) -> int:
+    """``timestamp`` text -> µs; ``±infinity`` -> Debezium's sentinels; beyond int64: C1."""
+    if text[-1] == "y":
+        if text == "infinity":
+            return TIMESTAMP_POSITIVE_INFINITY_US
+        if text == "-infinity":
+            return TIMESTAMP_NEGATIVE_INFINITY_US
+    micros = _timestamp_micros(text)
+    if _INT64_MIN <= micros <= _INT64_MAX:
+        return micros
+    raise _outside_int64(text, "timestamp")
 
 
 def _iso_fraction(micros: int) -> str:
@@ -336,18 +427,24 @@ def _format_utc(epoch_micros: int) -> str:
     return f"{year}-{mo:02d}-{d:02d}T{hh:02d}:{mm:02d}:{ss:02d}{_iso_fraction(micros)}Z"
 
 
-def _zoned_timestamp(text: str) -> str | None:
-    if text in ("infinity", "-infinity"):
-        return None
+def _zoned_timestamp(text: str) -> str:
+    if text == "infinity" or text == "-infinity":
+        return text  # what Debezium writes (PostgresValueConverter.convertTimestampWithZone)
     bc = text.endswith(" BC")
     body = text[:-3] if bc else text
     local, offset = _split_offset(body)
-    return _format_utc(_timestamp_micros(local + (" BC" if bc else "")) - offset * 1_000_000)
+    micros = _timestamp_micros(local + (" BC" if bc else "")) - offset * 1_000_000
+    if not _INT64_MIN <= micros <= _INT64_MAX:
+        raise _outside_int64(text, "timestamptz")
+    return _format_utc(micros)
 
 
 def _zoned_time(text: str) -> str:
     local, offset = _split_offset(text)
-    micros = (_time_micros(local) - offset * 1_000_000) % _US_PER_DAY
+    shifted = _time_micros(local) - offset * 1_000_000
+    if shifted == _US_PER_DAY:
+        return "24:00:00Z"  # '24:00:00+00' stays the end of the day, as in Debezium
+    micros = shifted % _US_PER_DAY
     seconds, frac = divmod(micros, 1_000_000)
     hh, rem = divmod(seconds, 3600)
     mm, ss = divmod(rem, 60)
@@ -372,22 +469,51 @@ def _interval_parts(text: str) -> tuple[int, int, int, int, int, Decimal]:
 
 def _interval_micros(text: str) -> int:
     y, mo, d, h, mi, s = _interval_parts(text)
-    return (
+    micros = (
         (y * 12 + mo) * _MICROS_PER_MONTH
         + d * _US_PER_DAY
         + (h * 3600 + mi * 60) * 1_000_000
         + int(s * 1_000_000)
     )
+    if _INT64_MIN <= micros <= _INT64_MAX:
+        return micros
+    raise Unrepresentable(
+        f"interval {text} exceeds int64 microseconds (interval.handling.mode=numeric; "
+        "the default mode string holds it exactly)"
+    )
 
 
 def _interval_string(text: str) -> str:
+    """Debezium's ``Interval.toIsoString``: ``P<y>Y<m>M<d>DT<h>H<m>M<s>S``, every part signed as
+    PostgreSQL keeps it, seconds as ``BigDecimal.stripTrailingZeros().toPlainString()``."""
     y, mo, d, h, mi, s = _interval_parts(text)
     sec = format(s.normalize(), "f") if s else "0"
     return f"P{y}Y{mo}M{d}DT{h}H{mi}M{sec}S"
 
 
-def parse_array(text: str) -> list[Any]:
+def json_float(value: float) -> float | str:
+    """A float for a JSON FLOAT32/FLOAT64 field: NaN and ±Infinity as the strings Jackson
+    (Kafka's JsonConverter) writes, since JSON numbers cannot hold them (orjson would write
+    null, a silent NULL)."""
+    if value - value == 0.0:
+        return value
+    if value != value:
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _pg_float(text: str) -> float | str:
+    # float4/float8 output: 'NaN', 'Infinity', '-Infinity' are exactly Jackson's strings.
+    last = text[-1]
+    if last == "N" or last == "y":
+        return text
+    return float(text)
+
+
+def parse_array(text: str, delimiter: str = ",") -> list[Any]:
     """Parse a PostgreSQL array literal (``{1,NULL,"a b"}``) into nested lists of str/None.
+
+    ``delimiter`` is the element type's ``typdelim`` (``;`` for ``box``, ``,`` otherwise).
 
     >>> parse_array('{1,NULL,"x,\\\\"y"}')
     ['1', None, 'x,"y']
@@ -424,11 +550,11 @@ def parse_array(text: str) -> list[Any]:
                 items.append("".join(out))
             else:
                 start = pos
-                while text[pos] not in ",}":
+                while text[pos] != delimiter and text[pos] != "}":
                     pos += 1
                 raw = text[start:pos].strip()
                 items.append(None if raw == "NULL" else raw)
-            if text[pos] == ",":
+            if text[pos] == delimiter:
                 pos += 1
             elif text[pos] == "}":
                 pos += 1
@@ -507,7 +633,14 @@ def _bits_little_endian(text: str) -> bytes:
 def _point(text: str) -> dict[str, Any]:
     x_text, _, y_text = text.strip("()").partition(",")
     x, y = float(x_text), float(y_text)
-    return {"x": x, "y": y, "wkb": _b64(struct.pack("<BIdd", 1, 1, x, y)), "srid": None}
+    wkb = _b64(struct.pack("<BIdd", 1, 1, x, y))
+    return {"x": json_float(x), "y": json_float(y), "wkb": wkb, "srid": None}
+
+
+def _varbit(text: str) -> str:
+    if text.strip("01"):
+        raise ValueError(f"not a bit string: {text!r}")
+    return text
 
 
 def _bytea(text: str) -> bytes:
@@ -520,9 +653,19 @@ def _bytea(text: str) -> bytes:
 
 
 def _numeric_scale(typmod: int) -> tuple[int, int] | None:
+    """``(precision, scale)`` of a ``numeric`` typmod; None without one. The scale is an 11-bit
+    signed field (PostgreSQL 15 allows ``numeric(p, s)`` with s from -1000 to 1000)."""
     if typmod < 4:
         return None
-    return ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0xFFFF
+    return ((typmod - 4) >> 16) & 0xFFFF, (((typmod - 4) & 0x7FF) ^ 1024) - 1024
+
+
+_SPECIAL_DECIMAL_NAMES: Final[Mapping[str, str]] = {
+    "NaN": "NAN",
+    "Infinity": "POSITIVE_INFINITY",
+    "-Infinity": "NEGATIVE_INFINITY",
+}
+"""``decimal.handling.mode=string``: Debezium writes ``SpecialValueDecimal``'s enum names."""
 
 
 def _decimal_type(name: str, handling: ValueHandling, scale: int | None, precision: int | None,
@@ -530,24 +673,30 @@ def _decimal_type(name: str, handling: ValueHandling, scale: int | None, precisi
     mode = handling.decimal
     if mode == "double":
 
-        def to_double(text: str) -> float:
-            return float(parse(text))
+        def to_double(text: str) -> float | str:
+            return json_float(float(parse(text)))
 
         return ColumnType(cs.primitive("float64"), to_double, name)
     if mode == "string":
 
         def to_string(text: str) -> str:
-            if text == "NaN":
-                return "NAN"
-            return format(parse(text), "f")
+            special = _SPECIAL_DECIMAL_NAMES.get(text)
+            return special if special is not None else format(parse(text), "f")
 
         return ColumnType(cs.primitive("string"), to_string, name)
+
+    def not_finite(text: str) -> Unrepresentable:
+        return Unrepresentable(
+            f"{name} {text} has no representation in a Connect Decimal "
+            "(decimal.handling.mode=precise; the modes double and string carry it)"
+        )
+
     if scale is None:
 
         def to_variable(text: str) -> Any:
             value = parse(text)
             if not value.is_finite():
-                return None
+                raise not_finite(text)
             exponent = value.as_tuple().exponent
             s = max(0, -exponent) if isinstance(exponent, int) else 0
             return {"scale": s, "value": decimal_bytes(value, s)}
@@ -558,7 +707,7 @@ def _decimal_type(name: str, handling: ValueHandling, scale: int | None, precisi
     def to_decimal(text: str) -> Any:
         value = parse(text)
         if not value.is_finite():
-            return None  # Connect Decimal cannot carry NaN
+            raise not_finite(text)
         return decimal_bytes(value, fixed)
 
     return ColumnType(cs.decimal(fixed, precision=precision), to_decimal, name, is_binary=True)
@@ -571,31 +720,29 @@ def _parse_decimal(text: str) -> Decimal:
         raise ValueError(f"not a number: {text!r}") from None
 
 
+def _timestamp_millis(text: str) -> int:
+    return _checked_timestamp_micros(text) // 1000
+
+
+def _time_millis(text: str) -> int:
+    return _time_micros(text) // 1000
+
+
 def _temporal(name: str, typmod: int, handling: ValueHandling) -> ColumnType:
     mode = handling.time_precision
     if name == "date":
         schema = cs.connect_date() if mode == "connect" else cs.date()
-        return ColumnType(schema, _parse_date, name)
+        return ColumnType(schema, _date_days, name)
     precision = 6 if typmod < 0 else typmod
     if name == "time":
         if mode == "connect" or (mode == "adaptive" and precision <= 3):
             schema = cs.connect_time() if mode == "connect" else cs.time_millis()
-            return ColumnType(schema, lambda t: _time_micros(t) // 1000, name)
+            return ColumnType(schema, _time_millis, name)
         return ColumnType(cs.micro_time(), _time_micros, name)
-
-    # timestamp
-    def infinite_none(convert: Callable[[str], int]) -> Callable[[str], int | None]:
-        def wrapped(text: str) -> int | None:
-            if text in ("infinity", "-infinity"):
-                return None
-            return convert(text)
-
-        return wrapped
-
     if mode == "connect" or precision <= 3:
         schema = cs.connect_timestamp() if mode == "connect" else cs.timestamp_millis()
-        return ColumnType(schema, infinite_none(lambda t: _timestamp_micros(t) // 1000), name)
-    return ColumnType(cs.micro_timestamp(), infinite_none(_timestamp_micros), name)
+        return ColumnType(schema, _timestamp_millis, name)
+    return ColumnType(cs.micro_timestamp(), _checked_timestamp_micros, name)
 
 
 def _binary(handling: ValueHandling) -> ColumnType:
@@ -632,6 +779,7 @@ def column_type(
     typmod: int,
     handling: ValueHandling,
     lookup: TypeLookup | None = None,
+    dims: int = 0,
 ) -> ColumnType:
     """The Debezium representation of a column of type ``type_oid`` (modifier ``typmod``).
 
@@ -641,6 +789,8 @@ def column_type(
         handling: The source's value-handling modes.
         lookup: Finds non-builtin types (enums, domains, extensions, arrays of them) in
             ``pg_type``; without it such types are captured as text.
+        dims: Declared array dimensions (``pg_attribute.attndims``) of an array column: the
+            schema nests one ARRAY per dimension. 0 (unknown, e.g. ``CREATE TABLE AS``) is 1.
 
     Returns:
         Schema and converter of the column. Unknown types become text with a warning.
@@ -649,30 +799,62 @@ def column_type(
     name = _BUILTIN_NAMES.get(type_oid) or (info.name if info is not None else f"oid:{type_oid}")
     if info is not None and info.typtype == "d" and info.base_oid:
         return column_type(
-            info.base_oid, typmod if typmod >= 0 else info.base_typmod, handling, lookup
+            info.base_oid, typmod if typmod >= 0 else info.base_typmod, handling, lookup, dims
         )
     element_oid = _BUILTIN_ARRAYS.get(type_oid)
     if element_oid is None and info is not None and info.is_array and info.element_oid:
         element_oid = info.element_oid
     if element_oid is not None:
-        element = column_type(element_oid, typmod, handling, lookup)
-        convert_element = element.convert
-
-        def convert_array(text: str) -> list[Any]:
-            def walk(items: list[Any]) -> list[Any]:
-                return [
-                    None if i is None else walk(i) if isinstance(i, list) else convert_element(i)
-                    for i in items
-                ]
-
-            return walk(parse_array(text))
-
-        return ColumnType(
-            cs.array(cs.with_optional(element.schema)), convert_array, f"{element.type_name}[]"
-        )
+        return _array_type(column_type(element_oid, typmod, handling, lookup), max(dims, 1))
     if info is not None and info.typtype == "e":
         return ColumnType(cs.enum(info.enum_labels), str, name)
     return _scalar(name, typmod, handling)
+
+
+def _array_type(element: ColumnType, dims: int) -> ColumnType:
+    """An array column of ``dims`` declared dimensions (contract C2: nested ARRAYs).
+
+    A value whose dimensions differ from the declared ones, or with lower bounds other than 1
+    (text starting ``[lo:hi]=``), has no faithful nested-list form: :class:`Unrepresentable`.
+    An element without one makes the whole array unrepresentable.
+    """
+    convert_element = element.convert
+    delimiter = ";" if element.type_name == "box" else ","  # pg_type.typdelim
+    type_name = f"{element.type_name}{'[]' * dims}"
+    schema = cs.with_optional(element.schema)
+    for _ in range(dims - 1):
+        schema = cs.array(schema)  # sub-arrays are never NULL in PostgreSQL
+    schema = cs.array(schema)
+
+    def walk(items: list[Any], depth: int) -> list[Any]:
+        out: list[Any] = []
+        for item in items:
+            nested = item.__class__ is list
+            if nested != (depth < dims):
+                raise Unrepresentable(
+                    f"{type_name} value has {'more' if nested else 'fewer'} dimensions than "
+                    f"the {dims} the column declares (pg_attribute.attndims)"
+                )
+            if nested:
+                out.append(walk(item, depth + 1))
+            elif item is None:
+                out.append(None)
+            else:
+                try:
+                    out.append(convert_element(item))
+                except Unrepresentable as exc:
+                    raise Unrepresentable(f"{type_name} element {item}: {exc.reason}") from None
+        return out
+
+    def convert_array(text: str) -> list[Any]:
+        if text[0] == "[":
+            raise Unrepresentable(
+                f"{type_name} value has lower bounds other than 1 ({text.partition('=')[0]}), "
+                "which a Connect ARRAY cannot carry"
+            )
+        return walk(parse_array(text, delimiter), 1)
+
+    return ColumnType(schema, convert_array, type_name)
 
 
 def _scalar(name: str, typmod: int, handling: ValueHandling) -> ColumnType:  # noqa: C901
@@ -682,7 +864,8 @@ def _scalar(name: str, typmod: int, handling: ValueHandling) -> ColumnType:  # n
         connect = {"int2": "int16", "int4": "int32", "int8": "int64", "oid": "int64"}[name]
         return ColumnType(cs.primitive(connect), int, name)
     if name in ("float4", "float8"):
-        return ColumnType(cs.primitive("float32" if name == "float4" else "float64"), float, name)
+        connect = "float32" if name == "float4" else "float64"
+        return ColumnType(cs.primitive(connect), _pg_float, name)
     if name == "numeric":
         ps = _numeric_scale(typmod)
         return _decimal_type(
@@ -719,11 +902,15 @@ def _scalar(name: str, typmod: int, handling: ValueHandling) -> ColumnType:  # n
         return ColumnType(cs.json(), lambda t: orjson.dumps(parse_hstore(t)).decode(), name)
     if name == "bit" and typmod == 1:
         return ColumnType(cs.primitive("boolean"), lambda t: t == "1", name)
-    if name in ("bit", "varbit"):
+    if name == "bit":
         length = typmod if typmod > 0 else 2**31 - 1
         return ColumnType(
             cs.bits(length), lambda t: _b64(_bits_little_endian(t)), name, is_binary=True
         )
+    if name == "varbit":
+        # Debezium's Bits drops leading zero bits, so B'0010' and B'10' would be one value;
+        # the 0/1 text keeps every bit and the length (docs/types.md).
+        return ColumnType(cs.primitive("string"), _varbit, name)
     if name == "point":
         return ColumnType(cs.point(), _point, name)
     if name in _STRING_TYPES:

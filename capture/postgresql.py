@@ -54,10 +54,14 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
 
+from bronze import schema as S
 from bronze.batch import BatchBuilder
 from bronze.envelope import (
     ConnectRecord,
@@ -254,6 +258,10 @@ class PostgresSource(DatabaseSource):
         self._acked = 0
         self._server_end = 0
         self._relations: dict[int, TableSchema | None] = {}
+        self._known_columns: dict[str, frozenset[str]] = {}
+        """Column names per table, as the snapshot or the last Relation message gave them: a
+        Relation message with more is an ADD COLUMN (C4: its defaults must be what the
+        existing rows show). Kept across reconnects: a replayed Relation is the historic one."""
         self._types: dict[int, PgType | None] = {}
         self._last_position: PostgresPosition | None = None
         self._server_version = 0
@@ -262,6 +270,11 @@ class PostgresSource(DatabaseSource):
     def from_config(cls, config: Any) -> PostgresSource:
         """Build from a validated ``postgresql`` source config."""
         return cls(config.name, PgSourceSettings.from_config(config))
+
+    def bind_lake(self, bronze_root: Path) -> None:
+        """Learn each table's columns from the last envelope schema this source landed, so an
+        ADD COLUMN made while the agent was stopped is still told apart (contract C4)."""
+        self._known_columns.update(landed_columns(Path(bronze_root) / "schemas", self.name))
 
     # --- connections ---------------------------------------------------------------------------
     def _connect(self, *, replication: bool = False) -> psycopg.Connection[Any]:
@@ -542,12 +555,22 @@ class PostgresSource(DatabaseSource):
         schema: str,
         table: str,
         relation: Relation | None = None,
+        *,
+        track: bool = True,
     ) -> TableSchema | None:
-        """Catalog facts of a table -> its TableSchema (None if the table is gone)."""
+        """Catalog facts of a table -> its TableSchema (None if the table is gone).
+
+        ``track``: remember its columns to tell an ADD COLUMN in a later Relation message
+        (off for reconciliation reads, which see today's catalog, not the stream's)."""
         described = pg_catalog.table_columns(conn, schema, table, relation)
         if described is None:
             return None
         columns, identity = described
+        names = frozenset(c.name for c in columns)
+        known = self._known_columns.get(f"{schema}.{table}")
+        if track:
+            self._known_columns[f"{schema}.{table}"] = names
+        added = frozenset() if known is None or not track else names - known
         s = self.settings
         return TableSchema(
             s.server_name,
@@ -562,6 +585,7 @@ class PostgresSource(DatabaseSource):
             masker=s.masker,
             placeholder=s.toasted_value_placeholder,
             with_transaction=s.provide_transaction_metadata,
+            added=added,
         )
 
     def _lookup_type(self, oid: int) -> PgType | None:
@@ -1165,7 +1189,7 @@ class PostgresSource(DatabaseSource):
             assert row is not None
             lsn = parse_lsn(row[0])
             for schema, table in self._captured_tables(conn):
-                ts = self._table_schema(conn, schema, table)
+                ts = self._table_schema(conn, schema, table, track=False)
                 if ts is None:
                     continue
                 yield lsn, ts, []
@@ -1237,6 +1261,34 @@ class PostgresSource(DatabaseSource):
                     f"source {self.name}: cannot read slot {self.settings.slot_name}: "
                     f"{str(exc).strip()}"
                 ) from None
+
+
+def landed_columns(schemas: Path, source: str) -> dict[str, frozenset[str]]:
+    """``schema.table`` -> the ``after`` columns of the envelope schema ``source`` registered
+    last for it in ``bronze/schemas`` (empty when there is none yet)."""
+    try:
+        table = DeltaTable(str(schemas)).to_pyarrow_table(
+            columns=[S.SCHEMA_NAME, S.SCHEMA_JSON, S.SOURCE, S.FIRST_SEEN_TS]
+        )
+    except TableNotFoundError:
+        return {}
+    latest: dict[str, tuple[Any, str]] = {}
+    for row in table.to_pylist():
+        name = row[S.SCHEMA_NAME] or ""
+        if row[S.SOURCE] != source or not name.endswith(".Envelope"):
+            continue
+        seen = latest.get(name)
+        if seen is None or row[S.FIRST_SEEN_TS] >= seen[0]:
+            latest[name] = (row[S.FIRST_SEEN_TS], row[S.SCHEMA_JSON])
+    out: dict[str, frozenset[str]] = {}
+    for name, (_, text) in latest.items():
+        fields = orjson.loads(text).get("fields", [])
+        after = next((f for f in fields if f.get("field") == "after"), None)
+        # <topic prefix>.<schema>.<table>.Envelope; the prefix may hold dots, names rarely do
+        parts = name[: -len(".Envelope")].split(".")
+        if after is not None and len(parts) >= 3:
+            out[f"{parts[-2]}.{parts[-1]}"] = frozenset(f["field"] for f in after["fields"])
+    return out
 
 
 def _keyed_chunks(

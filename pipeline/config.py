@@ -252,6 +252,8 @@ JSON_FORMAT = "format"
 JSON_FORMAT_DEFAULT = "auto"
 JSON_CONNECTOR_HINT = "connector.hint"
 JSON_CONNECTOR_HINT_DEFAULT = None
+JSON_ORDER_BY = "order.by"
+JSON_ORDER_BY_DEFAULT = "source"
 
 # --- Debezium engine properties of capture sources ------------------------------------------
 TOPIC_PREFIX = "topic.prefix"
@@ -333,7 +335,7 @@ PUBLICATION_AUTOCREATE_MODE_DEFAULT = "all_tables"
 HSTORE_HANDLING_MODE = "hstore.handling.mode"
 HSTORE_HANDLING_MODE_DEFAULT = "json"
 INTERVAL_HANDLING_MODE = "interval.handling.mode"
-INTERVAL_HANDLING_MODE_DEFAULT = "numeric"
+INTERVAL_HANDLING_MODE_DEFAULT = "string"  # exact; Debezium's default numeric is lossy
 TOASTED_VALUE_PLACEHOLDER = "toasted.value.placeholder"
 TOASTED_VALUE_PLACEHOLDER_DEFAULT = "__debezium_unavailable_value"
 SLOT_LSN_TYPE = "slot.lsn.type"
@@ -351,7 +353,7 @@ GTID_SOURCE_EXCLUDES = "gtid.source.excludes"
 INCLUDE_QUERY = "include.query"
 INCLUDE_QUERY_DEFAULT = False
 BIGINT_UNSIGNED_HANDLING_MODE = "bigint.unsigned.handling.mode"
-BIGINT_UNSIGNED_HANDLING_MODE_DEFAULT = "long"
+BIGINT_UNSIGNED_HANDLING_MODE_DEFAULT = "precise"  # exact; Debezium's long wraps >= 2^63
 BINLOG_BUFFER_SIZE = "binlog.buffer.size"
 BINLOG_BUFFER_SIZE_DEFAULT = 0
 CONNECT_TIMEOUT_MS = "connect.timeout.ms"
@@ -399,8 +401,10 @@ DB2_PORT_DEFAULT = 50000
 Operation = Literal["c", "u", "d", "t"]
 """Debezium op codes ``skipped.operations`` may name (``none`` means an empty list)."""
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-JsonFormat = Literal["auto", "envelope", "kafka_json", "key_tab_value"]
+JsonFormat = Literal["auto", "envelope", "kafka_json", "key_tab_value", "console", "cloudevents"]
 """Line formats of ``debezium_json`` files; see :attr:`DebeziumJsonSourceConfig.format`."""
+JsonOrderBy = Literal["source", "arrival"]
+"""How ``debezium_json`` orders records; see :attr:`DebeziumJsonSourceConfig.order_by`."""
 FailureHandlingMode = Literal["fail", "warn", "skip"]
 TimePrecisionMode = Literal["adaptive", "adaptive_time_microseconds", "connect"]
 DecimalHandlingMode = Literal["precise", "double", "string"]
@@ -1469,12 +1473,21 @@ class DebeziumJsonSourceConfig(ColumnRules, SourceConfigBase):
     * ``kafka_json``: one Kafka record per line, a JSON object with ``key`` and ``value`` (or
       kcat's ``payload``; ``null`` for a tombstone) and optional ``headers`` and ``topic``, as
       ``kcat -J`` and similar topic dumps write it.
-    * ``key_tab_value``: ``<key JSON>\\t<value JSON>`` per line, as written by
-      ``kafka-console-consumer --property print.key=true``.
+    * ``key_tab_value`` / ``console``: ``kafka-console-consumer`` output with its default
+      separators: ``[CreateTime:<ms>\\t][Partition:<n>\\t][Offset:<n>\\t][<headers>\\t]
+      [<key>\\t]<value>`` (``print.timestamp``, ``print.partition``, ``print.offset``,
+      ``print.headers``, ``print.key``).
+    * ``cloudevents``: Debezium's CloudEventsConverter, structured JSON mode, JSON data.
     * ``auto``: detect the format per line.
     """
     connector_hint: ConnectorHint | None = _key(JSON_CONNECTOR_HINT_DEFAULT, JSON_CONNECTOR_HINT)
     """Connector to assume for records whose ``source`` block is missing or has no ``connector``."""
+    order_by: JsonOrderBy = _key(JSON_ORDER_BY_DEFAULT, JSON_ORDER_BY)
+    """``source`` (default): order by each record's source position; a data record without a
+    ``source`` block is quarantined. ``arrival``: order every record of this source by when it
+    was read (file, line) and accept records without ``source`` (their table comes from the
+    topic, their connector from ``connector.hint``). Weaker: no deduplication of records
+    Debezium redelivers, no order across files but the reading order (docs/bronze.md)."""
 
 
 class CaptureSourceConfig(SourceConfigBase):
@@ -1605,7 +1618,8 @@ class PostgresSourceConfig(_LogicalReplicationConfig):
     interval_handling_mode: IntervalHandlingMode = _key(
         INTERVAL_HANDLING_MODE_DEFAULT, INTERVAL_HANDLING_MODE
     )
-    """INTERVAL as approximate microseconds (``numeric``) or ISO-8601 text (``string``)."""
+    """INTERVAL as ISO-8601 text (``string``, the default: exact) or approximate microseconds
+    (``numeric``, Debezium's default: a month counts 30.4375 days, lossy)."""
     toasted_value_placeholder: str = _key(
         TOASTED_VALUE_PLACEHOLDER_DEFAULT, TOASTED_VALUE_PLACEHOLDER
     )
@@ -1664,7 +1678,8 @@ class MySqlSourceConfig(DatabaseFilters, RelationalSourceConfig):
     bigint_unsigned_handling_mode: BigintUnsignedHandlingMode = _key(
         BIGINT_UNSIGNED_HANDLING_MODE_DEFAULT, BIGINT_UNSIGNED_HANDLING_MODE
     )
-    """BIGINT UNSIGNED as ``long`` or ``precise`` (Decimal; needed above 2^63)."""
+    """BIGINT UNSIGNED as ``precise`` (Decimal scale 0, the default: exact) or ``long``
+    (Debezium's default: values >= 2^63 wrap to negative, lossy)."""
     binlog_buffer_size: NonNegativeInt = _key(BINLOG_BUFFER_SIZE_DEFAULT, BINLOG_BUFFER_SIZE)
     """Look-ahead buffer so rolled-back transactions are not emitted (0 = off)."""
     connect_timeout_ms: PositiveInt = _key(CONNECT_TIMEOUT_MS_DEFAULT, CONNECT_TIMEOUT_MS)

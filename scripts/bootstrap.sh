@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Set up everything medallion needs on a Debian 12 machine, idempotently.
 #
-# usage: scripts/bootstrap.sh [all|system|venv|jars|lock]
+# usage: scripts/bootstrap.sh [all|system|venv|jars|debezium|lock]
 #   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, and
-#           Java/Maven if missing.
+#           a JDK 17/Maven if missing.
 #           The Debian services are NOT started: the tests start private instances.
 #   venv    .venv with `pip install -e '.[dev,postgres,mysql]'`, pinned by requirements.lock.
 #   jars    Delta's jars, fetched once from Maven Central into .cache/jars (scripts/fetch_jars.sh).
-#   all     the three above, in that order (default; what `make bootstrap` runs).
+#   debezium  Debezium Embedded fetched once from Maven Central into .cache/debezium and the
+#           tests' runner compiled against it (scripts/fetch_debezium.sh).
+#   all     the four above, in that order (default; what `make bootstrap` runs).
 #   lock    regenerate requirements.lock from the current .venv (`make lock`).
 #
 # Each step first checks whether there is anything to do (installed packages, a stamp holding the
-# hash of pyproject.toml + requirements.lock, the jar manifest), so a second run is a fast no-op.
+# hash of pyproject.toml + requirements.lock, the jar manifests, the runner's stamp), so a second
+# run is a fast no-op.
 # Environment: PYTHON (interpreter for a new .venv, default python3).
 set -euo pipefail
 
@@ -39,6 +42,8 @@ step_system() {
   local t0=$SECONDS missing=() pkg
   for pkg in "${APT_PACKAGES[@]}"; do pkg_installed "$pkg" || missing+=("$pkg"); done
   command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+  # javac: the Debezium runner of the tests is compiled here (scripts/fetch_debezium.sh).
+  command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null || missing+=(maven)
   if ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then missing+=(python3-venv); fi
   if [ "${#missing[@]}" -eq 0 ]; then
@@ -116,6 +121,13 @@ step_jars() {
   [ $((SECONDS - t0)) -lt 2 ] || log "jars: ready in $(elapsed "$t0")"
 }
 
+# ---------------------------------------------------------------- debezium
+step_debezium() {
+  local t0=$SECONDS
+  bash "$ROOT/scripts/fetch_debezium.sh"
+  [ $((SECONDS - t0)) -lt 2 ] || log "debezium: ready in $(elapsed "$t0")"
+}
+
 # ---------------------------------------------------------------- lock
 step_lock() {
   [ -x "$VENV/bin/python" ] || die "no $VENV; run 'make bootstrap' first"
@@ -133,13 +145,15 @@ case "${1:-all}" in
   system) step_system ;;
   venv) step_venv ;;
   jars) step_jars ;;
+  debezium) step_debezium ;;
   all)
     T0=$SECONDS
     step_system
     step_venv
     step_jars
+    step_debezium
     log "done in $(elapsed "$T0")"
     ;;
   lock) step_lock ;;
-  *) die "unknown step '$1' (all|system|venv|jars|lock)" ;;
+  *) die "unknown step '$1' (all|system|venv|jars|debezium|lock)" ;;
 esac

@@ -48,6 +48,7 @@ from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import PipelineError, SchemaEvolutionError
 from pipeline.sql import quote_identifier
+from silver import documents as D
 from silver import evolution as E
 from silver import merge as M
 from silver import scd2 as S
@@ -342,6 +343,10 @@ class SilverJob:
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
         options = self.table_options(source, collection)
+        if D.is_document_collection(events):  # MongoDB: documents, not rows (silver/documents.py)
+            D.apply_documents(self, events, source, collection, batch_id, _STEPS_PER_BATCH)
+            self._record_cut(name, source, collection, batch_id, events, waiting)
+            return
         row_ops = F.col(B.OP).isin("c", "u", "d", "r")
         stats = events.agg(
             F.collect_list(F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))).alias(

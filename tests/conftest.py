@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-pytest_plugins = ("tests.fix_spark", "tests.fix_servers")
+pytest_plugins = ("tests.fix_spark", "tests.fix_servers", "tests.fix_debezium")
 
 
 @pytest.fixture(autouse=True, scope="session")

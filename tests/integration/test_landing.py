@@ -251,7 +251,10 @@ def test_resume_after_partial_run_continues_where_bronze_says(tmp_path: Path) ->
     writer = BronzeWriter(BronzeTables.under(lake))
     committed = writer.last_committed(agent_app_id("shop"))
     assert committed is not None and committed.batch_seq == first.batches + rest.batches - 1
-    assert committed.offset["files"] == {str(path): [path.stat().st_size, n]}
+    st = path.stat()
+    byte, line, identity = committed.offset["files"][str(path)]
+    assert (byte, line) == (st.st_size, n)
+    assert (identity["dev"], identity["ino"], identity["head"]) == (st.st_dev, st.st_ino, 4096)
 
 
 def test_appended_lines_are_picked_up_next_run(tmp_path: Path) -> None:

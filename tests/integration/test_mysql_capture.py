@@ -7,6 +7,7 @@ deltalake. Tests that restart or purge a server use a private one (``own_mariadb
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import subprocess
@@ -33,8 +34,10 @@ from pipeline.errors import CaptureError, StageFailed
 from pipeline.landing import LandingAgent, LandingResult
 from tests.fix_servers import OwnMariaDb
 from tests.integration.test_pg_capture import (  # the bronze readers are not PG-specific
+    UNREPRODUCIBLE,
     assert_positions_unique_and_ordered,
     data,
+    row_fields,
     rows,
 )
 
@@ -225,7 +228,7 @@ def test_ddl_mid_stream_decodes_each_row_under_its_definition(my: My, tmp_path: 
     d = my.database
     my.sql(f"CREATE TABLE {d}.t (id INT PRIMARY KEY, a VARCHAR(10), n SMALLINT)")
     lake = tmp_path / "lake"
-    config = my.config()
+    config = my.config(**{"bigint.unsigned.handling.mode": "long"})  # Debezium's lossy default
     land(config, lake)  # empty snapshot: the stream starts here
     my.sql(
         f"INSERT INTO {d}.t VALUES (1, 'one', 1)",
@@ -271,11 +274,57 @@ def test_ddl_mid_stream_decodes_each_row_under_its_definition(my: My, tmp_path: 
     assert kinds[:2] == [("reset", ""), ("snapshot", "CREATE")]
     assert [k for k in kinds[2:] if k[0] == "ddl"] == [("ddl", "ALTER")] * 4
     assert_positions_unique_and_ordered(lake)
-    # the precise mode keeps the unsigned value
+    # the precise mode (our default) keeps the unsigned value
     lake2 = tmp_path / "precise"
-    land(my.config(**{"bigint.unsigned.handling.mode": "precise"}), lake2)
+    land(my.config(), lake2)
     precise = {r["value"]["after"]["id"]: r["value"]["after"]["n"] for r in data(lake2, "t")}
     assert precise[5] == "AP//////////"  # Connect Decimal bytes of 18446744073709551615
+
+
+def test_added_columns_carry_the_value_existing_rows_got(my: My, tmp_path: Path) -> None:
+    """Contract C4: a column ALTER TABLE ... ADD adds gets, as its schema's ``default``, the
+    value the server gave the rows that existed (which the binlog does not carry)."""
+    d = my.database
+    my.sql(
+        f"CREATE TABLE {d}.t (id INT PRIMARY KEY, qty INT DEFAULT 1, at0 TIMESTAMP NULL"
+        " DEFAULT CURRENT_TIMESTAMP)",
+        f"INSERT INTO {d}.t (id) VALUES (1)",
+    )
+    lake = tmp_path / "lake"
+    config = my.config()
+    land(config, lake)
+    my.sql(
+        f"ALTER TABLE {d}.t ADD COLUMN channel VARCHAR(10) DEFAULT 'web'",
+        f"ALTER TABLE {d}.t ADD COLUMN n INT NOT NULL",
+        f"ALTER TABLE {d}.t ADD COLUMN kind ENUM('x','y') NOT NULL",
+        f"ALTER TABLE {d}.t ADD COLUMN stamp TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
+        f"ALTER TABLE {d}.t ADD COLUMN u VARCHAR(36) DEFAULT (uuid())",
+        f"ALTER TABLE {d}.t ADD COLUMN born DATE NOT NULL",
+        f"ALTER TABLE {d}.t ADD COLUMN old_name INT DEFAULT 4",
+        f"ALTER TABLE {d}.t CHANGE COLUMN old_name new_name INT DEFAULT 4",
+        f"INSERT INTO {d}.t (id, n, kind, born) VALUES (2, 5, 'y', '2020-01-01')",
+    )
+    land(config, lake)
+    with pymysql.connect(**my.conn, autocommit=True) as db, db.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00'")
+        cur.execute(f"SELECT channel, n, kind, UNIX_TIMESTAMP(stamp), u FROM {d}.t WHERE id = 1")
+        existing = cur.fetchone()
+    assert existing[:3] == ("web", 0, "x") and existing[4] is not None
+    fields = row_fields(lake, data(lake, "t")[-1])
+    assert fields["channel"]["default"] == "web"
+    assert fields["n"]["default"] == 0 and fields["kind"]["default"] == "x"
+    stamp = dt.datetime.fromtimestamp(int(existing[3]), dt.UTC)
+    assert fields["stamp"]["default"] == stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert fields["qty"]["default"] == 1 and "default" not in fields["at0"]
+
+    def unreproducible(name: str) -> str:
+        assert "default" not in fields[name]
+        return str(fields[name]["parameters"][UNREPRODUCIBLE])
+
+    assert "uuid()" in unreproducible("u")
+    assert "0000-00-00" in unreproducible("born")
+    assert "renamed from old_name" in unreproducible("new_name")
+    assert all(UNREPRODUCIBLE not in fields[c].get("parameters", {}) for c in ("id", "qty"))
 
 
 def test_rows_of_a_table_unknown_to_the_history_are_quarantined(my: My, tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 One table with a column of every type is written under ``sql_mode=''`` (zero dates, invalid
 ENUM values) and a non-UTC session time zone; the rows are then read twice, with a SELECT on a
 connection set up like the agent's snapshot connection and from the binlog with
-mysql-replication, and every value must convert to the same hand-written Debezium value.
+mysql-replication (its date readers replaced, as the agent's are), and every value must convert
+to the same hand-written Debezium value, or, for a zero or invalid date, be unrepresentable
+with the same server text.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from capture.mysql_schema import ColumnDef, TableDef
 from capture.mysql_types import (
     SNAPSHOT_SESSION_SQL,
     MySqlHandling,
+    Unrepresentable,
     ValueConversionError,
     column_type,
     snapshot_connect_kwargs,
@@ -165,11 +168,17 @@ def wkb_geometry(srid: int, wkb: bytes) -> dict[str, Any]:
 
 TIME_838 = (838 * 3600 + 59 * 60 + 59) * 1_000_000
 
+
+def c1(text: str) -> tuple[str, str]:
+    """A value without a representation: the converter names it with the server's text."""
+    return ("unrepresentable", text)
+
 # Debezium values under the default handling, row by row (missing columns: null).
 EXPECTED: list[dict[str, Any]] = [
     {
         "id": 1, "ti": 127, "tu": 255, "si": 32767, "su": 65535, "mi": 8388607, "mu": 16777215,
-        "i": 2147483647, "iu": 4294967295, "bi": 2**63 - 1, "bu": -1, "bo": 1, "b1": True,
+        "i": 2147483647, "iu": 4294967295, "bi": 2**63 - 1, "bu": unscaled(2**64 - 1), "bo": 1,
+        "b1": True,
         "b10": b64(bytes([0x81, 0x02])), "f": 1.23457, "f73": 12.346,
         "d": 0.30000000000000004, "d102": 1234.57,
         "dc": unscaled(12345678901234567890123456789012345123456789012345678901234567891),
@@ -188,13 +197,16 @@ EXPECTED: list[dict[str, Any]] = [
     },
     {
         "id": 2, "ti": -128, "tu": 0, "si": -32768, "su": 0, "mi": -8388608, "mu": 0,
-        "i": -(2**31), "iu": 0, "bi": -(2**63), "bu": -(2**63), "bo": 0, "b1": False,
+        "i": -(2**31), "iu": 0, "bi": -(2**63), "bu": unscaled(2**63), "bo": 0, "b1": False,
         "b10": b64(b"\x01\x00"), "f": 1234560.0, "f73": -1.5, "d": -1.7976931348623157e308,
         "d102": -0.5, "dc": unscaled(-1), "d2": unscaled(0), "c": "", "vc": "", "tx": "",
         "l1": "", "u16": "", "uc": "", "bn": b64(bytes(4)), "cb": b64(bytes(3)), "vb": "",
-        "bl": b64(b"\x00"), "e": "", "s": "", "sn": "", "j": "[]", "y": 0, "dt": None,
-        "dtn": 0, "t0": TIME_838, "t3": -1000, "t6": -1, "dt0": None, "dt3": None, "dt6": 0,
-        "ts": None, "tsn": "1970-01-01T00:00:00Z",
+        "bl": b64(b"\x00"), "e": "", "s": "", "sn": "", "j": "[]", "y": 0,
+        # zero and invalid dates: null plus their text in the record's header (contract C1)
+        "dt": c1("0000-00-00"), "dtn": c1("0000-00-00"), "t0": TIME_838, "t3": -1000, "t6": -1,
+        "dt0": c1("0000-00-00 00:00:00"), "dt3": c1("2020-00-10 00:00:00.000"),
+        "dt6": c1("0000-00-00 00:00:00.000000"), "ts": c1("0000-00-00 00:00:00.000000"),
+        "tsn": c1("0000-00-00 00:00:00"),
         "g": wkb_geometry(0, struct.pack("<BIII8d", 1, 3, 1, 4, 0, 0, 1, 0, 1, 1, 0, 0)),
         "p": wkb_geometry(0, struct.pack("<BI2d", 1, 1, -1.5, 2.25)),
         "uu": "ffffffff-ffff-4fff-bfff-ffffffffff00", "i6": "::ffff:1.2.3.4", "i4": "10.0.0.0",
@@ -208,7 +220,7 @@ EXPECTED: list[dict[str, Any]] = [
         "j": '{"k":null}', "y": 1901,
     },
 ]  # fmt: skip
-AFTER_UPDATE = {**EXPECTED[0], "ti": 1, "s": "", "dt": None, "bu": 1}
+AFTER_UPDATE = {**EXPECTED[0], "ti": 1, "s": "", "dt": c1("0000-00-00"), "bu": unscaled(1)}
 
 
 def full(expected: dict[str, Any]) -> list[Any]:
@@ -219,10 +231,13 @@ DEFAULT = MySqlHandling()
 
 
 def convert(values: list[Any], handling: MySqlHandling = DEFAULT) -> list[Any]:
-    out = []
+    out: list[Any] = []
     for column, value in zip(TABLE.columns, values, strict=True):
         ctype = column_type(column, TABLE.charset, handling)
-        out.append(None if value is None else ctype.convert(value))
+        try:
+            out.append(None if value is None else ctype.convert(value))
+        except Unrepresentable as exc:
+            out.append(c1(str(exc.text)))
     return out
 
 

@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 from pymysql.constants import FIELD_TYPE
 
+from capture.captured_table import ColumnDefault
 from capture.mysql_schema import ColumnDef, TableDef
 from capture.mysql_types import (
     SNAPSHOT_SESSION_SQL,
     MySqlHandling,
+    Unrepresentable,
     ValueConversionError,
+    column_default,
     column_type,
     snapshot_connect_kwargs,
     snapshot_values,
@@ -53,8 +56,9 @@ def b64(data: bytes) -> str:
 
 
 def test_handling_from_config_and_defaults() -> None:
+    # exact by default (contract C2): BIGINT UNSIGNED as a Decimal, not Debezium's wrapping long
     assert MySqlHandling.from_config(SimpleNamespace()) == MySqlHandling(
-        "precise", "adaptive_time_microseconds", "long", "bytes"
+        "precise", "adaptive_time_microseconds", "precise", "bytes"
     )
     config = SimpleNamespace(
         decimal_handling_mode="string",
@@ -83,7 +87,6 @@ def test_handling_from_config_and_defaults() -> None:
         ("int", True, "int64"),
         ("integer", False, "int32"),
         ("bigint", False, "int64"),
-        ("bigint", True, "int64"),
     ],
 )
 def test_integer_schemas(type_name: str, unsigned: bool, connect: str) -> None:
@@ -107,14 +110,15 @@ def test_unsigned_values_and_signed_readings() -> None:
 
 def test_bigint_unsigned_long_wraps_like_java() -> None:
     column = col("bigint", unsigned=True)
-    assert convert(column, 2**63 - 1) == 2**63 - 1
-    assert convert(column, 2**63) == -(2**63)
-    assert convert(column, 2**64 - 1) == -1
-    assert convert(column, -1) == -1  # signed reading of 2^64-1
+    long = MySqlHandling(bigint_unsigned="long")
+    assert convert(column, 2**63 - 1, long) == 2**63 - 1
+    assert convert(column, 2**63, long) == -(2**63)
+    assert convert(column, 2**64 - 1, long) == -1
+    assert convert(column, -1, long) == -1  # signed reading of 2^64-1
 
 
 def test_bigint_unsigned_precise_is_decimal() -> None:
-    handling = MySqlHandling(bigint_unsigned="precise")
+    handling = DEFAULT
     column = col("bigint", unsigned=True)
     assert schema_of(column, handling) == {
         "type": "bytes",
@@ -352,7 +356,7 @@ def test_date() -> None:
     assert convert(column, dt.date(2024, 2, 29)) == 19782
     assert convert(column, dt.date(1969, 12, 31)) == -1
     assert convert(column, dt.date(1000, 1, 1)) == -354285
-    assert convert(column, "0000-00-00") == 0
+    assert convert(column, "0000-01-01") == -719528  # a real date of year 0, proleptic
     connect = MySqlHandling(time_precision="connect")
     assert schema_of(column, connect)["name"] == "org.apache.kafka.connect.data.Date"
 
@@ -424,6 +428,23 @@ def test_year_and_geometry() -> None:
     }
 
 
+def test_zero_and_invalid_dates_have_no_representation() -> None:
+    # contract C1: null plus the server's text, nullable or NOT NULL (Debezium: null or epoch)
+    for column, text in [
+        (col("date"), "0000-00-00"),
+        (col("date", nullable=False), "0000-00-00"),
+        (col("date"), "2020-00-15"),
+        (col("datetime", length=6), "0000-00-00 00:00:00.000000"),
+        (col("datetime"), "2020-02-30 10:00:00"),
+        (col("timestamp", nullable=False), "0000-00-00 00:00:00"),
+    ]:
+        with pytest.raises(Unrepresentable) as info:
+            convert(column, text)
+        assert info.value.text == text
+        kind = "zero" if text.startswith("0000-00-00") else "invalid"
+        assert info.value.reason.startswith(f"{kind} date {text}")
+
+
 # --- errors -------------------------------------------------------------------------------------
 
 
@@ -469,10 +490,10 @@ def test_stream_values_undo_library_quirks() -> None:
         "id": 1,
         "s": None,
         "sn": None,
-        "d": None,
-        "dn": None,
-        "dt": None,
-        "dtn": None,
+        "d": "0000-00-00",  # install_binlog_date_readers: the text, not None
+        "dn": "2020-00-15",
+        "dt": "0000-00-00 00:00:00.000000",
+        "dtn": "2020-02-30 00:00:00",
         "ts": dt.datetime(1970, 1, 1),
         "tsn": dt.datetime(1970, 1, 1),
         "y": 1900,
@@ -482,27 +503,23 @@ def test_stream_values_undo_library_quirks() -> None:
         "uu": b"\x12>Eg\xe8\x9b\x12\xd3\xa4VBf\x14\x17@",
         "i6": "",
     }
-    none_sources = {
-        "s": "empty set",
-        "sn": "empty set",
-        "d": "out of date range",
-        "dn": "out of date range",
-        "dt": "out of datetime2 range",
-        "dtn": "out of datetime2 range",
-    }
+    none_sources = {"s": "empty set", "sn": "empty set"}
     out = stream_values(ROAD, values, none_sources)
     assert out[:10] == [
         1,
         frozenset(),
         frozenset(),
-        None,
-        dt.date(1970, 1, 1),
-        None,
-        dt.datetime(1970, 1, 1),
-        None,
-        dt.datetime(1970, 1, 1),
+        "0000-00-00",
+        "2020-00-15",
+        "0000-00-00 00:00:00.000000",
+        "2020-02-30 00:00:00",
+        "0000-00-00 00:00:00",  # the zero TIMESTAMP (epoch second 0) as a SELECT prints it
+        "0000-00-00 00:00:00",
         0,
     ]
+    # without the replaced readers a zero date is None: its text is lost, so the row fails
+    with pytest.raises(ValueConversionError, match=r"db\.t\.d: .*its text is lost"):
+        stream_values(ROAD, {**values, "d": None}, {**none_sources, "d": "out of date range"})
     assert out[10] == -dt.timedelta(seconds=1, microseconds=250_000)
     assert column_type(ROAD.columns[11], None, DEFAULT).convert(out[11]) == "é𝄞"
     assert out[12] == "123e4567-e89b-12d3-a456-426614174000"
@@ -551,9 +568,12 @@ def test_stream_values_match_columns_by_position() -> None:
     values["UNKNOWN_COL0"] = 3
     values["UNKNOWN_COL1"] = {"x"}
     values["UNKNOWN_COL2"] = {"y"}
+    values["UNKNOWN_COL4"] = dt.date(2000, 1, 2)  # NOT NULL date
+    values["UNKNOWN_COL6"] = dt.datetime(2000, 1, 2)
+    values["UNKNOWN_COL8"] = dt.datetime(2000, 1, 2)
     out = stream_values(ROAD, values, {})
     assert out[:3] == [3, {"x"}, {"y"}]
-    assert out[4] == dt.date(1970, 1, 1)  # NOT NULL date: None can only be a zero date
+    assert out[4] == dt.date(2000, 1, 2)
 
 
 def test_stream_values_refuse_a_lost_not_null_set() -> None:
@@ -587,14 +607,7 @@ def test_snapshot_values_parse_dates_and_zero_forms() -> None:
         "::",
     )
     out = snapshot_values(ROAD, row)
-    assert out[3:9] == [
-        None,
-        dt.date(1970, 1, 1),
-        None,
-        dt.datetime(1970, 1, 1),
-        None,
-        dt.datetime(1970, 1, 1),
-    ]
+    assert out[3:9] == list(row[3:9])  # the server's text: the converter reports it (C1)
     assert out[:3] == [1, "", "x"] and out[9:] == list(row[9:])
     parsed = snapshot_values(
         ROAD,
@@ -620,3 +633,106 @@ def test_snapshot_connection_settings() -> None:
     for field_type in (FIELD_TYPE.DATE, FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP):
         assert conv[field_type](b"0000-00-00") == "0000-00-00"
     assert conv[FIELD_TYPE.NEWDECIMAL]("1.50") == Decimal("1.50")
+
+
+# --- the binlog's zero and invalid dates (install_binlog_date_readers) ------------------------
+
+
+class _Packet:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read_uint24(self) -> int:
+        return int.from_bytes(self.data[:3], "little")
+
+    def read_uint64(self) -> int:
+        return int.from_bytes(self.data[:8], "little")
+
+    def read_int_be_by_size(self, size: int) -> int:
+        value, self.data = int.from_bytes(self.data[:size], "big"), self.data[size:]
+        return value
+
+
+def _datetime2(y: int, mo: int, d: int, h: int, mi: int, s: int, frac: bytes = b"") -> bytes:
+    # MySQL's DATETIME2 layout, written here from the documented bit fields
+    packed = (1 << 39) | ((y * 13 + mo) << 22) | (d << 17) | (h << 12) | (mi << 6) | s
+    return packed.to_bytes(5, "big") + frac
+
+
+def test_the_binlog_readers_keep_the_text_of_zero_and_invalid_dates() -> None:
+    from pymysqlreplication.row_event import RowsEvent
+
+    event = object.__new__(RowsEvent)
+
+    def read(name: str, data: bytes, *args: Any) -> Any:
+        event.packet = _Packet(data)
+        return getattr(event, f"_RowsEvent__read_{name}")(*args)
+
+    assert read("date", (0).to_bytes(3, "little")) == "0000-00-00"
+    assert read("date", ((2020 << 9) | (0 << 5) | 15).to_bytes(3, "little")) == "2020-00-15"
+    assert read("date", ((2020 << 9) | (2 << 5) | 30).to_bytes(3, "little")) == "2020-02-30"
+    assert read("date", ((2024 << 9) | (2 << 5) | 29).to_bytes(3, "little")) == dt.date(2024, 2, 29)
+    assert read("datetime", (0).to_bytes(8, "little")) == "0000-00-00 00:00:00"
+    six = SimpleNamespace(fsp=6)
+    zero6 = _datetime2(0, 0, 0, 0, 0, 0, b"\x00\x00\x00")
+    assert read("datetime2", zero6, six) == "0000-00-00 00:00:00.000000"
+    two = SimpleNamespace(fsp=2)
+    odd = _datetime2(2020, 2, 30, 1, 2, 3, bytes([45]))
+    assert read("datetime2", odd, two) == "2020-02-30 01:02:03.45"
+    good = _datetime2(2024, 2, 29, 23, 59, 59, (999999).to_bytes(3, "big"))
+    assert read("datetime2", good, six) == dt.datetime(2024, 2, 29, 23, 59, 59, 999999)
+
+
+# --- column defaults (contract C4) ---------------------------------------------------------------
+
+
+def default_of(column: ColumnDef) -> ColumnDefault | None:
+    return column_default(column, column_type(column, None, DEFAULT), None)
+
+
+def test_constant_defaults_of_created_columns() -> None:
+    assert default_of(col("varchar", length=9, default="'it''s'")) == ColumnDefault("it's")
+    assert default_of(col("int", default="-5")) == ColumnDefault(-5)
+    assert default_of(col("decimal", length=5, scale=2, default="1.50")) == ColumnDefault(
+        b64(b"\x00\x96")
+    )
+    assert default_of(col("enum", values=("A", "b"), default="'a'")) == ColumnDefault("A")
+    assert default_of(col("bit", length=4, default="b'101'")) == ColumnDefault(b64(b"\x05"))
+    assert default_of(col("datetime", default="'2020-01-02 03:04:05'")) == ColumnDefault(
+        1577934245000
+    )
+    # not constants: no default (Debezium writes placeholders for these; we write nothing)
+    for expression in ("current_timestamp()", "NULL", "(1 + 1)", "uuid()"):
+        assert default_of(col("int", default=expression)) is None
+    assert default_of(col("date", default="'0000-00-00'")) is None  # no representation
+
+
+def test_defaults_of_added_columns_are_what_existing_rows_got() -> None:
+    at = 1_767_225_600_000  # 2026-01-01T00:00:00Z, the ALTER's binlog time
+    assert default_of(col("varchar", length=5, default="'web'", added_ms=at)) == ColumnDefault(
+        "web"
+    )
+    assert default_of(col("varchar", length=5, added_ms=at)) is None  # nullable: NULL
+    # NOT NULL without DEFAULT: the server's implicit default
+    assert default_of(col("int", nullable=False, added_ms=at)) == ColumnDefault(0)
+    assert default_of(col("varchar", nullable=False, added_ms=at)) == ColumnDefault("")
+    assert default_of(col("enum", values=("x", "y"), nullable=False, added_ms=at)) == ColumnDefault(
+        "x"
+    )
+    # CURRENT_TIMESTAMP: the statement's time, exact for a TIMESTAMP(0)
+    stamped = col("timestamp", default="current_timestamp()", added_ms=at)
+    assert default_of(stamped) == ColumnDefault("2026-01-01T00:00:00Z")
+
+    def why(column: ColumnDef) -> str:
+        result = default_of(column)
+        assert result is not None and result.value is None and result.unreproducible
+        return result.unreproducible
+
+    assert "whole seconds" in why(col("timestamp", length=3, default="current_timestamp(3)",
+                                      added_ms=at))  # fmt: skip
+    assert "whole seconds" in why(col("datetime", default="now()", added_ms=at))
+    assert "uuid()" in why(col("varchar", length=36, default="uuid()", added_ms=at))
+    assert "0000-00-00" in why(col("date", nullable=False, added_ms=at))
+    assert "numbered" in why(col("int", auto_increment=True, nullable=False, added_ms=at))
+    assert "converts" in why(col("int", default="1.5", added_ms=at))  # the server rounds
+    assert "renamed from old" in why(col("int", default="1", renamed_from="old"))

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
+import orjson
 import pytest
 
+from bronze.envelope import ConnectRecord
+from capture.captured_table import HEADER_UNREPRESENTABLE, UNREPRODUCIBLE_PARAMETER
+from capture.database_source import data_record
 from capture.masking import ColumnMasker
 from capture.pg_schema import CatalogColumn, KeyOverrides, TableFilter, TableSchema
 from capture.pg_types import PgType, ValueConversionError, ValueHandling
@@ -119,19 +124,27 @@ def test_table_filter() -> None:
     assert TableFilter(table_include=(r"PUBLIC\.T",)).table("public", "t")  # any case
 
 
+def masker(**rules: str) -> ColumnMasker:
+    """The masker of a PostgreSQL source with these column rules (``key: columns``)."""
+    base = {
+        "name": "pg",
+        "connector": "postgresql",
+        "database.hostname": "h",
+        "database.user": "u",
+        "database.dbname": "d",
+    }
+    return ColumnMasker.from_source(PostgresSourceConfig.model_validate({**base, **rules}))
+
+
 def test_masks_apply_to_row_images() -> None:
-    config = PostgresSourceConfig.model_validate(
-        {
-            "name": "pg",
-            "connector": "postgresql",
-            "database.hostname": "h",
-            "database.user": "u",
-            "database.dbname": "d",
-            "column.mask.with.4.chars": r"public\.t\.email",
-            "column.truncate.to.2.chars": r"public\.t\.body",
-        }
+    ts = table(
+        masker=masker(
+            **{
+                "column.mask.with.4.chars": r"public\.t\.email",
+                "column.truncate.to.2.chars": r"public\.t\.body",
+            }
+        )
     )
-    ts = table(masker=ColumnMasker.from_source(config))
     row = ts.row(("7", "a@x.org", "long text", None, "3"))
     assert row["email"] == "****" and row["body"] == "lo"
 
@@ -154,3 +167,155 @@ def test_enum_type_through_lookup() -> None:
     )
     assert ts.row(("b",)) == {"m": "b"}
     assert any(f["field"] == "transaction" for f in ts.envelope_schema["fields"])
+
+
+# --- contract C1: a value without a representation is a null field plus a header ---------------
+
+NUMERIC_10_2 = ((10 << 16) | 2) + 4
+
+
+def numeric_table(masker: ColumnMasker | None = None) -> TableSchema:
+    return table(
+        columns=(
+            CatalogColumn("id", 1700, NUMERIC_10_2, not_null=True, in_primary_key=True),
+            CatalogColumn("price", 1700, NUMERIC_10_2, not_null=True),
+            CatalogColumn("note", 25, -1),
+            CatalogColumn("tags", 1231, NUMERIC_10_2, dims=1),
+        ),
+        masker=masker,
+    )
+
+
+def header(record: ConnectRecord) -> dict[str, Any] | None:
+    text = record.header(HEADER_UNREPRESENTABLE)
+    return None if text is None else orjson.loads(text)
+
+
+def test_unrepresentable_values_are_null_with_a_header() -> None:
+    ts = numeric_table()
+    after, key = ts.row_and_key(("1.00", "NaN", "x", "{1,Infinity}"))
+    one = base64.b64encode(b"\x64").decode()  # 1.00: unscaled 100
+    assert dict(after) == {"id": one, "price": None, "note": "x", "tags": None}
+    assert key == {"id": one}
+    record = data_record("c", {}, None, after, key, None, ts)
+    assert record.value is not None and record.value["after"].__class__ is dict
+    assert header(record) == {
+        "after": {
+            "price": {
+                "reason": "numeric NaN has no representation in a Connect Decimal "
+                "(decimal.handling.mode=precise; the modes double and string carry it)",
+                "text": "NaN",
+            },
+            "tags": {
+                "reason": "numeric[] element Infinity: numeric Infinity has no "
+                "representation in a Connect Decimal (decimal.handling.mode=precise; the modes "
+                "double and string carry it)",
+                "text": "{1,Infinity}",
+            },
+        }
+    }
+    # both images of an update are named; a representable row carries no header
+    before = ts.row(("1.00", "-Infinity", None, None))
+    update = data_record("u", {}, before, ts.row(("1.00", "2.50", None, None)), key, None, ts)
+    assert list(header(update) or {}) == ["before"]
+    plain = data_record("c", {}, None, ts.row(("1.00", "2.50", None, None)), key, None, ts)
+    assert plain.header(HEADER_UNREPRESENTABLE) is None
+
+
+def test_a_masked_column_keeps_its_reason_but_not_its_text() -> None:
+    rules = {
+        "column.mask.hash.SHA-256.with.salt.s": r"public\.t\.price",
+        "column.truncate.to.1.chars": r"public\.t\.note",
+    }
+    ts = numeric_table(masker(**rules))
+    after = ts.row(("1.00", "NaN", "long", "{NaN}"))
+    record = data_record("r", {}, None, after, None, None, ts)
+    issues = (header(record) or {})["after"]
+    assert issues["price"] == {"reason": issues["price"]["reason"]}  # no text
+    assert issues["tags"]["text"] == "{NaN}"
+    assert record.value is not None and record.value["after"]["note"] == "l"
+
+
+def test_an_unrepresentable_key_quarantines_the_row() -> None:
+    ts = numeric_table()
+    with pytest.raises(ValueConversionError, match=r"public\.t\.id: key column value 'NaN'"):
+        ts.row_and_key(("NaN", "1", None, None))
+
+
+# --- contract C4: column defaults ---------------------------------------------------------------
+
+
+def defaults_of(ts: TableSchema) -> dict[str, tuple[Any, Any]]:
+    return {
+        f["field"]: (f.get("default"), (f.get("parameters") or {}).get(UNREPRODUCIBLE_PARAMETER))
+        for f in ts.row_schema["fields"]
+    }
+
+
+def test_constant_defaults_and_missing_values_go_into_the_schema() -> None:
+    columns = (
+        CatalogColumn("id", 23, -1, not_null=True, in_primary_key=True),
+        CatalogColumn("channel", 25, -1, default_expression="'web'::text", missing_value="{web}"),
+        CatalogColumn("n", 1700, NUMERIC_10_2, default_expression="'-1.5'::numeric"),
+        CatalogColumn("flag", 16, -1, default_expression="true"),
+        CatalogColumn("q", 25, -1, default_expression="'it''s'::text"),
+        CatalogColumn(  # now(): non-volatile, evaluated once at the ALTER
+            "at", 1184, -1, default_expression="now()", missing_value='{"2026-01-02 03:04:05+00"}'
+        ),
+        CatalogColumn("seq", 20, -1, default_expression="nextval('t_seq_seq'::regclass)"),
+        CatalogColumn("tags", 1007, -1, dims=1, missing_value='{"{7,8}"}'),
+        CatalogColumn("nan", 1700, -1, missing_value="{NaN}"),
+    )
+    ts = table(columns=columns)
+    got = defaults_of(ts)
+    assert got["channel"] == ("web", None)
+    assert got["n"] == (base64.b64encode(b"\xff\x6a").decode(), None)  # -150 at scale 2
+    assert got["flag"] == (True, None) and got["q"] == ("it's", None)
+    assert got["at"] == ("2026-01-02T03:04:05Z", None)
+    assert got["seq"] == (None, None) and got["id"] == (None, None)  # not constants
+    assert got["tags"] == ([7, 8], None)
+    assert got["nan"][0] is None and "NaN" in got["nan"][1]
+    # JsonConverter's key order: ... parameters, default, field
+    n_field = next(f for f in ts.row_schema["fields"] if f["field"] == "n")
+    assert list(n_field) == [
+        "type",
+        "optional",
+        "name",
+        "version",
+        "parameters",
+        "default",
+        "field",
+    ]
+
+
+def test_an_added_column_whose_old_rows_are_unknown_is_flagged() -> None:
+    columns = (
+        CatalogColumn("id", 23, -1, not_null=True, in_primary_key=True),
+        CatalogColumn("r", 701, -1, default_expression="random()"),
+        CatalogColumn("c", 25, -1, default_expression="'x'::text"),
+        CatalogColumn("plain", 25, -1),
+        CatalogColumn("kept", 25, -1, default_expression="'k'::text", missing_value="{k}"),
+    )
+    ts = TableSchema(
+        "srv",
+        "public",
+        "t",
+        columns,
+        "d",
+        handling=ValueHandling(),
+        lookup=None,
+        column_filter=TableFilter(),
+        key_overrides=KeyOverrides(),
+        masker=None,
+        placeholder="x",
+        with_transaction=False,
+        added=frozenset({"r", "c", "plain", "kept"}),
+    )
+    got = defaults_of(ts)
+    assert got["r"][0] is None and "random()" in got["r"][1] and "rewrote" in got["r"][1]
+    assert got["c"][0] == "x" and "no attmissingval" in got["c"][1]
+    assert got["plain"] == (None, None)  # added without a default: the old rows are NULL
+    assert got["kept"] == ("k", None)
+    # the same columns, not seen being added: Debezium's constant defaults only
+    assert defaults_of(table(columns=columns))["r"] == (None, None)
+    assert defaults_of(table(columns=columns))["c"] == ("x", None)

@@ -16,9 +16,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from bronze.positions import (
+    ARRIVAL_FORMAT_VERSION,
     DERIVED_TXN_MEMORY,
     FORMAT_VERSION,
     POSITION_TYPES,
+    ArrivalPosition,
     Db2Position,
     MongoDbPosition,
     MySqlPosition,
@@ -894,7 +896,7 @@ MISSING: list[tuple[str, Mapping[str, Any], str]] = [
     ("sqlserver", {"change_lsn": "00000027:00000758:0003", **STREAMED}, "commit_lsn"),
     ("sqlserver", {"commit_lsn": "00000027:00000758", "change_lsn": None}, "commit_lsn"),
     ("sqlserver", {"commit_lsn": "00000027:00000758:0003", "change_lsn": "zz"}, "change_lsn"),
-    ("db2", {"commit_lsn": "00000000:0000150f:0000000000048fd0"}, "change_lsn"),
+    ("db2", {"snapshot": "false"}, "change_lsn"),
     ("db2", {"change_lsn": "00000000:0000150f:0000000000048fca"}, "commit_lsn"),
     ("db2", {"change_lsn": "-15", "commit_lsn": "1"}, "change_lsn"),
     ("oracle", {"commit_scn": "5"}, "scn"),
@@ -988,3 +990,25 @@ def test_json_of_another_connector_is_refused() -> None:
         PostgresPosition.from_json(data)
     with pytest.raises(PositionError, match="'pos'"):
         MySqlPosition.from_json({k: v for k, v in data.items() if k != "pos"})
+
+
+def test_db2_schema_change_without_change_lsn_sorts_first_in_its_commit() -> None:
+    """The 1.2 guide's Db2 schema change (000.txt:3434) has change_lsn null, commit_lsn set."""
+    commit = "00000025:00000d98:00a2"
+    ddl = Db2Position.from_source({"snapshot": "true", "change_lsn": None, "commit_lsn": commit})
+    row = Db2Position.from_source(
+        {"snapshot": "true", "change_lsn": "00000025:00000d98:0001", "commit_lsn": commit}
+    )
+    assert ddl.commit_lsn == row.commit_lsn and ddl.change_lsn == bytes(16)
+    assert ddl.encode() < row.encode()
+
+
+def test_arrival_positions_sort_by_arrival_and_decode_under_any_connector() -> None:
+    first, second = ArrivalPosition(7), ArrivalPosition(8)
+    assert first.encode() < second.encode() < ArrivalPosition(8, 1).encode()
+    assert first.encode()[0] == ARRIVAL_FORMAT_VERSION != FORMAT_VERSION
+    for connector in ("postgresql", "mysql", "mongodb"):
+        assert decode_position(connector, second.encode()) == second
+    assert ArrivalPosition.from_json(second.to_json()) == second
+    with pytest.raises(PositionError, match="arrival"):
+        ArrivalPosition.from_source({"lsn": 1})
