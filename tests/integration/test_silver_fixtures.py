@@ -1,15 +1,12 @@
-"""The spec's Debezium JSON examples, and one column per logical type, through bronze -> silver.
+"""One column per logical type, through bronze -> silver.
 
-Two end-to-end checks of the silver issue's "Done when":
+A PostgreSQL-connector table with one column per Debezium logical type of the spec's §2.6 table
+gets creates, an update and updates carrying the unavailable-value placeholder; the silver rows
+are compared with hand-checked Python values (the ones ``tests/integration/test_silver_types.py``
+checks at decode level, where they apply).
 
-1. every recorded example (``tests/fixtures/debezium``) that carries its value schema and is a
-   row change of a relational connector is written as a ``kafka_json`` line, landed with
-   :class:`LandingAgent` and applied with :class:`SilverJob`; each silver table's live rows are
-   compared with rows read off the documents by hand;
-2. a PostgreSQL-connector table with one column per Debezium logical type of the spec's §2.6
-   table gets creates, an update and updates carrying the unavailable-value placeholder; the
-   silver rows are compared with hand-checked Python values (the ones
-   ``tests/integration/test_silver_types.py`` checks at decode level, where they apply).
+The spec's recorded Debezium JSON examples (``tests/fixtures/debezium``), which this file used to
+land a few of, are all landed and applied by ``tests/integration/test_seed_corpus.py``.
 
 Nothing expected here is computed by the code under test: every value is a literal with a
 comment saying how it was worked out.
@@ -35,7 +32,6 @@ from silver.merge import DELETED, KEY
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
-FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "debezium"
 UTC = dt.UTC
 PLACEHOLDER = "__debezium_unavailable_value"
 
@@ -64,122 +60,7 @@ def _live(spark: Any, lake: Path, source: str, collection: str) -> list[dict[str
     return sorted(rows, key=lambda r: str(r[KEY]))
 
 
-# --- 1. the recorded examples --------------------------------------------------------------------
-
-ANNE_1004 = {
-    "id": 1004,
-    "first_name": "Anne",
-    "last_name": "Kretchmar",
-    "email": "annek@noanswer.org",
-}
-JOHN_DOE_1005 = {
-    "id": 1005,
-    "first_name": "john",
-    "last_name": "doe",
-    "email": "john.doe@example.org",
-}
-
-# fixture -> (collection, expected live rows). Each row is the document's ``after`` (the values
-# test_silver_types.FIXTURE_AFTER reads off by hand) under the MERGE key: the canonical JSON of the
-# document's *key* payload, read as map<string,string>, so numbers become strings. Where the
-# document's key example and its create example disagree (MySQL key id 1001 vs row 1004, SQL
-# Server key 1004 vs row 1005, the PostgreSQL/YugabyteDB key id "1" as a string), silver keys the
-# row by the record key as printed: the key is what Kafka and Debezium use for the row's identity.
-FIXTURE_ROWS: dict[str, tuple[str, list[dict[str, Any]]]] = {
-    "postgresql_create": ("public.customers", [{KEY: '{"id":"1"}', **ANNE_1004, "id": 1}]),
-    "mysql_create": ("inventory.customers", [{KEY: '{"id":"1001"}', **ANNE_1004}]),
-    "sqlserver_v3_create": ("dbo.customers", [{KEY: '{"id":"1004"}', **JOHN_DOE_1005}]),
-    "db2_create": (
-        "MYSCHEMA.CUSTOMERS",
-        [{KEY: '{"ID":"1004"}', **{k.upper(): v for k, v in JOHN_DOE_1005.items()}}],
-    ),
-}
-"""Not here, and why:
-
-* ``yugabytedb_create`` and ``sqlserver_create``: one example per table, to keep the test under
-  a minute (each silver table costs a MERGE of several seconds on 2 cores). They would conflict
-  with ``postgresql_create`` / ``sqlserver_v3_create`` in one source (same table and key, same
-  printed LSN, different documents); their rows are the same ANNE/JOHN rows, and their decoding
-  is checked in test_silver_types.py.
-* ``mongodb_create``: not a relational connector (its ``after`` is a JSON document).
-* ``mysql_v0_5_create``, ``oracle_create`` and ``oracle_read_example_7_5``: bronze cannot give
-  them a source position, so they are quarantined at landing (see
-  :func:`test_recorded_examples_without_a_position_are_quarantined_in_bronze`).
-* updates, deletes, truncates: every recorded one elides its schema (``"schema": { ... }``), so
-  it is a bare payload, outside "the examples whose value carries a schema".
-* tombstones, transaction BEGIN/END, schema changes: not row changes.
-"""
-
-
-def _fixture(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = orjson.loads((FIXTURE_DIR / f"{name}.json").read_bytes())
-    return doc
-
-
-def _fixture_line(name: str) -> dict[str, Any]:
-    doc = _fixture(name)
-    value = doc["value"]
-    # The topic Debezium would have used: the envelope name without ".Envelope" (or the key's
-    # name without ".Key"); the pipeline takes the collection from ``source``, not the topic.
-    env_name = value["schema"].get("name") or doc["key"]["schema"]["name"].removesuffix(".Key")
-    return {
-        "topic": env_name.removesuffix(".Envelope"),
-        "key": doc["key"],
-        "value": value,
-        "headers": {},
-    }
-
-
-def test_recorded_examples_reach_silver(spark: Any, tmp_path: Path) -> None:
-    # Each document's example is landed as its own source (one file, one LandingAgent): the
-    # examples come from unrelated connectors and documents with unrelated positions. Separate
-    # sources give them separate silver tables (<source>__<schema>__<table>) in one lake, so one
-    # SilverJob run applies them all and none can be ordered against another.
-    lake = tmp_path / "lake"
-    for name in FIXTURE_ROWS:
-        path = tmp_path / f"{name}.jsonl"
-        _write(path, [_fixture_line(name)])
-        _land(name, path, lake)
-    result = SilverJob(spark, lake).run_once()
-    assert result.quarantined == 0
-    assert result.events == len(FIXTURE_ROWS)
-    for name, (collection, expected) in FIXTURE_ROWS.items():
-        assert _live(spark, lake, name, collection) == expected, name
-
-
-# Recorded creates whose ``source`` cannot be ordered, and bronze's reason. These are defects of
-# the documents' examples (see tests/fixtures/debezium/README.md), not of the pipeline: without a
-# position silver could not apply them in source order, so refusing them at landing is correct.
-UNPOSITIONED = {
-    # 0.5-era MySQL and the Oracle 2.3 create example: no "connector" (nor db/table) in source.
-    "mysql_v0_5_create": "'source' has no 'connector' field",
-    "oracle_create": "'source' has no 'connector' field",
-    # Oracle example 7.5 carries a MySQL-shaped source (file/pos/server_id) with connector
-    # "oracle": no SCN to order it by.
-    "oracle_read_example_7_5": "oracle source.scn is missing or null",
-}
-
-
-def test_recorded_examples_without_a_position_are_quarantined_in_bronze(
-    spark: Any, tmp_path: Path
-) -> None:
-    lake = tmp_path / "lake"
-    for name in UNPOSITIONED:
-        path = tmp_path / f"{name}.jsonl"
-        _write(path, [_fixture_line(name)])
-        _land(name, path, lake)
-    bronze = lake / "bronze"
-    assert spark.read.format("delta").load(str(bronze / "events")).count() == 0
-    reasons = {
-        r["source"]: r["reason"]
-        for r in spark.read.format("delta").load(str(bronze / "quarantine")).collect()
-    }
-    assert set(reasons) == set(UNPOSITIONED)
-    for name, reason in UNPOSITIONED.items():
-        assert reasons[name].startswith(reason), (name, reasons[name])
-
-
-# --- 2. one column per logical type --------------------------------------------------------------
+# --- one column per logical type --------------------------------------------------------------
 
 SERVER = "pgserver1"
 TOPIC = f"{SERVER}.public.all_types"
