@@ -28,7 +28,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import orjson
 
@@ -74,6 +74,13 @@ tried (PG/Oracle/YB txId, MySQL GTID, SQL Server/Db2 commit LSN, Oracle commit S
 _TRANSACTION_TOPIC_SUFFIX = ".transaction"
 
 _Pending = tuple["_Line", ChangeEvent, Parsed, str]
+
+
+_ORPHAN_TOMBSTONE: Final = (
+    "tombstone (null value) before any landed data record of its stream: no position to order it "
+    "by (its delete was quarantined, or is not in this source); a tombstone changes nothing in "
+    "silver, so nothing is lost"
+)
 
 
 class _Line:
@@ -379,6 +386,14 @@ class DebeziumJsonSource(CaptureSource):
         if source is None or event.kind is RecordKind.TOMBSTONE:
             resolver = self._resolvers.get(self._last_partition or "")
             if resolver is None:
+                if event.kind is RecordKind.TOMBSTONE:
+                    # A tombstone follows its delete; with no landed data record before it (its
+                    # delete was quarantined, or never was in this source) nothing can order it,
+                    # and waiting would leave it in neither bronze table.
+                    orphan = EnvelopeError(_ORPHAN_TOMBSTONE, origin=origin)
+                    builder.add_quarantined(_quarantined(line.raw, origin, orphan, now))
+                    self._consume(line)
+                    return False
                 pending.append((line, event, parsed, origin))
                 return False
             try:

@@ -200,7 +200,35 @@ def _from_wrapper(obj: dict[str, Any], origin: str) -> Parsed:
         value_text = value.encode()
         value = loads(value_text, origin, "value")
     headers = _headers(obj["headers"], origin) if "headers" in obj else ()
+    if value.__class__ is dict and "specversion" in value and "op" not in value:
+        # A topic written by CloudEventsConverter, dumped with kcat -J or similar: the record
+        # value is the CloudEvent; the key and headers are the record's own.
+        return _cloudevent_in_record(key, value, headers, obj.get("topic"), origin, key_text)
     return _record(key, value, headers, obj.get("topic"), origin, key_text, value_text)
+
+
+def _cloudevent_in_record(
+    key: Any,
+    event: dict[str, Any],
+    headers: tuple[tuple[str, str | None], ...],
+    topic: Any,
+    origin: str,
+    key_text: bytes | None,
+) -> Parsed:
+    envelope, value_schema, ce_headers = from_cloudevent(event, origin)
+    if key.__class__ is dict and "payload" in key:
+        key_schema, key_payload = split_connect(key, "key", origin)
+    else:
+        key_schema, key_payload = None, key
+    record = fast_record(
+        key_payload,
+        envelope,
+        key_schema,
+        value_schema,
+        (*headers, *ce_headers),
+        topic if topic.__class__ is str else None,
+    )
+    return record, key_text if key_payload is key and key is not None else None, None
 
 
 def _headers(raw: Any, origin: str) -> tuple[tuple[str, str | None], ...]:

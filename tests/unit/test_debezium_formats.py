@@ -264,6 +264,40 @@ def test_cloudevent_of_the_guide_maps_back_to_the_envelope() -> None:
     )
 
 
+def test_cloudevent_as_the_value_of_a_topic_dump_keeps_key_and_headers() -> None:
+    """A topic written by CloudEventsConverter dumped with kcat -J: the value is the event."""
+    event = orjson.loads(CLOUDEVENT.replace("\n", " "))
+    line = orjson.dumps(
+        {
+            "topic": "test_server.s1.a",
+            "key": '{"pk": 1}',
+            "value": orjson.dumps(event).decode(),
+            "headers": ["trace", "abc"],
+        }
+    )
+    record, key_text, _ = parse_line(line, "auto", "f:1")
+    assert record.key == {"pk": 1} and key_text == b'{"pk": 1}'
+    assert record.topic == "test_server.s1.a"
+    value = record.value
+    assert value is not None and value["op"] == "r" and value["after"] == {"pk": 1, "name": "Bob"}
+    assert ("trace", "abc") in record.headers
+    assert ("ce_id", '"name:test_server;lsn:29274832;txId:565"') in record.headers
+    assert classify(record).collection == "s1.a"
+
+
+def test_a_tombstone_with_no_landed_record_before_it_is_quarantined(tmp_path: Path) -> None:
+    """Its delete was quarantined (here: no table named), so nothing can order the tombstone;
+    it must land in quarantine, not wait unconsumed in neither bronze table."""
+    lines = [
+        orjson.dumps({"key": {"id": 1}, "value": fixture_value("mysql_v0_5_create")}),
+        orjson.dumps({"key": {"id": 1}, "value": None}),
+    ]
+    batches = read_all(tmp_path, lines, connector_hint="mysql")
+    assert rows(batches) == []
+    reasons = quarantined(batches)
+    assert len(reasons) == 2 and "no position to order it" in reasons[1]
+
+
 def test_cloudevent_with_schema_in_data_and_a_mongodb_one() -> None:
     data_schema = {
         "type": "struct",
