@@ -85,8 +85,8 @@ def _poison(template: dict[str, Any], ident: int, **changes: Any) -> dict[str, A
 
 def inject(lake: Path) -> dict[int, tuple[str, str, str]]:
     """Append the bad events; returns ``id -> (source, table, reason fragment)``."""
-    table = DeltaTable(str(lake / "bronze" / "events"))
-    rows = table.to_pyarrow_table().to_pylist()
+    landed = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table()
+    rows = landed.to_pylist()
 
     def middle(source: str, collection: str) -> dict[str, Any]:
         data = sorted(
@@ -136,7 +136,7 @@ def inject(lake: Path) -> dict[int, tuple[str, str, str]]:
     # The []-after of 9003 decodes as a missing image too (a JSON array is not a row).
     write_deltalake(
         str(lake / "bronze" / "events"),
-        pa.Table.from_pylist([r for *_, r in bad.values()], schema=table.schema().to_arrow()),
+        pa.Table.from_pylist([r for *_, r in bad.values()], schema=landed.schema),
         mode="append",
     )
     return {ident: (source, t, reason) for ident, (source, t, reason, _r) in bad.items()}
