@@ -407,36 +407,39 @@ class SilverJob:
         app_id = f"medallion-silver:{name}"
         options = self.table_options(source, collection)
         known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
-        unknown = _refusals(
-            events.where(~known),
-            F.concat(F.lit("unknown op '"), F.coalesce(F.col(B.OP), F.lit("null")), F.lit("'")),
-        )
-        self._quarantine(unknown, source, collection, name, version=batch_id, kind="ops")
-        events = events.where(known)
+        row_ops = F.col(B.OP).isin("c", "u", "d", "r")
+        stats = events.agg(
+            F.count_if(~known).alias("unknown"),
+            F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
+            F.collect_list(F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))).alias(
+                "truncates"
+            ),
+            F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
+        ).collect()[0]
+        if stats["unknown"]:
+            op = F.coalesce(F.col(B.OP), F.lit("null"))
+            unknown = _refusals(
+                events.where(~known), F.concat(F.lit("unknown op '"), op, F.lit("'"))
+            )
+            self._quarantine(unknown, source, collection, name, version=batch_id, kind="ops")
+            events = events.where(known)
         if D.is_document_collection(events):  # MongoDB: documents, not rows (silver/documents.py)
             quarantined = self.result.quarantined
             D.apply_documents(self, events, source, collection, batch_id, _STEPS_PER_BATCH)
             self.result.applied += events.count() - (self.result.quarantined - quarantined)
             self._record_cut(name, source, collection, batch_id, events, waiting)
             return
-        row_ops = F.col(B.OP).isin("c", "u", "d", "r")
-        values = Q.unrepresentable_values(events.where(row_ops))
-        self.result.quarantined_values += Q.write(
-            self.spark,
-            self.silver,
-            values,
-            source=source,
-            collection=collection,
-            app_id=f"medallion-silver:_quarantine_values:{name}",
-            version=batch_id,
-            batch_id=batch_id,
-        )
-        stats = events.agg(
-            F.collect_list(F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))).alias(
-                "truncates"
-            ),
-            F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
-        ).collect()[0]
+        if stats["unrepresentable"]:  # C1: the row applies with NULL, each value is reported
+            self.result.quarantined_values += Q.write(
+                self.spark,
+                self.silver,
+                Q.unrepresentable_values(events.where(row_ops)),
+                source=source,
+                collection=collection,
+                app_id=f"medallion-silver:_quarantine_values:{name}",
+                version=batch_id,
+                batch_id=batch_id,
+            )
         truncated_at = {bytes(t[0]): t[1] for t in stats["truncates"]}
         truncates = sorted(truncated_at)
         parts, undecoded = self._decode(events.where(row_ops))

@@ -34,6 +34,7 @@ __all__ = [
     "REASON",
     "VALUE",
     "VALUE_TEXT",
+    "has_unrepresentable",
     "record_key",
     "unrepresentable_values",
     "write",
@@ -61,6 +62,15 @@ def record_key(key_json: Column) -> Column:
     return F.when(wrapped, payload).otherwise(key_json)
 
 
+def _header() -> Column:
+    return F.filter(B.HEADERS, lambda h: h["key"] == F.lit(HEADER_UNREPRESENTABLE))
+
+
+def has_unrepresentable() -> Column:
+    """Whether a bronze row carries the C1 header (some value of it has no representation)."""
+    return F.coalesce(F.size(_header()) > 0, F.lit(False))
+
+
 def unrepresentable_values(events: DataFrame) -> DataFrame:
     """One ``kind = 'value'`` row per column named in each event's C1 header.
 
@@ -72,7 +82,7 @@ def unrepresentable_values(events: DataFrame) -> DataFrame:
     Returns:
         Rows with the columns :func:`write` expects, ``column`` and ``value_text`` set.
     """
-    header = F.filter(B.HEADERS, lambda h: h["key"] == F.lit(HEADER_UNREPRESENTABLE))
+    header = _header()
     issues = F.from_json(header[0]["value"], _ISSUES_TYPE)
     side = F.when(F.col(B.OP) == "d", issues["before"]).otherwise(issues["after"])
     named = events.where(F.size(header) > 0).select(

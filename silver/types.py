@@ -2,7 +2,8 @@
 
 Bronze keeps every value payload as JSON text (``value_json``) and the Connect schema it was
 written with (``bronze.schemas``, keyed by ``value_schema_id``). Silver decodes in two steps, both
-Spark built-in expressions, except for decimal text wider than 15 bytes (see *UDF* below):
+Spark built-in expressions (no Python UDF: one cannot run inside the ``transform`` that decodes
+an array column):
 
 1. **Parse** with ``from_json(value_json, envelope_json_schema(schema))``. :func:`json_type` is the
    Spark type of what ``JsonConverter`` wrote for one field: numbers as numbers, ``bytes`` as base64
@@ -32,7 +33,8 @@ Connect type / logical name                             decoded Spark type
 ======================================================  ===========================================
 ``int8`` / ``int16`` / ``int32`` / ``int64``            ``tinyint`` / ``smallint`` / ``int`` /
                                                         ``bigint``
-``float32`` / ``float64`` / ``boolean`` / ``string``    ``float`` / ``double`` / ``boolean`` /
+``float32`` / ``float64`` (``JsonConverter``:         ``float`` / ``double`` / ``boolean`` /
+``float`` / ``double``) / ``boolean`` / ``string``
                                                         ``string``
 ``bytes``                                               ``binary`` (base64 decoded)
 ``struct`` / ``array`` / ``map``                        the same, members decoded recursively
@@ -46,7 +48,9 @@ Connect type / logical name                             decoded Spark type
 ``NanoTime``, ``connect.data.Time``                     field's comment says so)
 ``io.debezium.time.Timestamp`` / ``MicroTimestamp``     ``timestamp_ntz`` (zone-less wall clock)
 / ``NanoTimestamp``, ``connect.data.Timestamp``
-``io.debezium.time.ZonedTimestamp``                     ``timestamp`` (the UTC instant)
+``io.debezium.time.ZonedTimestamp``                     ``timestamp`` (the UTC instant; PostgreSQL
+                                                        ``"infinity"``/``"-infinity"``: the
+                                                        ``MicroTimestamp`` ±infinity sentinels)
 ``io.debezium.time.ZonedTime`` / ``Interval``           ``string`` (ISO-8601, as sent)
 ``io.debezium.time.Year`` / ``MicroDuration``           the physical type (``int`` / ``bigint``)
 ``io.debezium.data.Json`` / ``Xml`` / ``Uuid`` /        ``string``
@@ -64,10 +68,12 @@ decodes to NULL, a delete's ``before`` may omit columns, and a nullable type kee
 ``select(*decode_row(...)).schema == row_schema(...)``.
 
 **Decimals.** ``Decimal`` bytes are the big-endian two's-complement unscaled value. Values of up to
-16 bytes (every ``decimal(p <= 38)``) are decoded with built-ins: the hex digits are split into two
-64-bit halves (``conv``), joined in ``decimal(38,0)``, and the scale applied by casting the text
-``<unscaled>E<-scale>``, which is exact. A value too wide for its declared ``decimal(p, s)`` fails
-the query (``raise_error``, or ANSI overflow) rather than turning into NULL.
+15 bytes are decoded with ``decimal(38,0)`` arithmetic: the hex digits are split into two 64-bit
+halves (``conv``) and joined. Wider values (any width) fold their hex digits, 7 at a time, into
+base-10^9 limbs with ``aggregate``, which gives the exact integer text. The scale is applied by
+casting the text ``<unscaled>E<-scale>`` (exact), or by placing the point in the text. A value
+too wide for its declared ``decimal(p, s)`` decodes to NULL, and the job refuses such an event
+(a non-null JSON value that decodes to NULL) rather than applying it.
 
 ``VariableScaleDecimal`` (PostgreSQL ``NUMERIC`` without scale, Oracle ``NUMBER``) carries a scale
 *per value*, so no single ``decimal(p, s)`` column holds every value exactly: ``1.5``,
@@ -95,16 +101,15 @@ byte values, and a ``hstore`` map ``{placeholder: placeholder}``. Such a field d
 and is named by :func:`unavailable_flags`, so the MERGE keeps the stored value of exactly those
 columns.
 
-**UDF.** One plain (non-Arrow: pandas is not installed) Python UDF exists, for decimal *text* of
-values wider than 15 bytes, where ``decimal(38,0)`` arithmetic could overflow:
-``VariableScaleDecimal`` fields and ``Decimal`` fields whose precision or scale exceeds 38. It is
-in the plan only for such fields and receives NULL for every value the built-ins decode, so its
-cost there is row serialisation, not Python arithmetic.
+**YugabyteDB.** ``yboutput`` wraps every column as ``{"value": v, "set": bool}``
+(:func:`unwrap_set`): the column decodes as its ``value``, and a column not sent (``null``, or
+``"set": false``) is flagged by :func:`unavailable_flags` like a placeholder.
 
 Not supported: ``JsonConverter`` with ``decimal.format=NUMERIC`` (decimals as JSON numbers: the
 text cannot be told from base64); PostgreSQL ``±infinity`` timestamps decode to Spark timestamps
-far outside Python's ``datetime`` range (Spark holds them, ``collect()`` cannot);
-``ZonedTimestamp`` text that is not ISO-8601 (``"infinity"``) decodes to NULL.
+far outside Python's ``datetime`` range (Spark holds them, ``collect()`` cannot; read them with
+``unix_micros``); other ``ZonedTimestamp`` text that is not ISO-8601 decodes to NULL (refused by
+the job).
 """
 
 from __future__ import annotations
