@@ -33,8 +33,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bronze import schema as B
-from pipeline.sql import quote_identifier
 from silver import merge as M
+from silver import quarantine as Q
 from silver import scd2 as S
 
 if TYPE_CHECKING:
@@ -204,48 +204,17 @@ def _quarantine(
     batch_id: int,
     version: int,
 ) -> None:
-    """Append refused events (``__reason``) to ``silver/_quarantine`` as kind ``event`` rows.
-
-    The table may be in the original layout or carry ``kind``/``column``/``value_text``: rows
-    are written with the columns the table has (missing ones null), plus the new ones
-    (``mergeSchema``). Exactly once per (table, ``version``) via a Delta app transaction.
-    """
-    from delta.tables import DeltaTable
-
-    out = refused.select(
-        F.lit(source).alias("source"),
-        F.lit(collection).alias("collection"),
-        F.col(M.ORIGIN).alias("origin"),
-        F.col(M.KEY).alias("key"),
-        F.col(M.POSITION).alias("position"),
-        F.col(M.BRONZE_BATCH).alias("bronze_batch"),
-        F.col(_REASON).alias("reason"),
-        F.lit(batch_id).cast("bigint").alias("silver_batch"),
-        F.current_timestamp().alias("quarantined_at"),
-        F.lit("event").alias("kind"),
-        F.lit(None).cast("string").alias("column"),
-        F.lit(None).cast("string").alias("value_text"),
-    )
-    path = str(silver_root / "_quarantine")
-    if DeltaTable.isDeltaTable(spark, path):
-        table = spark.read.format("delta").load(path).schema
-        have = set(table.fieldNames())
-        out = out.select(
-            *[
-                F.col(quote_identifier(f.name))
-                if f.name in out.columns
-                else F.lit(None).cast(f.dataType).alias(f.name)
-                for f in table.fields
-            ],
-            *[F.col(quote_identifier(c)) for c in out.columns if c not in have],
-        )
-    (
-        out.write.format("delta")
-        .mode("append")
-        .option("mergeSchema", "true")
-        .option("txnAppId", f"medallion-silver:_quarantine:{name}")
-        .option("txnVersion", version)
-        .save(path)
+    """Append refused events (``__reason``) to ``silver/_quarantine`` as kind ``event`` rows,
+    exactly once per (table, ``version``) (:func:`silver.quarantine.write`)."""
+    Q.write(
+        spark,
+        silver_root,
+        refused,
+        source=source,
+        collection=collection,
+        app_id=f"medallion-silver:_quarantine:{name}",
+        version=version,
+        batch_id=batch_id,
     )
 
 

@@ -38,9 +38,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pyspark.errors import (
+    AnalysisException,
+    ArithmeticException,
+    DateTimeException,
+    IllegalArgumentException,
+    NumberFormatException,
+    SparkRuntimeException,
+)
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
 
 from bronze import schema as B
 from bronze.envelope import HEADER_NEW_KEY as NEW_KEY_HEADER
@@ -51,6 +59,7 @@ from pipeline.sql import quote_identifier
 from silver import documents as D
 from silver import evolution as E
 from silver import merge as M
+from silver import quarantine as Q
 from silver import scd2 as S
 
 __all__ = ["SilverJob", "SilverRunResult", "silver_table_name"]
@@ -80,6 +89,8 @@ _DECODED_METADATA = frozenset(
     )
 )
 _QUARANTINE_COLUMNS = (M.KEY, M.POSITION, M.BRONZE_BATCH, M.ORIGIN, _REASON)
+_KNOWN_OPS = ("c", "u", "d", "r", "t")
+"""Ops of data events: create, update, delete, read (snapshot), truncate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +107,17 @@ class _Part:
 
 def _canonical_key(text: Column) -> Column:
     """One spelling per key: the JSON of its fields as strings (a ``{schema, payload}`` wrapper,
-    as a header converter may write, is unwrapped first)."""
+    as a header converter may write, is unwrapped first). A key that is not a JSON object (a
+    plain string or number, as an outbox table or a custom key converter writes) is its JSON
+    text, trimmed: it still names the row."""
     parsed = F.from_json(text, "map<string,string>")
     wrapped = parsed["payload"].isNotNull() & parsed["schema"].isNotNull()
-    return F.to_json(
+    fields = F.to_json(
         F.when(wrapped, F.from_json(parsed["payload"], "map<string,string>")).otherwise(parsed)
+    )
+    scalar = F.trim(Q.record_key(text))
+    return F.when(text.isNull(), F.lit(None).cast("string")).otherwise(
+        F.coalesce(fields, F.when((scalar != F.lit("")) & (scalar != F.lit("null")), scalar))
     )
 
 
@@ -144,6 +161,10 @@ class SilverRunResult:
         ignored: Bronze rows that change no table (tombstones, BEGIN/END, heartbeats, DDL).
         purged: Tombstone rows purged after the retention.
         tx_timed_out: Transactions applied without their END after the timeout.
+        read: Data events read (released by their transaction); each is either applied or
+            quarantined: ``read == applied + quarantined``.
+        applied: Data events applied (merged, truncates included; a no-op replay counts).
+        quarantined_values: ``kind = 'value'`` quarantine rows: values applied as NULL.
     """
 
     batches: int = 0
@@ -154,6 +175,9 @@ class SilverRunResult:
     ignored: int = 0
     purged: int = 0
     tx_timed_out: int = 0
+    read: int = 0
+    applied: int = 0
+    quarantined_values: int = 0
 
 
 class SilverJob:
@@ -308,11 +332,12 @@ class SilverJob:
                 .orderBy(B.SOURCE, B.COLLECTION)
                 .collect()
             )
+            self.result.read += counts.get("data", 0)
             for row in tables:
-                self._apply_table(
+                self._apply_table_or_quarantine(
                     data.where(
                         (F.col(B.SOURCE) == row[B.SOURCE])
-                        & (F.col(B.COLLECTION) == row[B.COLLECTION])
+                        & F.col(B.COLLECTION).eqNullSafe(row[B.COLLECTION])
                     ),
                     row[B.SOURCE],
                     row[B.COLLECTION],
@@ -331,6 +356,44 @@ class SilverJob:
         finally:
             batch.unpersist()
 
+    def _apply_table_or_quarantine(
+        self,
+        events: DataFrame,
+        source: str,
+        collection: str | None,
+        batch_id: int,
+        waiting: DataFrame,
+    ) -> None:
+        """Apply one table's events; when that fails on what the events hold, quarantine them.
+
+        C5: an event silver cannot decode, conform or apply never stops the micro-batch. The
+        per-event checks (:meth:`_decode`, :meth:`_conform`, the MERGE's refusals) catch the
+        known cases; this is the net for the rest (a decoder failing at run time for one
+        table): the table's events of this micro-batch are quarantined one by one with the
+        error, and the other tables go on. Infrastructure failures (storage, the Spark
+        driver) and the ``fail`` schema policy still fail the micro-batch, which is retried.
+        """
+        if collection is None:
+            unnamed = F.lit("data event without a table name (bronze named no collection)")
+            self._quarantine(_refusals(events, unnamed), source, "", "_unnamed", version=batch_id)
+            return
+        try:
+            self._apply_table(events, source, collection, batch_id, waiting)
+        except PipelineError:
+            raise
+        except _DATA_ERRORS as exc:
+            name = silver_table_name(source, collection)
+            logger.exception("silver %s: the micro-batch's events are quarantined", name)
+            reason = f"silver could not apply the events of {source} {collection}: {_describe(exc)}"
+            self._quarantine(
+                _refusals(events, F.lit(reason)),
+                source,
+                collection,
+                name,
+                version=batch_id,
+                kind="failed",
+            )
+
     def _apply_table(
         self,
         events: DataFrame,
@@ -343,23 +406,47 @@ class SilverJob:
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
         options = self.table_options(source, collection)
-        if D.is_document_collection(events):  # MongoDB: documents, not rows (silver/documents.py)
-            D.apply_documents(self, events, source, collection, batch_id, _STEPS_PER_BATCH)
-            self._record_cut(name, source, collection, batch_id, events, waiting)
-            return
+        known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
         row_ops = F.col(B.OP).isin("c", "u", "d", "r")
         stats = events.agg(
+            F.count_if(~known).alias("unknown"),
+            F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
             F.collect_list(F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))).alias(
                 "truncates"
             ),
             F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
         ).collect()[0]
+        if stats["unknown"]:
+            op = F.coalesce(F.col(B.OP), F.lit("null"))
+            unknown = _refusals(
+                events.where(~known), F.concat(F.lit("unknown op '"), op, F.lit("'"))
+            )
+            self._quarantine(unknown, source, collection, name, version=batch_id, kind="ops")
+            events = events.where(known)
+        if D.is_document_collection(events):  # MongoDB: documents, not rows (silver/documents.py)
+            quarantined = self.result.quarantined
+            D.apply_documents(self, events, source, collection, batch_id, _STEPS_PER_BATCH)
+            self.result.applied += events.count() - (self.result.quarantined - quarantined)
+            self._record_cut(name, source, collection, batch_id, events, waiting)
+            return
+        if stats["unrepresentable"]:  # C1: the row applies with NULL, each value is reported
+            self.result.quarantined_values += Q.write(
+                self.spark,
+                self.silver,
+                Q.unrepresentable_values(events.where(row_ops)),
+                source=source,
+                collection=collection,
+                app_id=f"medallion-silver:_quarantine_values:{name}",
+                version=batch_id,
+                batch_id=batch_id,
+            )
         truncated_at = {bytes(t[0]): t[1] for t in stats["truncates"]}
         truncates = sorted(truncated_at)
-        parts = self._decode(events.where(row_ops))
+        parts, undecoded = self._decode(events.where(row_ops))
         changes, data_columns, refused = self._conform(
             path, parts, options.schema_evolution, name=name, batch_id=batch_id
         )
+        refused = _union([r for r in (undecoded, refused) if r is not None])
         if stats["keyless"] and changes is not None:
             # A row without a key cannot be matched to the row it changes (R10 of
             # silver.reference): quarantined with the reason, never merged under a null key.
@@ -415,6 +502,7 @@ class SilverJob:
                 )
             step += 1
             self.result.events += result.events
+            self.result.applied += result.events - result.rejected_count
             self.result.merged.setdefault(name, []).append(result)
             if upper is not None:
                 M.apply_truncate(
@@ -424,6 +512,7 @@ class SilverJob:
                     txn_app_id=app_id,
                     txn_version=batch_id * _STEPS_PER_BATCH + step,
                 )
+                self.result.applied += 1
                 if options.history:
                     S.truncate_history(
                         self.spark,
@@ -438,10 +527,14 @@ class SilverJob:
         self._record_cut(name, source, collection, batch_id, events, waiting)
 
     # --- decoding ---------------------------------------------------------------------------
-    def _decode(self, events: DataFrame) -> list[_Part]:
-        """Decode every event with its own schema: one part per schema, in source order."""
-        from silver import types as T
+    def _decode(self, events: DataFrame) -> tuple[list[_Part], DataFrame | None]:
+        """Decode every event with its own schema: one part per schema, in source order.
 
+        Returns:
+            The parts, and the events refused (with ``__reason``): those whose schema cannot be
+            read or decoded, whose image is missing or malformed, or with a value that does not
+            decode (a non-null JSON value that would become NULL).
+        """
         ids = (
             events.groupBy(B.VALUE_SCHEMA_ID)
             .agg(F.min(B.POSITION).alias("first"))
@@ -449,39 +542,68 @@ class SilverJob:
             .collect()
         )
         parts: list[_Part] = []
+        refused: list[DataFrame] = []
         for schema_id, first in ids:
             subset = events.where(
                 F.col(B.VALUE_SCHEMA_ID).isNull()
                 if schema_id is None
                 else F.col(B.VALUE_SCHEMA_ID) == schema_id
             )
-            envelope = self._envelope_schema(schema_id, subset)
-            row = _row_schema(envelope)
-            parsed = subset.withColumn(
-                "__v", F.from_json(B.VALUE_JSON, T.envelope_json_schema(envelope))
-            )
-            image = F.when(F.col(B.OP) == "d", F.col("__v.before")).otherwise(F.col("__v.after"))
-            parsed = parsed.withColumn("__image", image)
-            old_key = F.filter(B.HEADERS, lambda h: h["key"] == OLD_KEY_HEADER)
-            new_key = F.filter(B.HEADERS, lambda h: h["key"] == NEW_KEY_HEADER)
-            frame = parsed.select(
-                _canonical_key(F.col(B.KEY_JSON)).alias(M.KEY),
-                F.col(B.POSITION).alias(M.POSITION),
-                F.col(B.OP).alias(M.OP),
-                F.col(B.SOURCE_TS_MS).alias(M.SOURCE_TS),
-                F.col(B.TX_ID).alias(M.TX_ID),
-                F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(
-                    M.BRONZE_BATCH
-                ),
-                T.unavailable_flags(F.col("__image"), row).alias(M.UNAVAILABLE),
-                F.when(F.size(old_key) > 0, _canonical_key(old_key[0]["value"])).alias(M.OLD_KEY),
-                F.when(F.size(new_key) > 0, _canonical_key(new_key[0]["value"])).alias(M.NEXT_KEY),
-                F.col(B.ORIGIN).alias(M.ORIGIN),
-                *T.decode_row(F.col("__image"), row),
-            )
+            try:
+                frame = self._decode_part(schema_id, subset)
+            except _DATA_ERRORS as exc:
+                # The schema itself cannot be read or decoded: every event written with it.
+                reason = f"cannot decode with value schema {schema_id}: {_describe(exc)}"
+                refused.append(_refusals(subset, F.lit(reason)))
+                continue
+            refused.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
+            frame = frame.where(F.col(_REASON).isNull()).drop(_REASON)
             data = StructType([f for f in frame.schema.fields if f.name not in _DECODED_METADATA])
             parts.append(_Part(schema_id, bytes(first), frame, data))
-        return parts
+        return parts, _union(refused)
+
+    def _decode_part(self, schema_id: str | None, subset: DataFrame) -> DataFrame:
+        """The events of one schema decoded, with ``__reason`` set on those refused."""
+        from silver import types as T
+
+        envelope = self._envelope_schema(schema_id, subset)
+        row = _row_schema(envelope)
+        text_image = StructType(
+            [StructField(side, MapType(StringType(), StringType())) for side in ("before", "after")]
+        )
+        parsed = subset.withColumn(
+            "__v", F.from_json(B.VALUE_JSON, T.envelope_json_schema(envelope))
+        ).withColumn("__t", F.from_json(B.VALUE_JSON, text_image))
+        deleted = F.col(B.OP) == "d"
+        parsed = parsed.withColumn(
+            "__image", F.when(deleted, F.col("__v.before")).otherwise(F.col("__v.after"))
+        ).withColumn("__text", F.when(deleted, F.col("__t.before")).otherwise(F.col("__t.after")))
+        old_key = F.filter(B.HEADERS, lambda h: h["key"] == OLD_KEY_HEADER)
+        new_key = F.filter(B.HEADERS, lambda h: h["key"] == NEW_KEY_HEADER)
+        fields = T.row_fields(row)
+        frame = parsed.select(
+            _canonical_key(F.col(B.KEY_JSON)).alias(M.KEY),
+            F.col(B.POSITION).alias(M.POSITION),
+            F.col(B.OP).alias(M.OP),
+            F.col(B.SOURCE_TS_MS).alias(M.SOURCE_TS),
+            F.col(B.TX_ID).alias(M.TX_ID),
+            F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(M.BRONZE_BATCH),
+            T.unavailable_flags(F.col("__image"), row).alias(M.UNAVAILABLE),
+            F.when(F.size(old_key) > 0, _canonical_key(old_key[0]["value"])).alias(M.OLD_KEY),
+            F.when(F.size(new_key) > 0, _canonical_key(new_key[0]["value"])).alias(M.NEXT_KEY),
+            F.col(B.ORIGIN).alias(M.ORIGIN),
+            *T.decode_row(F.col("__image"), row),
+            F.col("__image").isNull().alias("__no_image"),
+            *[T.field_text(F.col("__text"), f).alias(f"__text_{i}") for i, f in enumerate(fields)],
+        )
+        return frame.select(
+            *[
+                F.col(quote_identifier(c))
+                for c in frame.columns
+                if c != "__no_image" and not c.startswith("__text_")
+            ],
+            _refusal_reason(T.row_schema(row).fields).alias(_REASON),
+        )
 
     def _conform(
         self,
@@ -748,34 +870,33 @@ class SilverJob:
 
     # --- side tables ------------------------------------------------------------------------
     def _quarantine(
-        self, rejected: DataFrame, source: str, collection: str, name: str, *, version: int
+        self,
+        rejected: DataFrame,
+        source: str,
+        collection: str,
+        name: str,
+        *,
+        version: int,
+        kind: str = "",
     ) -> None:
         """Append refused events (with ``__reason``) to ``silver/_quarantine``, exactly once.
 
         ``version`` is the Delta app transaction version of this append for the table (schema
-        refusals ``2 * batch_id * steps``, MERGE refusals ``2 * merge version + 1``), so a
-        replayed micro-batch does not append them twice.
+        and decoding refusals ``2 * batch_id * steps``, MERGE refusals ``2 * merge version +
+        1``; ``kind`` names a separate writer, e.g. ``ops`` per batch), so a replayed
+        micro-batch does not append them twice.
         """
-        out = rejected.select(
-            F.lit(source).alias("source"),
-            F.lit(collection).alias("collection"),
-            F.col(M.ORIGIN).alias("origin"),
-            F.col(M.KEY).alias("key"),
-            F.col(M.POSITION).alias("position"),
-            F.col(M.BRONZE_BATCH).alias("bronze_batch"),
-            F.col(_REASON).alias("reason"),
-            F.lit(self._batch_id).alias("silver_batch"),
-            F.current_timestamp().alias("quarantined_at"),
-        ).localCheckpoint()
-        n = out.count()
+        n = Q.write(
+            self.spark,
+            self.silver,
+            rejected,
+            source=source,
+            collection=collection,
+            app_id=f"medallion-silver:_quarantine{'_' + kind if kind else ''}:{name}",
+            version=version,
+            batch_id=self._batch_id,
+        )
         if n:
-            (
-                out.write.format("delta")
-                .mode("append")
-                .option("txnAppId", f"medallion-silver:_quarantine:{name}")
-                .option("txnVersion", version)
-                .save(str(self.silver / "_quarantine"))
-            )
             self.result.quarantined += n
             logger.warning("silver: %s events of %s.%s quarantined", n, source, collection)
 
@@ -887,6 +1008,73 @@ _EMPTY_CHANGES = (
     "_cdc_tx_id string, _cdc_bronze_batch string, _cdc_unavailable array<string>, "
     "_cdc_old_key string, _cdc_next_key string, __origin string"
 )
+
+
+_DATA_ERRORS: tuple[type[Exception], ...] = (
+    ValueError,
+    LookupError,
+    TypeError,
+    ArithmeticError,
+    AnalysisException,
+    ArithmeticException,
+    DateTimeException,
+    NumberFormatException,
+    SparkRuntimeException,
+    IllegalArgumentException,
+)
+"""Failures caused by what an event holds (its schema, a value), as opposed to infrastructure
+(storage, the Spark driver): silver quarantines the events concerned and goes on (C5)."""
+
+_SHOWN_VALUE_CHARS = 120
+"""Characters of an undecodable value quoted in its quarantine reason."""
+
+
+def _describe(exc: BaseException) -> str:
+    """An exception in one line, for a quarantine reason."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:400]}"
+
+
+def _refusals(events: DataFrame, reason: Column) -> DataFrame:
+    """Bronze rows as refused events (the quarantine's columns) with ``reason``."""
+    return events.select(
+        _canonical_key(F.col(B.KEY_JSON)).alias(M.KEY),
+        F.col(B.POSITION).alias(M.POSITION),
+        F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(M.BRONZE_BATCH),
+        F.col(B.ORIGIN).alias(M.ORIGIN),
+        reason.alias(_REASON),
+    )
+
+
+def _refusal_reason(fields: list[StructField]) -> Column:
+    """Why a decoded event cannot be applied (NULL: it can).
+
+    A create, read or update needs its ``after`` image (NULL when missing, or not a JSON
+    object); a field that holds a JSON value but decodes to NULL (a string in a number field,
+    a decimal wider than its type, a timestamp text that does not parse) is refused rather
+    than applied as NULL. Placeholders and ``yboutput``'s unset columns are not values.
+    """
+    no_image = F.when(
+        F.col("__no_image") & F.col(M.OP).isin("c", "u", "r"),
+        F.lit("no 'after' image: missing, or not a JSON object of the table's columns"),
+    )
+    undecodable = [
+        F.when(
+            F.col(f"__text_{i}").isNotNull()
+            & F.col(quote_identifier(f.name)).isNull()
+            & ~F.array_contains(F.col(M.UNAVAILABLE), f.name),
+            F.concat(
+                F.lit(f"column {f.name}: "),
+                F.substring(F.col(f"__text_{i}"), 1, _SHOWN_VALUE_CHARS),
+                F.lit(f" does not decode as {f.dataType.simpleString()}"),
+            ),
+        )
+        for i, f in enumerate(fields)
+    ]
+    values = F.concat_ws("; ", *undecodable) if undecodable else F.lit("")
+    return F.coalesce(
+        no_image, F.when(values != F.lit(""), F.concat(F.lit("value does not decode: "), values))
+    )
 
 
 def _row_schema(envelope: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Bronze keeps every value payload as JSON text (``value_json``) and the Connect schema it was
 written with (``bronze.schemas``, keyed by ``value_schema_id``). Silver decodes in two steps, both
-Spark built-in expressions, except for decimal text wider than 15 bytes (see *UDF* below):
+Spark built-in expressions (no Python UDF: one cannot run inside the ``transform`` that decodes
+an array column):
 
 1. **Parse** with ``from_json(value_json, envelope_json_schema(schema))``. :func:`json_type` is the
    Spark type of what ``JsonConverter`` wrote for one field: numbers as numbers, ``bytes`` as base64
@@ -32,7 +33,8 @@ Connect type / logical name                             decoded Spark type
 ======================================================  ===========================================
 ``int8`` / ``int16`` / ``int32`` / ``int64``            ``tinyint`` / ``smallint`` / ``int`` /
                                                         ``bigint``
-``float32`` / ``float64`` / ``boolean`` / ``string``    ``float`` / ``double`` / ``boolean`` /
+``float32`` / ``float64`` (``JsonConverter``:         ``float`` / ``double`` / ``boolean`` /
+``float`` / ``double``) / ``boolean`` / ``string``
                                                         ``string``
 ``bytes``                                               ``binary`` (base64 decoded)
 ``struct`` / ``array`` / ``map``                        the same, members decoded recursively
@@ -46,7 +48,9 @@ Connect type / logical name                             decoded Spark type
 ``NanoTime``, ``connect.data.Time``                     field's comment says so)
 ``io.debezium.time.Timestamp`` / ``MicroTimestamp``     ``timestamp_ntz`` (zone-less wall clock)
 / ``NanoTimestamp``, ``connect.data.Timestamp``
-``io.debezium.time.ZonedTimestamp``                     ``timestamp`` (the UTC instant)
+``io.debezium.time.ZonedTimestamp``                     ``timestamp`` (the UTC instant; PostgreSQL
+                                                        ``"infinity"``/``"-infinity"``: the
+                                                        ``MicroTimestamp`` ±infinity sentinels)
 ``io.debezium.time.ZonedTime`` / ``Interval``           ``string`` (ISO-8601, as sent)
 ``io.debezium.time.Year`` / ``MicroDuration``           the physical type (``int`` / ``bigint``)
 ``io.debezium.data.Json`` / ``Xml`` / ``Uuid`` /        ``string``
@@ -64,10 +68,12 @@ decodes to NULL, a delete's ``before`` may omit columns, and a nullable type kee
 ``select(*decode_row(...)).schema == row_schema(...)``.
 
 **Decimals.** ``Decimal`` bytes are the big-endian two's-complement unscaled value. Values of up to
-16 bytes (every ``decimal(p <= 38)``) are decoded with built-ins: the hex digits are split into two
-64-bit halves (``conv``), joined in ``decimal(38,0)``, and the scale applied by casting the text
-``<unscaled>E<-scale>``, which is exact. A value too wide for its declared ``decimal(p, s)`` fails
-the query (``raise_error``, or ANSI overflow) rather than turning into NULL.
+15 bytes are decoded with ``decimal(38,0)`` arithmetic: the hex digits are split into two 64-bit
+halves (``conv``) and joined. Wider values (any width) fold their hex digits, 7 at a time, into
+base-10^9 limbs with ``aggregate``, which gives the exact integer text. The scale is applied by
+casting the text ``<unscaled>E<-scale>`` (exact), or by placing the point in the text. A value
+too wide for its declared ``decimal(p, s)`` decodes to NULL, and the job refuses such an event
+(a non-null JSON value that decodes to NULL) rather than applying it.
 
 ``VariableScaleDecimal`` (PostgreSQL ``NUMERIC`` without scale, Oracle ``NUMBER``) carries a scale
 *per value*, so no single ``decimal(p, s)`` column holds every value exactly: ``1.5``,
@@ -95,23 +101,21 @@ byte values, and a ``hstore`` map ``{placeholder: placeholder}``. Such a field d
 and is named by :func:`unavailable_flags`, so the MERGE keeps the stored value of exactly those
 columns.
 
-**UDF.** One plain (non-Arrow: pandas is not installed) Python UDF exists, for decimal *text* of
-values wider than 15 bytes, where ``decimal(38,0)`` arithmetic could overflow:
-``VariableScaleDecimal`` fields and ``Decimal`` fields whose precision or scale exceeds 38. It is
-in the plan only for such fields and receives NULL for every value the built-ins decode, so its
-cost there is row serialisation, not Python arithmetic.
+**YugabyteDB.** ``yboutput`` wraps every column as ``{"value": v, "set": bool}``
+(:func:`unwrap_set`): the column decodes as its ``value``, and a column not sent (``null``, or
+``"set": false``) is flagged by :func:`unavailable_flags` like a placeholder.
 
 Not supported: ``JsonConverter`` with ``decimal.format=NUMERIC`` (decimals as JSON numbers: the
 text cannot be told from base64); PostgreSQL ``±infinity`` timestamps decode to Spark timestamps
-far outside Python's ``datetime`` range (Spark holds them, ``collect()`` cannot);
-``ZonedTimestamp`` text that is not ISO-8601 (``"infinity"``) decodes to NULL.
+far outside Python's ``datetime`` range (Spark holds them, ``collect()`` cannot; read them with
+``unix_micros``); other ``ZonedTimestamp`` text that is not ISO-8601 decodes to NULL (refused by
+the job).
 """
 
 from __future__ import annotations
 
 import base64
 import decimal
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -151,6 +155,9 @@ __all__ = [
     "decode_value",
     "decode_row",
     "unavailable_flags",
+    "unwrap_set",
+    "row_fields",
+    "field_text",
     "envelope_json_schema",
     "infer_row_schema",
     "plain_decimal_text",
@@ -197,9 +204,6 @@ GEOMETRY: Final = "io.debezium.data.geometry.Geometry"
 GEOGRAPHY: Final = "io.debezium.data.geometry.Geography"
 POINT: Final = "io.debezium.data.geometry.Point"
 
-_BUILTIN_DECIMAL_BYTES: Final = 16
-"""Widest ``Decimal`` value the built-ins decode into a ``decimal(p <= 38)`` column."""
-
 _BUILTIN_TEXT_BYTES: Final = 15
 """Widest value decoded to text by the built-ins: below 2^119, it cannot overflow decimal(38,0)."""
 
@@ -209,12 +213,19 @@ _INTEGER_TYPES: Final = frozenset({"int8", "int16", "int32", "int64"})
 # --- schema access -------------------------------------------------------------------------------
 
 
+_CONVERTER_TYPE_NAMES: Final[Mapping[str, str]] = {"float": "float32", "double": "float64"}
+"""Kafka's ``JsonConverter`` spells ``FLOAT32``/``FLOAT64`` as ``float``/``double``; every other
+Connect type it writes under the Connect name (``int8`` ... ``int64``, ``boolean``, ``string``,
+``bytes``, ``array``, ``map``, ``struct``)."""
+
+
 def _type_of(schema: SchemaMap) -> str:
     type_ = schema.get("type")
+    type_ = _CONVERTER_TYPE_NAMES.get(str(type_), type_)
     if type_ not in _JSON_TYPES:
         raise ValueError(
             f"unknown Kafka Connect type {type_!r} in schema {_label(schema)}; expected one of: "
-            f"{', '.join(_JSON_TYPES)}"
+            f"{', '.join(_JSON_TYPES)} (or JsonConverter's float, double)"
         )
     return str(type_)
 
@@ -488,25 +499,81 @@ def plain_decimal_text(unscaled: int, scale: int) -> str:
     return format(decimal.Decimal((int(unscaled < 0), digits, -scale)), "f")
 
 
-def _decimal_text_py(b64: str | None, scale: int | None) -> str | None:
-    if b64 is None or scale is None:
-        return None
-    return plain_decimal_text(int.from_bytes(base64.b64decode(b64), "big", signed=True), scale)
+_LIMB: Final = 10**9
+"""Base of the limbs :func:`_wide_digits` accumulates in (a limb times 2^28 fits a bigint)."""
+
+_CHUNK_NIBBLES: Final = 7
+"""Hex digits folded in per step: 2^28 times a limb below 10^9 stays below 2^63."""
 
 
-@functools.cache
-def _wide_decimal_text_udf() -> Callable[[Column, Column], Column]:
-    # Built on first use: a UDF object needs no session, but keeps import free of Spark calls.
-    udf: Callable[[Column, Column], Column] = F.udf(_decimal_text_py, StringType(), useArrow=False)
-    return udf
+def _mul_add(limbs: Column, factor: int, addend: Column) -> Column:
+    """``limbs * factor + addend`` on little-endian base-10^9 limbs (``array<bigint>``)."""
+    start = F.struct(
+        F.array().cast(ArrayType(LongType())).alias("out"), addend.cast(LongType()).alias("carry")
+    )
+
+    def step(acc: Column, limb: Column) -> Column:
+        total = limb * F.lit(factor) + acc["carry"]
+        rest = total % F.lit(_LIMB)
+        # `/` divides in double, which rounds above 2^53: divide the exact multiple as decimal.
+        carry = (total - rest).cast(DecimalType(20, 0)) / F.lit(decimal.Decimal(_LIMB))
+        return F.struct(
+            F.array_append(acc["out"], rest).alias("out"),
+            carry.cast(LongType()).alias("carry"),
+        )
+
+    def finish(acc: Column) -> Column:
+        return F.when(acc["carry"] > 0, F.array_append(acc["out"], acc["carry"])).otherwise(
+            acc["out"]
+        )
+
+    return F.aggregate(limbs, start, step, finish)
+
+
+def _wide_digits(b64: Column) -> Column:
+    """The signed decimal integer text of a big-endian two's-complement value of any width.
+
+    Built-ins only (a Python UDF cannot run inside the ``transform`` of an array column): the
+    magnitude's hex digits are folded in 7 at a time into base-10^9 limbs with ``aggregate``. A
+    negative value is ``-(~x + 1)``; ``~x`` is the nibble-wise complement of the hex text.
+    """
+    hex_ = F.hex(F.unbase64(b64))
+    negative = hex_.substr(1, 1) >= F.lit("8")
+    magnitude = F.when(
+        negative, F.translate(hex_, "0123456789ABCDEF", "FEDCBA9876543210")
+    ).otherwise(hex_)
+    chunks = F.ceil(F.length(magnitude) / F.lit(_CHUNK_NIBBLES)).cast(IntegerType())
+    padded = F.lpad(magnitude, chunks * F.lit(_CHUNK_NIBBLES), "0")
+    values = F.transform(
+        F.sequence(F.lit(0), chunks - 1),
+        lambda i: F.conv(
+            padded.substr(i * F.lit(_CHUNK_NIBBLES) + 1, F.lit(_CHUNK_NIBBLES)), 16, 10
+        ).cast(LongType()),
+    )
+    zero = F.array(F.lit(0).cast(LongType()))
+    limbs = F.aggregate(values, zero, lambda acc, v: _mul_add(acc, 2 ** (4 * _CHUNK_NIBBLES), v))
+    limbs = F.when(negative, _mul_add(limbs, 1, F.lit(1))).otherwise(limbs)
+    text = F.array_join(
+        F.transform(
+            F.reverse(limbs),
+            lambda limb, i: F.when(i == 0, limb.cast("string")).otherwise(
+                F.lpad(limb.cast("string"), 9, "0")
+            ),
+        ),
+        "",
+    )
+    return F.when(b64.isNotNull(), F.concat(F.when(negative, F.lit("-")).otherwise(""), text))
+
+
+def _integer_digits(b64: Column) -> Column:
+    """The integer text of a two's-complement value: ``decimal(38,0)`` arithmetic where it
+    cannot overflow (up to 15 bytes), the limb fold above."""
+    wide = _byte_length(b64) > F.lit(_BUILTIN_TEXT_BYTES)
+    return F.when(wide, _wide_digits(b64)).otherwise(_unscaled(b64).cast("string"))
 
 
 def _decimal_text(b64: Column, scale: Column) -> Column:
-    wide = _byte_length(b64) > F.lit(_BUILTIN_TEXT_BYTES)
-    # Python UDFs are evaluated for every row whatever CASE WHEN says; a NULL input keeps the
-    # Python side to a None check for the values the built-ins handle.
-    by_python = _wide_decimal_text_udf()(F.when(wide, b64), scale)
-    return F.when(wide, by_python).otherwise(_plain_text(_unscaled(b64).cast("string"), scale))
+    return _plain_text(_integer_digits(b64), scale)
 
 
 def _decode_decimal(raw: Column, schema: SchemaMap) -> Column:
@@ -514,11 +581,9 @@ def _decode_decimal(raw: Column, schema: SchemaMap) -> Column:
     scale = _int_parameter(schema, "scale")
     if not isinstance(target, DecimalType):
         return _decimal_text(raw, F.lit(scale))
-    too_wide = F.raise_error(
-        F.lit(f"{DECIMAL} value of field {_label(schema)} is wider than {target.simpleString()}")
-    )
-    exact = F.concat(_unscaled(raw).cast("string"), F.lit(f"E{-scale}")).cast(target)
-    return F.when(_byte_length(raw) > F.lit(_BUILTIN_DECIMAL_BYTES), too_wide).otherwise(exact)
+    # A value wider than its declared type decodes to NULL, which the job refuses per event
+    # (a non-null value that decodes to NULL): never a silently different number.
+    return F.concat(_integer_digits(raw), F.lit(f"E{-scale}")).try_cast(target)
 
 
 def _decode_variable_scale_decimal(raw: Column, _schema: SchemaMap) -> Column:
@@ -544,6 +609,28 @@ def _time_of_day(decode: Callable[[Column], Column]) -> _Codec:
 
 def _timestamp(decode: Callable[[Column], Column]) -> _Codec:
     return _Codec(lambda _: TimestampNTZType(), lambda raw, _s: decode(raw))
+
+
+TIMESTAMP_POSITIVE_INFINITY_MICROS: Final = 9223372036825200000
+"""PostgreSQL ``timestamp 'infinity'`` as Debezium's ``MicroTimestamp`` (contract C2)."""
+
+TIMESTAMP_NEGATIVE_INFINITY_MICROS: Final = -9223372036832400000
+"""PostgreSQL ``timestamp '-infinity'`` as Debezium's ``MicroTimestamp``."""
+
+
+def _zoned_timestamp(raw: Column) -> Column:
+    # Debezium writes timestamptz ±infinity as the text "infinity"/"-infinity"; silver holds
+    # the same sentinels as the zone-less MicroTimestamp, so both columns compare alike.
+    return (
+        F.when(
+            raw == F.lit("infinity"), F.timestamp_micros(F.lit(TIMESTAMP_POSITIVE_INFINITY_MICROS))
+        )
+        .when(
+            raw == F.lit("-infinity"),
+            F.timestamp_micros(F.lit(TIMESTAMP_NEGATIVE_INFINITY_MICROS)),
+        )
+        .otherwise(raw.try_cast("timestamp"))
+    )
 
 
 _DATE: Final = _Codec(lambda _: DateType(), lambda raw, _s: F.date_from_unix_date(raw))
@@ -579,7 +666,7 @@ _LOGICAL: Final[Mapping[str, _Codec]] = {
     CONNECT_TIMESTAMP: _MILLIS_TIMESTAMP,
     MICRO_TIMESTAMP: _timestamp(lambda raw: _wall_clock("MICROSECOND", raw)),
     NANO_TIMESTAMP: _timestamp(lambda raw: _wall_clock("MICROSECOND", _floor_div(raw, 1000))),
-    ZONED_TIMESTAMP: _Codec(lambda _: TimestampType(), lambda raw, _s: raw.try_cast("timestamp")),
+    ZONED_TIMESTAMP: _Codec(lambda _: TimestampType(), lambda raw, _s: _zoned_timestamp(raw)),
     ZONED_TIME: _AS_PHYSICAL,
     YEAR: _AS_PHYSICAL,
     MICRO_DURATION: _AS_PHYSICAL,
@@ -649,9 +736,12 @@ def row_schema(row_schema: SchemaMap) -> StructType:
     Raises:
         ValueError: The schema is not a struct, or holds an unknown type.
     """
-    decoded = _struct_type(row_schema)
-    assert isinstance(decoded, StructType)
-    return decoded
+    return StructType(
+        [
+            StructField(f["field"], spark_type(f), True, _metadata(f))
+            for f in (unwrap_set(g) or g for g in _fields(row_schema))
+        ]
+    )
 
 
 def decode_value(raw: Column, schema: SchemaMap) -> Column:
@@ -694,10 +784,11 @@ def decode_row(
     """
     marker = _Marker.of(placeholder)
     columns = []
-    for f in _fields(row_schema):
-        value = raw.getField(f["field"])
+    for g in _fields(row_schema):
+        f = unwrap_set(g) or g
+        value = _field_value(raw, g)
         decoded = decode_value(value, f)
-        unavailable = _unavailable(value, f, marker)
+        unavailable = _field_unavailable(raw, g, marker)
         if unavailable is not None:
             decoded = F.when(unavailable, F.lit(None)).otherwise(decoded)
         metadata = _metadata(f)
@@ -781,6 +872,63 @@ def _unavailable(raw: Column, schema: SchemaMap, marker: _Marker) -> Column | No
     return None if test is None else test(raw, schema, marker)
 
 
+def unwrap_set(schema: SchemaMap) -> SchemaMap | None:
+    """The value schema of a YugabyteDB ``yboutput`` column, or None for any other field.
+
+    ``yboutput`` wraps every column of ``before``/``after`` as a struct ``{value, set}``:
+    ``{"value": v, "set": true}`` is the value (``v`` may be null: SET NULL), while ``null`` or
+    ``"set": false`` means the column was not sent (unchanged), like an unavailable-value
+    placeholder. Recognised by shape: a struct of exactly ``value`` and a boolean ``set``.
+
+    Example:
+        >>> unwrap_set({"type": "struct", "field": "n", "fields": [
+        ...     {"type": "int32", "field": "value"}, {"type": "boolean", "field": "set"}]})
+        {'type': 'int32', 'field': 'n'}
+    """
+    if schema.get("type") != "struct":
+        return None
+    members = {f.get("field"): f for f in schema.get("fields", ())}
+    if set(members) != {"value", "set"} or members["set"].get("type") != "boolean":
+        return None
+    return {**members["value"], "field": schema.get("field")}
+
+
+def _field_value(raw: Column, schema: SchemaMap) -> Column:
+    """The parsed value of a row field (the ``value`` of a ``yboutput`` wrapper)."""
+    value = raw.getField(schema["field"])
+    return value.getField("value") if unwrap_set(schema) is not None else value
+
+
+def _field_unavailable(raw: Column, schema: SchemaMap, marker: _Marker) -> Column | None:
+    """When the field carries no value: a placeholder, or a ``yboutput`` column not sent."""
+    inner = unwrap_set(schema)
+    value = _field_value(raw, schema)
+    placeholder = _unavailable(value, inner or schema, marker)
+    if inner is None:
+        return placeholder
+    wrapper = raw.getField(schema["field"])
+    unset = wrapper.isNull() | (F.coalesce(wrapper.getField("set"), F.lit(True)) == F.lit(False))
+    return unset if placeholder is None else unset | F.coalesce(placeholder, F.lit(False))
+
+
+def row_fields(row_schema: SchemaMap) -> list[SchemaMap]:
+    """The Connect schemas of a row struct's fields, in order (as :func:`field_text` takes)."""
+    return list(_fields(row_schema))
+
+
+def field_text(text_image: Column, schema: SchemaMap) -> Column:
+    """The JSON text a row field held (NULL for JSON null), from the image parsed as
+    ``map<string,string>``; for a ``yboutput`` wrapper, the text of its ``value``.
+
+    The job compares it with the decoded column: a value present in the JSON that decodes to
+    NULL is refused per event, never applied as NULL.
+    """
+    text = text_image[schema["field"]]
+    if unwrap_set(schema) is not None:
+        return F.get_json_object(text, "$.value")
+    return text
+
+
 def unavailable_flags(
     raw: Column,
     row_schema: SchemaMap,
@@ -803,9 +951,9 @@ def unavailable_flags(
     marker = _Marker.of(placeholder)
     flags = []
     for f in _fields(row_schema):
-        test = _unavailable(raw.getField(f["field"]), f, marker)
+        test = _field_unavailable(raw, f, marker)
         if test is not None:
-            flags.append(F.when(test, F.lit(f["field"])))
+            flags.append(F.when(raw.isNotNull() & test, F.lit(f["field"])))
     if not flags:
         return F.array().cast(ArrayType(StringType(), True))
     return F.array_compact(F.array(*flags))

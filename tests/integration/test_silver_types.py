@@ -117,14 +117,21 @@ def test_decimal_negative_scale(spark: Any) -> None:
     assert _values(spark, cs.decimal(-2, precision=5), ["BQ=="]) == [Decimal("500")]
 
 
-def test_decimal_too_wide_for_its_precision_fails_loudly(spark: Any) -> None:
-    # 17 bytes cannot be a decimal(38, 0); NULL would lose data silently.
-    with pytest.raises(Exception, match="wider than decimal"):
-        _values(spark, cs.decimal(0, precision=38), [_b64(2**130)])
+def test_decimal_too_wide_for_its_precision_decodes_to_null_for_the_job_to_refuse(
+    spark: Any,
+) -> None:
+    # 17 bytes cannot be a decimal(38, 0) (nor 10^38 a decimal(38,0)). The decoder gives NULL
+    # for a non-null value, which the job refuses per event instead of applying it
+    # (C5, test_silver_poison_pill): one event never fails the micro-batch.
+    assert _values(spark, cs.decimal(0, precision=38), [_b64(2**130), _b64(10**38), None]) == [
+        None,
+        None,
+        None,
+    ]
 
 
 def test_decimal_precision_above_38_is_exact_text(spark: Any) -> None:
-    # 45 digits at scale 5 (19 bytes, the Python path) and -5 at scale 5 (built-ins).
+    # 45 digits at scale 5 (19 bytes, the wide built-in path) and -5 at scale 5 (built-ins).
     unscaled = 123456789012345678901234567890123456789012345
     values = _values(
         spark, cs.decimal(5, precision=50), [_b64(unscaled), _b64(-unscaled), _b64(-5), None]
@@ -137,7 +144,7 @@ def test_decimal_precision_above_38_is_exact_text(spark: Any) -> None:
     ]
 
 
-def test_python_udf_only_in_plans_that_need_decimal_text(spark: Any) -> None:
+def test_no_python_udf_in_any_decoding_plan(spark: Any) -> None:
     from pyspark.sql import functions as F
 
     df = spark.createDataFrame([('{"v": null}',)], "value_json string")
@@ -148,8 +155,11 @@ def test_python_udf_only_in_plans_that_need_decimal_text(spark: Any) -> None:
         decoded = parsed.select(*decode_row(F.col("r"), row))
         return str(decoded._jdf.queryExecution().executedPlan().toString())
 
+    # A Python UDF cannot run inside a higher-order function (numeric[] is a transform).
     assert "BatchEvalPython" not in plan(cs.decimal(2, precision=38))
-    assert "BatchEvalPython" in plan(cs.variable_scale_decimal())
+    assert "BatchEvalPython" not in plan(cs.variable_scale_decimal())
+    assert "BatchEvalPython" not in plan(cs.array(cs.variable_scale_decimal()))
+    assert "BatchEvalPython" not in plan(cs.decimal(3, precision=60))
 
 
 def test_variable_scale_decimal(spark: Any) -> None:
@@ -159,7 +169,7 @@ def test_variable_scale_decimal(spark: Any) -> None:
         {"scale": 2, "value": "AA=="},  # 0 at scale 2 keeps its zeros: 0.00
         {"scale": -2, "value": "BQ=="},  # 5 * 10^2
         {"scale": 1, "value": "/w=="},  # -1 -> -0.1
-        {"scale": 0, "value": _b64(10**40 + 1)},  # 17 bytes: the Python UDF
+        {"scale": 0, "value": _b64(10**40 + 1)},  # 17 bytes: the limb fold
         None,
     ]
     values = _values(spark, cs.variable_scale_decimal(), raws)
@@ -214,7 +224,7 @@ def test_timestamps_are_zone_less_wall_clock(spark: Any) -> None:
 
 
 def test_zoned_timestamp_is_the_utc_instant(spark: Any) -> None:
-    raws = ["2018-06-20T13:37:03Z", "2018-06-20T15:37:03.123456+02:00", "infinity", None]
+    raws = ["2018-06-20T13:37:03Z", "2018-06-20T15:37:03.123456+02:00", "not a time", None]
     values = _values(spark, cs.zoned_timestamp(), raws)
     # PySpark hands TIMESTAMP back as a naive local datetime; .timestamp() undoes that.
     instants = [None if v is None else v.timestamp() for v in values]
@@ -224,6 +234,18 @@ def test_zoned_timestamp_is_the_utc_instant(spark: Any) -> None:
         None,
         None,
     ]
+
+
+def test_zoned_timestamp_infinity_is_debeziums_timestamp_sentinel(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    # C2: timestamptz ±infinity holds the µs sentinels of timestamp ±infinity (MicroTimestamp).
+    row = cs.struct([cs.field("v", cs.zoned_timestamp(optional=True))])
+    payloads = [orjson.dumps({"v": v}).decode() for v in ("infinity", "-infinity")]
+    df = spark.createDataFrame([(p,) for p in payloads], "value_json string")
+    parsed = df.select(F.from_json("value_json", envelope_json_schema(row)).alias("r"))
+    micros = parsed.select(F.unix_micros(decode_row(F.col("r"), row)[0]).alias("us")).collect()
+    assert [r["us"] for r in micros] == [9223372036825200000, -9223372036832400000]
 
 
 @pytest.mark.parametrize(
