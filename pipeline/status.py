@@ -5,6 +5,11 @@ from the source's replication slot, so status is quick and works while the pipel
 are in seconds of *source* time: source -> bronze is how old the newest landed change is (it
 grows while a source is idle unless heartbeats are on), bronze -> silver and silver -> gold are
 how far each layer's newest source commit time trails the layer before it.
+
+Silver being caught up does not mean everything is applied: change events of a source transaction
+wait in ``silver/_pending`` for its END record, or for ``silver.transaction.timeout.seconds``.
+Per source, ``waiting_events``/``waiting_transactions`` count them and ``waiting_oldest_s`` says how
+long the oldest has waited; gold cannot show them yet whatever its consistent cuts say.
 """
 
 from __future__ import annotations
@@ -123,7 +128,8 @@ def pipeline_status(
     from gold.publish import published_cuts
 
     root = Path(lake_root) if lake_root else Path(config.lake.root)
-    now_ms = int((now or dt.datetime.now(dt.UTC)).timestamp() * 1000)
+    now_at = now or dt.datetime.now(dt.UTC)
+    now_ms = int(now_at.timestamp() * 1000)
     events = _dataset(root / "bronze" / "events")
     progress = _table(root / "silver" / "_progress", ["source", "position", "source_ts_ms"])
     quarantine = _table(root / "silver" / "_quarantine", ["source", "collection"])
@@ -142,6 +148,9 @@ def pipeline_status(
     )
     shown = published_cuts(root)
     consistent = consistent_cuts(root)
+    from silver.transactions import waiting_by_source
+
+    waiting = waiting_by_source(root / "silver" / "_pending")
     sources = []
     for row in bronze_status(config, root):
         name, connector = row["source"], row["connector"]
@@ -154,6 +163,7 @@ def pipeline_status(
                 silver_pos = pc.max(mine.column("position")).as_py()
         gold = shown.get(name)
         latest = consistent.get(name, [])
+        held = waiting.get(name)
         sources.append(
             {
                 "source": name,
@@ -174,6 +184,9 @@ def pipeline_status(
                 "gold_behind_consistent_cuts": (
                     sum(1 for c in latest if gold is None or c.silver_batch > gold.silver_batch)
                 ),
+                "waiting_events": held.events if held else 0,
+                "waiting_transactions": held.transactions if held else 0,
+                "waiting_oldest_s": held.age_seconds(now_at) if held else None,
                 **{k: row[k] for k in row if k.startswith(("slot", "retain", "retention"))},
                 "offset": row["offset"],
             }

@@ -31,7 +31,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import math
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,7 @@ from silver import documents as D
 from silver import evolution as E
 from silver import merge as M
 from silver import scd2 as S
+from silver import transactions as TX
 
 __all__ = ["SilverJob", "SilverRunResult", "silver_table_name"]
 
@@ -194,15 +197,20 @@ class SilverJob:
         self._schemas: dict[str, dict[str, Any]] = {}
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
         self._failure: PipelineError | None = None
+        self._tick_seconds = 10.0
         self._batch_id = 0
         self._purge_every: float | None = None
         self._purged_at: dict[str, float] = {}
         self.after_batch = after_batch
+        self._ledger = TX.BatchLedger(self.silver / "_batches")
+        self._clock = dt.datetime.now(dt.UTC)
+        self._lock = threading.Lock()  # a release tick and a Spark micro-batch never overlap
 
     # --- driving ----------------------------------------------------------------------------
     def run_once(self) -> SilverRunResult:
         """Process everything in bronze not yet applied, then stop."""
         self._run({"availableNow": True})
+        self.release_expired()
         self.purge()
         return self.result
 
@@ -225,6 +233,7 @@ class SilverJob:
         table, at most once an hour per table.
         """
         self._purge_every = 3600.0
+        self._tick_seconds = interval_seconds
         self._run({"processingTime": f"{interval_seconds} seconds"})
 
     def _run(self, trigger: dict[str, Any]) -> None:
@@ -239,6 +248,11 @@ class SilverJob:
             .start()
         )
         try:
+            # Between micro-batches (none come while bronze is quiet) the clock still
+            # releases transactions past their timeout.
+            tick = max(1, math.ceil(self._tick_seconds))  # whole seconds, as Spark types it
+            while "processingTime" in trigger and not query.awaitTermination(tick):
+                self.release_expired()
             query.awaitTermination()
         except StreamingQueryException:
             # Spark reports a foreachBatch failure as its own exception with our message in
@@ -248,7 +262,42 @@ class SilverJob:
             raise
 
     # --- one micro-batch --------------------------------------------------------------------
-    def _process(self, micro_batch: DataFrame, batch_id: int) -> None:
+    def _process(self, micro_batch: DataFrame, spark_batch: int) -> None:
+        with self._lock:
+            batch = self._ledger.for_spark_batch(spark_batch, dt.datetime.now(dt.UTC))
+            self._process_silver_batch(micro_batch, batch)
+
+    def release_expired(self) -> int:
+        """Apply the transactions in ``silver/_pending`` whose timeout has passed, now.
+
+        Spark runs no micro-batch while bronze is quiet, so ``run --once`` and every
+        ``--continuous`` tick call this: a silver batch without new bronze rows
+        (:mod:`silver.transactions`). A release batch a crash interrupted is finished first,
+        with its own clock, so it releases exactly what it released the first time.
+
+        Returns:
+            Release batches run (0 when nothing was due).
+        """
+        with self._lock:
+            ran = 0
+            unfinished = TX.unfinished_release(self._ledger, self.pending)
+            if unfinished is not None:
+                self._release(unfinished)
+                ran += 1
+            now = dt.datetime.now(dt.UTC)
+            if TX.release_due(self.pending, now=now, timeout_seconds=self.transaction_timeout):
+                self._release(self._ledger.new_release(now))
+                ran += 1
+            return ran
+
+    def _release(self, batch: TX.SilverBatch) -> None:
+        logger.info("silver: release batch %s at %s", batch.id, batch.clock.isoformat())
+        nothing = self.spark.read.format("delta").load(str(self.pending)).limit(0)
+        self._process_silver_batch(nothing, batch)
+
+    def _process_silver_batch(self, micro_batch: DataFrame, batch: TX.SilverBatch) -> None:
+        batch_id = batch.id
+        self._clock = batch.clock
         try:
             self._process_batch(micro_batch, batch_id)
         except PipelineError as exc:
@@ -284,9 +333,7 @@ class SilverJob:
         rows = micro_batch
         if DeltaTable.isDeltaTable(self.spark, str(self.pending)):
             rows = rows.unionByName(self.spark.read.format("delta").load(str(self.pending)))
-        split = split_complete(
-            rows, now=dt.datetime.now(dt.UTC), timeout_seconds=self.transaction_timeout
-        )
+        split = split_complete(rows, now=self._clock, timeout_seconds=self.transaction_timeout)
         self.result.tx_timed_out += split.timed_out
         waiting = split.waiting.select(*columns).localCheckpoint()
         batch = split.ready.select(*columns).cache()
@@ -324,7 +371,7 @@ class SilverJob:
             (
                 waiting.write.format("delta")
                 .mode("overwrite")
-                .option("txnAppId", "medallion-silver:_pending")
+                .option("txnAppId", TX.PENDING_APP_ID)
                 .option("txnVersion", batch_id)
                 .save(str(self.pending))
             )

@@ -1,0 +1,203 @@
+"""Transactions waiting in ``silver/_pending``: released on time on a quiet source, shown by
+``status``, applied exactly once across replays and crashes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from bronze.writer import BronzeTables, BronzeWriter
+from capture.debezium_json import DebeziumJsonSource
+from capture.synthetic import postgres_stream, write_lines
+from pipeline.config import load_config
+from pipeline.landing import LandingAgent
+from pipeline.status import pipeline_status
+from silver.job import SilverJob, silver_table_name
+from silver.merge import DELETED
+from silver.transactions import waiting_by_source
+
+pytestmark = [pytest.mark.spark, pytest.mark.delta]
+
+TIMEOUT = 2.0
+"""Short, so the test waits seconds; nothing asserts on wall time."""
+COLUMNS = {
+    "customers": ["id", "name", "email", "notes"],
+    "orders": ["id", "customer_id", "amount_cents", "status"],
+}
+
+
+def land(path: Path, lake: Path) -> None:
+    LandingAgent(
+        DebeziumJsonSource("shop", path), BronzeWriter(BronzeTables.under(lake)), max_events=40
+    ).run()
+
+
+def _open_transaction(lines: list[bytes]) -> tuple[int, str, int]:
+    """Index of the last multi-event transaction's END record, its id and data-event count.
+
+    The stream is cut just before that END: its data events are in bronze, the END never
+    comes (Debezium writes END only when the next transaction starts), the source is quiet.
+    """
+    found: tuple[int, str, int] | None = None
+    for i, line in enumerate(lines):
+        value = orjson.loads(line)["value"]
+        if isinstance(value, dict) and value.get("status") == "END" and value["event_count"] > 2:
+            found = (i, str(value["id"]), int(value["event_count"]))
+    assert found is not None, "no multi-event transaction"
+    return found
+
+
+def _live(spark: Any, lake: Path, table: str) -> dict[int, dict[str, Any]]:
+    path = lake / "silver" / silver_table_name("shop", f"public.{table}")
+    df = spark.read.format("delta").load(str(path)).where(f"NOT {DELETED}")
+    return {r["id"]: {c: r[c] for c in COLUMNS[table]} for r in df.collect()}
+
+
+def _wait_past_timeout(lake: Path) -> None:
+    """Sleep until the oldest waiting row is older than the timeout (a few seconds at most)."""
+    oldest = waiting_by_source(lake / "silver" / "_pending")["shop"].oldest
+    assert oldest is not None
+    left = TIMEOUT + 0.2 - (dt.datetime.now(dt.UTC) - oldest).total_seconds()
+    if left > 0:
+        time.sleep(left)
+
+
+def _config(tmp_path: Path, inbox: Path) -> Any:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        f"lake: {{root: {tmp_path / 'lake'}}}\n"
+        f"silver: {{transaction.timeout.seconds: {TIMEOUT}}}\n"
+        "sources:\n"
+        "  - name: shop\n"
+        "    connector: debezium_json\n"
+        f"    path: {inbox}\n"
+    )
+    return load_config(path)
+
+
+def _history_rows(spark: Any, lake: Path) -> int:
+    path = lake / "silver" / (silver_table_name("shop", "public.orders") + "__history")
+    return int(spark.read.format("delta").load(str(path)).count())
+
+
+def test_quiet_source_releases_after_the_timeout_and_status_shows_what_waits(
+    spark: Any, tmp_path: Path
+) -> None:
+    stream = postgres_stream(snapshot_rows=3, transactions=12, seed=41)
+    lines = list(stream.lines("kafka_json", schemas=True))
+    end, tx_id, count = _open_transaction(lines)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    write_lines(inbox / "a.jsonl", iter(lines[:end]))
+    lake = tmp_path / "lake"
+    config = _config(tmp_path, inbox)
+    land(inbox, lake)
+
+    first = SilverJob(spark, lake, transaction_timeout_seconds=TIMEOUT).run_once()
+    assert first.tx_timed_out == 0
+    waiting = waiting_by_source(lake / "silver" / "_pending")["shop"]
+    assert (waiting.events, waiting.transactions) == (count, 1)
+    sources, _ = pipeline_status(config, lake)
+    assert sources[0]["waiting_events"] == count
+    assert sources[0]["waiting_transactions"] == 1
+    assert sources[0]["waiting_oldest_s"] is not None
+
+    _wait_past_timeout(lake)
+    # No new bronze row: Spark runs no micro-batch, the clock alone releases the transaction.
+    second = SilverJob(spark, lake, transaction_timeout_seconds=TIMEOUT).run_once()
+    assert (second.batches, second.tx_timed_out) == (1, 1)
+    assert waiting_by_source(lake / "silver" / "_pending") == {}
+    applied = {
+        r[0]
+        for table in COLUMNS
+        for r in spark.read.format("delta")
+        .load(str(lake / "silver" / silver_table_name("shop", f"public.{table}")))
+        .select("_cdc_tx_id")
+        .collect()
+    }
+    assert tx_id in applied
+    sources, _ = pipeline_status(config, lake)
+    assert (sources[0]["waiting_events"], sources[0]["waiting_oldest_s"]) == (0, None)
+    # gold can move: the release recorded a consistent cut above the released rows
+    from gold.cuts import latest_cut
+
+    cut = latest_cut(lake, "shop")
+    assert cut is not None and cut.silver_batch == 1
+
+    third = SilverJob(spark, lake, transaction_timeout_seconds=TIMEOUT).run_once()
+    assert (third.batches, third.events) == (0, 0)
+
+    # The END arrives late, with the rest of the stream: nothing is applied twice.
+    with (inbox / "a.jsonl").open("ab") as f:
+        for line in lines[end:]:
+            f.write(line + b"\n")
+    land(inbox, lake)
+    SilverJob(spark, lake, transaction_timeout_seconds=TIMEOUT).run_once()
+    for table in COLUMNS:
+        expected = {
+            i: {c: row[c] for c in COLUMNS[table]} for i, row in stream.final_state[table].items()
+        }
+        assert _live(spark, lake, table) == expected, table
+
+
+def test_a_crash_inside_a_release_batch_applies_it_exactly_once(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.config import TableOptions
+    from silver.job import SilverJob as Job
+
+    stream = postgres_stream(snapshot_rows=3, transactions=12, seed=43)
+    lines = list(stream.lines("kafka_json", schemas=True))
+    end, tx_id, count = _open_transaction(lines)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    write_lines(inbox / "a.jsonl", iter(lines[:end]))
+    lake = tmp_path / "lake"
+    land(inbox, lake)
+
+    def history(_source: str, _collection: str) -> TableOptions:
+        return TableOptions(history=True)
+
+    Job(spark, lake, transaction_timeout_seconds=TIMEOUT, table_options=history).run_once()
+    before = _history_rows(spark, lake)
+    _wait_past_timeout(lake)
+
+    # Crash after the tables merged, before the release batch rewrote _pending.
+    real = Job._record_progress
+
+    def crash(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(Job, "_record_progress", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        Job(spark, lake, transaction_timeout_seconds=TIMEOUT, table_options=history).run_once()
+    assert waiting_by_source(lake / "silver" / "_pending")["shop"].events == count
+    monkeypatch.setattr(Job, "_record_progress", real)
+
+    again = Job(spark, lake, transaction_timeout_seconds=TIMEOUT, table_options=history)
+    result = again.run_once()
+    assert result.batches == 1  # the interrupted release, finished with its own clock
+    assert waiting_by_source(lake / "silver" / "_pending") == {}
+    after = _history_rows(spark, lake)
+    orders = (
+        spark.read.format("delta")
+        .load(str(lake / "silver" / silver_table_name("shop", "public.orders")))
+        .where(f"_cdc_tx_id = '{tx_id}'")
+        .collect()
+    )
+    history_versions = (
+        spark.read.format("delta")
+        .load(str(lake / "silver" / (silver_table_name("shop", "public.orders") + "__history")))
+        .groupBy("_cdc_key", "_cdc_position")
+        .count()
+        .where("count > 1")
+        .count()
+    )
+    assert history_versions == 0 and after >= before
+    assert len({r["_cdc_key"] for r in orders}) == len(orders)
+    assert Job(spark, lake, transaction_timeout_seconds=TIMEOUT).run_once().batches == 0
