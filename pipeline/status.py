@@ -10,6 +10,10 @@ Silver being caught up does not mean everything is applied: change events of a s
 wait in ``silver/_pending`` for its END record, or for ``silver.transaction.timeout.seconds``.
 Per source, ``waiting_events``/``waiting_transactions`` count them and ``waiting_oldest_s`` says how
 long the oldest has waited; gold cannot show them yet whatever its consistent cuts say.
+
+A table whose column was added with a default silver cannot reproduce (``silver/_resnapshot``,
+contract C4) has ``needs_resnapshot`` (``column: reason``) in its row, and its source counts it in
+``tables_needing_resnapshot``: its older rows hold NULL there until the table is snapshotted again.
 """
 
 from __future__ import annotations
@@ -126,6 +130,8 @@ def pipeline_status(
     """
     from gold.cuts import consistent_cuts
     from gold.publish import published_cuts
+    from silver.resnapshot import needing_resnapshot
+    from silver.transactions import waiting_by_source
 
     root = Path(lake_root) if lake_root else Path(config.lake.root)
     now_at = now or dt.datetime.now(dt.UTC)
@@ -148,9 +154,12 @@ def pipeline_status(
     )
     shown = published_cuts(root)
     consistent = consistent_cuts(root)
-    from silver.transactions import waiting_by_source
-
     waiting = waiting_by_source(root / "silver" / "_pending")
+    resnapshot: dict[tuple[str, str], list[str]] = {}
+    for entry in needing_resnapshot(root):
+        resnapshot.setdefault((entry.source, entry.collection), []).append(
+            f"{entry.column}: {entry.reason}"
+        )
     sources = []
     for row in bronze_status(config, root):
         name, connector = row["source"], row["connector"]
@@ -187,6 +196,7 @@ def pipeline_status(
                 "waiting_events": held.events if held else 0,
                 "waiting_transactions": held.transactions if held else 0,
                 "waiting_oldest_s": held.age_seconds(now_at) if held else None,
+                "tables_needing_resnapshot": sum(1 for s, _c in resnapshot if s == name),
                 **{k: row[k] for k in row if k.startswith(("slot", "retain", "retention"))},
                 "offset": row["offset"],
             }
@@ -199,6 +209,7 @@ def pipeline_status(
         connectors = {s.name: str(s.connector) for s in config.sources}
         for name, r in sorted(latest_rows.items()):
             gold = shown.get(r["source"])
+            key = (r["source"], r["collection"])
             at_gold = gold.tables.get(name) if gold else None
             tables.append(
                 {
@@ -210,6 +221,7 @@ def pipeline_status(
                     "last_position": _readable(connectors.get(r["source"]), r["position"]),
                     "last_applied_at": r["recorded_at"],
                     "quarantined": silver_q.get((r["source"], r["collection"]), 0),
+                    "needs_resnapshot": "; ".join(resnapshot.get(key, [])) or None,
                 }
             )
     return sources, tables

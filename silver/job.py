@@ -50,6 +50,7 @@ from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import PipelineError, SchemaEvolutionError
 from pipeline.sql import quote_identifier
+from silver import defaults as DF
 from silver import documents as D
 from silver import evolution as E
 from silver import merge as M
@@ -482,7 +483,41 @@ class SilverJob:
                     )
                 step += 1
             lower = upper
+        self._fill_defaults(path, source, collection, name, options.history, events)
         self._record_cut(name, source, collection, batch_id, events, waiting)
+
+    def _fill_defaults(
+        self,
+        path: str,
+        source: str,
+        collection: str,
+        name: str,
+        history: bool,
+        events: DataFrame,
+    ) -> None:
+        """Rows older than an added column get its default, or the table is recorded as
+        needing a re-snapshot (:mod:`silver.defaults`, :mod:`silver.resnapshot`)."""
+        from delta.tables import DeltaTable
+
+        from silver.resnapshot import record_unreproducible
+
+        if not DeltaTable.isDeltaTable(self.spark, path) or not DF.pending_defaults(path):
+            return
+        DF.fill_defaults(
+            self.spark,
+            path,
+            history=S.history_path(path) if history else None,
+            oldest=events.agg(F.min(B.POSITION)).collect()[0][0],
+            on_unreproducible=functools.partial(
+                record_unreproducible,
+                self.spark,
+                self.silver,
+                source=source,
+                collection=collection,
+                silver_table=name,
+                silver_batch=self._batch_id,
+            ),
+        )
 
     # --- decoding ---------------------------------------------------------------------------
     def _decode(self, events: DataFrame) -> list[_Part]:
@@ -606,6 +641,8 @@ class SilverJob:
             refused_columns = self._rewrite_columns(path, stored, rewrite, parts, refused, report)
             for column in refused_columns:
                 current[column] = stored[column].dataType
+            rows = [(p.first, _row_schema(self._schemas.get(p.schema_id or "", {}))) for p in parts]
+            DF.record_added(self.spark, path, DF.added_columns(stored, current, rows))  # C4
             E.widen_and_add(self.spark, path, {f.name: f.dataType for f in stored.fields}, current)
         if report:
             self._record_schema_changes(name, report, batch_id)
