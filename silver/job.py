@@ -252,8 +252,12 @@ class SilverJob:
             # Between micro-batches (none come while bronze is quiet) the clock still
             # releases transactions past their timeout.
             tick = max(1, math.ceil(self._tick_seconds))  # whole seconds, as Spark types it
-            while "processingTime" in trigger and not query.awaitTermination(tick):
-                self.release_expired()
+            try:
+                while "processingTime" in trigger and not query.awaitTermination(tick):
+                    self.release_expired()
+            except Exception:
+                query.stop()  # a failed release must not leave the stream running alone
+                raise
             query.awaitTermination()
         except StreamingQueryException:
             # Spark reports a foreachBatch failure as its own exception with our message in

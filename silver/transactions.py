@@ -93,9 +93,10 @@ def _collections_short(rows: DataFrame, txn: list[str]) -> DataFrame:
 
     END names a table as the connector does (``schema.table``, ``db.schema.table`` for SQL
     Server, ``PDB.SCHEMA.TABLE`` for Oracle) and bronze as ``collection``; a name matches a
-    collection that it equals or ends with after a dot. A name that matches nothing is left to
-    the total count: waiting for a spelling silver cannot match would hold every transaction
-    until the timeout.
+    collection that it equals or ends with after a dot. A name that matches no table seen is
+    short (its events have not landed) unless a table seen matches no name either: then the
+    spellings differ, and the total count decides, since waiting for a name silver cannot match
+    would hold every transaction until the timeout.
     """
     per_table = (
         rows.where(_counted())
@@ -122,15 +123,30 @@ def _collections_short(rows: DataFrame, txn: list[str]) -> DataFrame:
     matches = (F.col("__name") == F.col(B.COLLECTION)) | F.col("__name").endswith(
         F.concat(F.lit("."), F.col(B.COLLECTION))
     )
-    joined = wanted.alias("w").join(
-        per_table.alias("p"),
-        [F.col(f"w.{c}") == F.col(f"p.{c}") for c in txn] + [matches],
-        "inner",
+    on = [F.col(f"w.{c}") == F.col(f"p.{c}") for c in txn] + [matches]
+    names = (
+        wanted.alias("w")
+        .join(per_table.alias("p"), on, "left")
+        .groupBy(*[F.col(f"w.{c}").alias(c) for c in txn])
+        .agg(
+            F.max(F.col("__table_seen") < F.col("__count")).alias("__fewer"),
+            F.max(F.col("__table_seen").isNull()).alias("__unseen"),
+        )
+    )
+    tables = (
+        per_table.alias("p")
+        .join(wanted.alias("w"), on, "left_anti")
+        .select(*txn)
+        .distinct()
+        .withColumn("__unnamed", F.lit(True))
     )
     return (
-        joined.where(F.col("__table_seen") < F.col("__count"))
-        .select(*[F.col(f"w.{c}").alias(c) for c in txn])
-        .distinct()
+        names.join(tables, txn, "left")
+        .where(
+            F.coalesce(F.col("__fewer"), F.lit(False))
+            | (F.col("__unseen") & F.col("__unnamed").isNull())
+        )
+        .select(*txn)
         .withColumn("__short", F.lit(True))
     )
 

@@ -205,3 +205,113 @@ def test_a_crash_inside_a_release_batch_applies_it_exactly_once(
     assert history_versions == 0 and after >= before
     assert len({r["_cdc_key"] for r in orders}) == len(orders)
     assert Job(spark, lake, transaction_timeout_seconds=TIMEOUT).run_once().batches == 0
+
+
+def test_run_continuous_releases_on_its_tick_while_bronze_is_quiet(
+    spark: Any, tmp_path: Path
+) -> None:
+    import threading
+
+    stream = postgres_stream(snapshot_rows=2, transactions=6, seed=47)
+    lines = list(stream.lines("kafka_json", schemas=True))
+    end, tx_id, count = _open_transaction(lines)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    write_lines(inbox / "a.jsonl", iter(lines[:end]))
+    lake = tmp_path / "lake"
+    land(inbox, lake)
+    SilverJob(spark, lake, transaction_timeout_seconds=LONG).run_once()
+    assert waiting_by_source(lake / "silver" / "_pending")["shop"].events == count
+
+    released: list[int] = []
+    failures: list[BaseException] = []
+    job = SilverJob(spark, lake, transaction_timeout_seconds=TIMEOUT, after_batch=released.append)
+
+    def run() -> None:
+        try:
+            job.run_continuous(interval_seconds=1.0)
+        except BaseException as exc:  # reported by the test thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 180
+        while waiting_by_source(lake / "silver" / "_pending"):
+            assert not failures and time.monotonic() < deadline, failures
+            time.sleep(0.5)
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        thread.join(timeout=60)
+    assert not failures, failures
+    # no bronze row arrived: the release batch ran, gold's hook was called for it
+    assert job.result.tx_timed_out == 1 and len(released) == 1
+
+
+def test_a_transaction_is_complete_when_its_end_and_every_tables_count_landed(
+    spark: Any,
+) -> None:
+    """END's total and per-table ``event_count``, counted by distinct position; END's table
+    names as Debezium spells them."""
+    from silver.transactions import split_complete
+
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    rows: list[tuple[Any, ...]] = []
+
+    def data(tx: str, position: int, table: str = "public.a", order: int | None = 1) -> None:
+        rows.append(("s", "data", table, tx, order, bytes([position]), t0, None, None, None))
+
+    def end(tx: str, count: int, tables: dict[str, int]) -> None:
+        value = orjson.dumps(
+            {
+                "status": "END",
+                "id": tx,
+                "event_count": count,
+                "data_collections": [
+                    {"data_collection": n, "event_count": c} for n, c in tables.items()
+                ],
+            }
+        ).decode()
+        rows.append(("s", "transaction", None, tx, None, bytes([99]), t0, "END", count, value))
+
+    data("whole", 1)
+    data("whole", 2, "public.b")
+    end("whole", 2, {"public.a": 1, "public.b": 1})
+    # b's event has not landed; a's two events (another position each) make up the total
+    data("b_missing", 3)
+    data("b_missing", 4)
+    end("b_missing", 2, {"public.a": 1, "public.b": 1})
+    # a table-count short of its own count
+    data("a_short", 5, "public.b")
+    data("a_short", 6, "public.b")
+    end("a_short", 2, {"public.a": 1, "public.b": 1})
+    # END spells the table in a way bronze does not: the total decides
+    data("spelled", 7)
+    data("spelled", 8)
+    end("spelled", 2, {"other.spelling": 2})
+    # SQL Server's db.schema.table matches bronze's schema.table
+    data("sqlserver", 9)
+    end("sqlserver", 1, {"testDB.public.a": 1})
+    # a redelivery lands the same event twice
+    data("redelivered", 10)
+    data("redelivered", 10)
+    data("redelivered", 11)
+    end("redelivered", 2, {"public.a": 2})
+    # END without its data yet, and data without a total_order (never held)
+    end("no_data", 1, {"public.a": 1})
+    data("ungated", 12, order=None)
+    frame = spark.createDataFrame(
+        rows,
+        "source string, kind string, collection string, tx_id string, tx_order long, "
+        "position binary, ingest_ts timestamp, tx_status string, tx_event_count long, "
+        "value_json string",
+    )
+    split = split_complete(frame, now=t0 + dt.timedelta(seconds=10), timeout_seconds=LONG)
+    ready = {r["tx_id"] for r in split.ready.where("kind = 'data'").collect()}
+    waiting = {r["tx_id"] for r in split.waiting.collect()}
+    assert ready == {"whole", "spelled", "sqlserver", "redelivered", "ungated"}
+    assert waiting == {"b_missing", "a_short", "no_data"}
+    assert split.timed_out == 0
+    later = split_complete(frame, now=t0 + dt.timedelta(seconds=10), timeout_seconds=1.0)
+    assert later.waiting.count() == 0 and later.timed_out == 2  # b_missing, a_short
