@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json import DebeziumJsonSource
-from capture.synthetic import postgres_stream, write_lines
+from capture.synthetic import SyntheticStream, postgres_stream, write_lines
 from gold.cuts import latest_cut
 from pipeline.config import load_config
 from pipeline.landing import LandingAgent
@@ -56,6 +57,34 @@ def _open_transaction(lines: list[bytes]) -> tuple[int, str, int]:
     return found
 
 
+@dataclass(frozen=True)
+class OpenTransaction:
+    """A lake whose bronze ends inside a transaction (its END has not come)."""
+
+    stream: SyntheticStream
+    lines: list[bytes]
+    end: int
+    """Index of the END line not landed yet."""
+    tx_id: str
+    count: int
+    """Data events of the transaction."""
+    inbox: Path
+    lake: Path
+
+
+def land_open_transaction(tmp_path: Path, *, seed: int, transactions: int) -> OpenTransaction:
+    """Land a synthetic stream cut just before its last multi-event transaction's END."""
+    stream = postgres_stream(snapshot_rows=3, transactions=transactions, seed=seed)
+    lines = list(stream.lines("kafka_json", schemas=True))
+    end, tx_id, count = _open_transaction(lines)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    write_lines(inbox / "a.jsonl", iter(lines[:end]))
+    lake = tmp_path / "lake"
+    land(inbox, lake)
+    return OpenTransaction(stream, lines, end, tx_id, count, inbox, lake)
+
+
 def _live(spark: Any, lake: Path, table: str) -> dict[int, dict[str, Any]]:
     path = lake / "silver" / silver_table_name("shop", f"public.{table}")
     df = spark.read.format("delta").load(str(path)).where(f"NOT {DELETED}")
@@ -92,15 +121,9 @@ def _history_rows(spark: Any, lake: Path) -> int:
 def test_quiet_source_releases_after_the_timeout_and_status_shows_what_waits(
     spark: Any, tmp_path: Path
 ) -> None:
-    stream = postgres_stream(snapshot_rows=3, transactions=12, seed=41)
-    lines = list(stream.lines("kafka_json", schemas=True))
-    end, tx_id, count = _open_transaction(lines)
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    write_lines(inbox / "a.jsonl", iter(lines[:end]))
-    lake = tmp_path / "lake"
-    config = _config(tmp_path, inbox)
-    land(inbox, lake)
+    opened = land_open_transaction(tmp_path, seed=41, transactions=12)
+    tx_id, count, lake = opened.tx_id, opened.count, opened.lake
+    config = _config(tmp_path, opened.inbox)
 
     first = SilverJob(spark, lake, transaction_timeout_seconds=LONG).run_once()
     assert first.tx_timed_out == 0
@@ -137,14 +160,15 @@ def test_quiet_source_releases_after_the_timeout_and_status_shows_what_waits(
     assert (third.batches, third.events) == (0, 0)
 
     # The END arrives late, with the rest of the stream: nothing is applied twice.
-    with (inbox / "a.jsonl").open("ab") as f:
-        for line in lines[end:]:
+    with (opened.inbox / "a.jsonl").open("ab") as f:
+        for line in opened.lines[opened.end :]:
             f.write(line + b"\n")
-    land(inbox, lake)
+    land(opened.inbox, lake)
     SilverJob(spark, lake, transaction_timeout_seconds=TIMEOUT).run_once()
     for table in COLUMNS:
         expected = {
-            i: {c: row[c] for c in COLUMNS[table]} for i, row in stream.final_state[table].items()
+            i: {c: row[c] for c in COLUMNS[table]}
+            for i, row in opened.stream.final_state[table].items()
         }
         assert _live(spark, lake, table) == expected, table
 
@@ -155,14 +179,8 @@ def test_a_crash_inside_a_release_batch_applies_it_exactly_once(
     from pipeline.config import TableOptions
     from silver.job import SilverJob as Job
 
-    stream = postgres_stream(snapshot_rows=3, transactions=12, seed=43)
-    lines = list(stream.lines("kafka_json", schemas=True))
-    end, tx_id, count = _open_transaction(lines)
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    write_lines(inbox / "a.jsonl", iter(lines[:end]))
-    lake = tmp_path / "lake"
-    land(inbox, lake)
+    opened = land_open_transaction(tmp_path, seed=43, transactions=12)
+    tx_id, count, lake = opened.tx_id, opened.count, opened.lake
 
     def history(_source: str, _collection: str) -> TableOptions:
         return TableOptions(history=True)
@@ -212,14 +230,8 @@ def test_run_continuous_releases_on_its_tick_while_bronze_is_quiet(
 ) -> None:
     import threading
 
-    stream = postgres_stream(snapshot_rows=2, transactions=6, seed=47)
-    lines = list(stream.lines("kafka_json", schemas=True))
-    end, tx_id, count = _open_transaction(lines)
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    write_lines(inbox / "a.jsonl", iter(lines[:end]))
-    lake = tmp_path / "lake"
-    land(inbox, lake)
+    opened = land_open_transaction(tmp_path, seed=47, transactions=6)
+    count, lake = opened.count, opened.lake
     SilverJob(spark, lake, transaction_timeout_seconds=LONG).run_once()
     assert waiting_by_source(lake / "silver" / "_pending")["shop"].events == count
 
