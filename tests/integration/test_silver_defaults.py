@@ -145,3 +145,46 @@ def test_mariadb_added_column_default_fills_older_rows(spark: Any, my: My, tmp_p
     (entry,) = needing_resnapshot(lake)
     assert (entry.collection, entry.column) == (f"{d}.orders", "u")
     assert "uuid()" in entry.reason
+
+
+REAL = Path(__file__).resolve().parent.parent / "fixtures" / "debezium_real"
+
+
+@pytest.mark.parametrize("name", ["pg_shop", "mariadb_shop"])
+def test_debezium_3_added_column_default_fills_older_rows(
+    spark: Any, tmp_path: Path, name: str
+) -> None:
+    """Recorded Debezium 3.x output for ``ADD COLUMN channel varchar(10) DEFAULT 'web'``
+    carries ``"default": "web"``; silver reads it as the agents' and fills older rows."""
+    import orjson
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from silver import defaults as D
+
+    row_schema = None
+    for line in (REAL / f"{name}.jsonl").read_bytes().splitlines():
+        value = orjson.loads(line).get("value") or {}
+        fields = (value.get("schema") or {}).get("fields") or []
+        after = next((f for f in fields if f.get("field") == "after"), None)
+        if after and any(f["field"] == "channel" for f in after["fields"]):
+            row_schema = after
+            break
+    assert row_schema is not None, "the recording has the added column"
+    path = str(tmp_path / "orders")
+    spark.createDataFrame(
+        [("1", bytes([1]), False, 1), ("2", bytes([5]), False, 2), ("3", bytes([2]), True, 3)],
+        "_cdc_key string, _cdc_position binary, _cdc_deleted boolean, id int",
+    ).write.format("delta").save(path)
+    have = StructType([StructField("id", StringType())])
+    (added,) = D.added_columns(
+        have, {"id": StringType(), "channel": StringType()}, [(bytes([3]), row_schema)]
+    )
+    assert (added.column, added.default, added.unreproducible) == ("channel", "web", None)
+    D.record_added(spark, path, [added])
+    spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS (channel string)")
+    assert D.fill_defaults(spark, path) == 1
+    got = {r["id"]: r["channel"] for r in spark.read.format("delta").load(path).collect()}
+    # older than the column: 'web'; written with it (NULL there): kept; a tombstone: untouched
+    assert got == {1: "web", 2: None, 3: None}
+    assert D.fill_defaults(spark, path) == 0  # done: nothing runs twice
+    assert D.fill_defaults(spark, path, oldest=bytes([2])) == 1  # a late older event arrived
