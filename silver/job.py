@@ -240,6 +240,7 @@ class SilverJob:
     def _run(self, trigger: dict[str, Any]) -> None:
         from pyspark.errors import StreamingQueryException
 
+        self._finish_interrupted_release()  # before new rows could release more than it did
         query = (
             self.spark.readStream.format("delta")
             .load(str(self.bronze))
@@ -272,28 +273,30 @@ class SilverJob:
             batch = self._ledger.for_spark_batch(spark_batch, dt.datetime.now(dt.UTC))
             self._process_silver_batch(micro_batch, batch)
 
-    def release_expired(self) -> int:
+    def release_expired(self) -> bool:
         """Apply the transactions in ``silver/_pending`` whose timeout has passed, now.
 
         Spark runs no micro-batch while bronze is quiet, so ``run --once`` and every
         ``--continuous`` tick call this: a silver batch without new bronze rows
-        (:mod:`silver.transactions`). A release batch a crash interrupted is finished first,
-        with its own clock, so it releases exactly what it released the first time.
+        (:mod:`silver.transactions`).
 
         Returns:
-            Release batches run (0 when nothing was due).
+            Whether a release batch ran.
         """
         with self._lock:
-            ran = 0
+            now = dt.datetime.now(dt.UTC)
+            if not TX.release_due(self.pending, now=now, timeout_seconds=self.transaction_timeout):
+                return False
+            self._release(self._ledger.new_release(now))
+            return True
+
+    def _finish_interrupted_release(self) -> None:
+        """Run again, with its own clock, a release batch a crash interrupted: it releases
+        exactly what it released the first time, and its committed writes are skipped."""
+        with self._lock:
             unfinished = TX.unfinished_release(self._ledger, self.pending)
             if unfinished is not None:
                 self._release(unfinished)
-                ran += 1
-            now = dt.datetime.now(dt.UTC)
-            if TX.release_due(self.pending, now=now, timeout_seconds=self.transaction_timeout):
-                self._release(self._ledger.new_release(now))
-                ran += 1
-            return ran
 
     def _release(self, batch: TX.SilverBatch) -> None:
         logger.info("silver: release batch %s at %s", batch.id, batch.clock.isoformat())
