@@ -151,6 +151,27 @@ def _collections_short(rows: DataFrame, txn: list[str]) -> DataFrame:
     )
 
 
+def _partition() -> Column:
+    return F.coalesce(F.col(B.SOURCE_PARTITION), F.lit(""))
+
+
+def _newest_transaction(rows: DataFrame) -> DataFrame:
+    """Per source partition, the transaction of the newest BEGIN or counted event.
+
+    A source partition is one serial stream (a WAL, a binlog, one SQL Server database): the
+    connector writes a transaction's events after those of every transaction committed before
+    it. So once a BEGIN or an event of another transaction lands at a later position, an open
+    transaction has all its events in bronze even if its END never comes: Debezium 3.4 MariaDB
+    writes no END for a transaction holding only a ``TRUNCATE``.
+    """
+    starts = (F.col(B.KIND) == "transaction") & (F.col(B.TX_STATUS) == "BEGIN")
+    return (
+        rows.where((_counted() | starts) & F.col(B.TX_ID).isNotNull())
+        .groupBy(B.SOURCE, _partition().alias("__partition"))
+        .agg(F.max_by(B.TX_ID, B.POSITION).alias("__newest"))
+    )
+
+
 def split_complete(
     rows: DataFrame, *, now: dt.datetime, timeout_seconds: float
 ) -> TransactionSplit:
@@ -172,7 +193,12 @@ def split_complete(
         .agg(
             F.count_distinct(B.POSITION).alias("__seen"),
             F.min(B.INGEST_TS).alias("__first"),
+            F.max(_partition()).alias("__partition"),
         )
+        .join(_newest_transaction(rows), [B.SOURCE, "__partition"], "left")
+        # Superseded: a later transaction started on the same serial stream.
+        .withColumn("__superseded", F.coalesce(F.col("__newest") != F.col(B.TX_ID), F.lit(False)))
+        .drop("__partition", "__newest")
     )
     ends = (
         rows.where((F.col(B.KIND) == "transaction") & (F.col(B.TX_STATUS) == "END"))
@@ -192,8 +218,11 @@ def split_complete(
             *txn,
             F.col("__seen").isNotNull().alias("__has_data"),
             (
-                (F.col("__seen") >= F.col("__expected"))
-                & ~F.coalesce(F.col("__short"), F.lit(False))
+                (
+                    (F.col("__seen") >= F.col("__expected"))
+                    & ~F.coalesce(F.col("__short"), F.lit(False))
+                )
+                | F.coalesce(F.col("__superseded"), F.lit(False))
             ).alias("__complete"),
             (F.coalesce(F.col("__first"), F.col("__end_first")) < cutoff).alias("__expired"),
         )

@@ -272,7 +272,13 @@ def test_a_transaction_is_complete_when_its_end_and_every_tables_count_landed(
     rows: list[tuple[Any, ...]] = []
 
     def data(tx: str, position: int, table: str = "public.a", order: int | None = 1) -> None:
-        rows.append(("s", "data", table, tx, order, bytes([position]), t0, None, None, None))
+        part = tx.split("/")[0]  # each case its own serial stream, unless it says otherwise
+        rows.append(("s", part, "data", table, tx, order, bytes([position]), t0, None, None, None))
+
+    def begin(tx: str, position: int) -> None:
+        part = tx.split("/")[0]
+        row = ("s", part, "transaction", None, tx, None, bytes([position]), t0, "BEGIN", None, None)
+        rows.append(row)
 
     def end(tx: str, count: int, tables: dict[str, int]) -> None:
         value = orjson.dumps(
@@ -285,7 +291,9 @@ def test_a_transaction_is_complete_when_its_end_and_every_tables_count_landed(
                 ],
             }
         ).decode()
-        rows.append(("s", "transaction", None, tx, None, bytes([99]), t0, "END", count, value))
+        part = tx.split("/")[0]
+        row = ("s", part, "transaction", None, tx, None, bytes([99]), t0, "END", count, value)
+        rows.append(row)
 
     data("whole", 1)
     data("whole", 2, "public.b")
@@ -313,17 +321,35 @@ def test_a_transaction_is_complete_when_its_end_and_every_tables_count_landed(
     # END without its data yet, and data without a total_order (never held)
     end("no_data", 1, {"public.a": 1})
     data("ungated", 12, order=None)
+    # Debezium 3.4 MariaDB: a TRUNCATE's transaction gets no END, the next one starts
+    begin("serial/truncate", 20)
+    data("serial/truncate", 21)
+    begin("serial/next", 22)
+    data("serial/next", 23)
+    end("serial/next", 1, {"public.a": 1})
+    # the newest transaction of its stream, no END yet: it waits
+    begin("open/last", 24)
+    data("open/last", 25)
     frame = spark.createDataFrame(
         rows,
-        "source string, kind string, collection string, tx_id string, tx_order long, "
+        "source string, source_partition string, kind string, collection string, tx_id string, "
+        "tx_order long, "
         "position binary, ingest_ts timestamp, tx_status string, tx_event_count long, "
         "value_json string",
     )
     split = split_complete(frame, now=t0 + dt.timedelta(seconds=10), timeout_seconds=LONG)
     ready = {r["tx_id"] for r in split.ready.where("kind = 'data'").collect()}
     waiting = {r["tx_id"] for r in split.waiting.collect()}
-    assert ready == {"whole", "spelled", "sqlserver", "redelivered", "ungated"}
-    assert waiting == {"b_missing", "a_short", "no_data"}
+    assert ready == {
+        "whole",
+        "spelled",
+        "sqlserver",
+        "redelivered",
+        "ungated",
+        "serial/truncate",
+        "serial/next",
+    }
+    assert waiting == {"b_missing", "a_short", "no_data", "open/last"}
     assert split.timed_out == 0
     later = split_complete(frame, now=t0 + dt.timedelta(seconds=10), timeout_seconds=1.0)
-    assert later.waiting.count() == 0 and later.timed_out == 2  # b_missing, a_short
+    assert later.waiting.count() == 0 and later.timed_out == 3  # b_missing, a_short, open
