@@ -17,6 +17,9 @@ prepared once per source:
 * ``freshness``: ``now - cut.source_ts_ms`` against ``quality.freshness.slo.seconds``.
 * ``late_events``: events silver refused because they arrived after the tombstone retention
   purged their key's delete ("would have resurrected").
+* ``resnapshot``: tables with a column added with a default silver cannot reproduce
+  (``silver/_resnapshot``, contract C4): rows older than the column hold NULL there where the
+  source shows something else, until the table is snapshotted again.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ __all__ = [
     "check_update_before_insert",
     "check_freshness",
     "check_late_events",
+    "RESNAPSHOT",
+    "check_resnapshot",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +62,7 @@ POSITIONS_MONOTONIC = "positions_monotonic"
 UPDATE_BEFORE_INSERT = "update_before_insert"
 FRESHNESS = "freshness"
 LATE_EVENTS = "late_events"
+RESNAPSHOT = "resnapshot"
 LATE_REASON = "would have resurrected"
 """Prefix of the reason silver gives a late event beyond the tombstone retention
 (:func:`silver.merge.apply_changes`)."""
@@ -428,11 +434,45 @@ def check_late_events(ctx: CheckContext) -> list[CheckOutcome]:
     return out
 
 
+def check_resnapshot(ctx: CheckContext) -> list[CheckOutcome]:
+    """Tables silver recorded as needing a new snapshot (an unreproducible added default)."""
+    from silver.resnapshot import needing_resnapshot
+
+    flagged: dict[str, list[str]] = {}
+    for entry in needing_resnapshot(ctx.lake_root):
+        if entry.source == ctx.cut.source:
+            flagged.setdefault(entry.collection, []).append(f"{entry.column}: {entry.reason}")
+    out = []
+    for collection in sorted(set(ctx.collections) | set(flagged)):
+        reasons = flagged.get(collection, [])
+        out.append(
+            CheckOutcome(
+                RESNAPSHOT,
+                ctx.cut.source,
+                collection,
+                not reasons,
+                f"{len(reasons)} added column(s) whose older rows silver cannot fill",
+                unexpected_count=len(reasons),
+                sample=tuple(reasons[:SAMPLE_SIZE]),
+                details=(
+                    "silver/_resnapshot: rows written before the column was added hold NULL "
+                    "where the source shows a value silver cannot know; snapshot the table "
+                    "again (e.g. an incremental snapshot signal)"
+                    if reasons
+                    else ""
+                ),
+                engine=ENGINE,
+            )
+        )
+    return out
+
+
 CDC_CHECKS: tuple[tuple[str, Callable[[CheckContext], list[CheckOutcome]]], ...] = (
     (QUARANTINE, check_quarantine),
     (POSITIONS_MONOTONIC, check_positions_monotonic),
     (UPDATE_BEFORE_INSERT, check_update_before_insert),
     (FRESHNESS, check_freshness),
     (LATE_EVENTS, check_late_events),
+    (RESNAPSHOT, check_resnapshot),
 )
 """The CDC checks, by name, in report order."""

@@ -71,6 +71,7 @@ CHECKS: Mapping[str, Severity] = {
     C.UPDATE_BEFORE_INSERT: Severity.WARN,
     C.FRESHNESS: Severity.WARN,
     C.LATE_EVENTS: Severity.WARN,
+    C.RESNAPSHOT: Severity.WARN,
     RECONCILE: Severity.WARN,
 }
 """Built-in checks and their default severity; ``quality.severity`` overrides them by name.

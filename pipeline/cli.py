@@ -191,8 +191,11 @@ def status(state: _State) -> None:
     (``slot_active``), WAL not yet acknowledged (``slot_lag_bytes``), WAL retained for it
     (``retained_wal_bytes``) and WAL that can still be written before ``max_slot_wal_keep_size``
     invalidates it (``retention_headroom_bytes``; empty: unlimited). An unreachable server or a
-    missing slot shows in ``slot_error``. Per table: silver and gold versions, last position
-    applied, quarantined events.
+    missing slot shows in ``slot_error``. Per source too: change events waiting in
+    ``silver/_pending`` for their transaction (``waiting_events``, ``waiting_transactions``, age of
+    the oldest in ``waiting_oldest_s``) and tables needing a re-snapshot. Per table: silver and
+    gold versions, last position applied, quarantined events, and ``needs_resnapshot`` (a column
+    added with a default silver cannot reproduce, with the reason).
     """
     from pipeline.status import pipeline_status
 

@@ -5,6 +5,15 @@ from the source's replication slot, so status is quick and works while the pipel
 are in seconds of *source* time: source -> bronze is how old the newest landed change is (it
 grows while a source is idle unless heartbeats are on), bronze -> silver and silver -> gold are
 how far each layer's newest source commit time trails the layer before it.
+
+Silver being caught up does not mean everything is applied: change events of a source transaction
+wait in ``silver/_pending`` for its END record, or for ``silver.transaction.timeout.seconds``.
+Per source, ``waiting_events``/``waiting_transactions`` count them and ``waiting_oldest_s`` says how
+long the oldest has waited; gold cannot show them yet whatever its consistent cuts say.
+
+A table whose column was added with a default silver cannot reproduce (``silver/_resnapshot``,
+contract C4) has ``needs_resnapshot`` (``column: reason``) in its row, and its source counts it in
+``tables_needing_resnapshot``: its older rows hold NULL there until the table is snapshotted again.
 """
 
 from __future__ import annotations
@@ -121,9 +130,12 @@ def pipeline_status(
     """
     from gold.cuts import consistent_cuts
     from gold.publish import published_cuts
+    from silver.resnapshot import needing_resnapshot
+    from silver.transactions import waiting_by_source
 
     root = Path(lake_root) if lake_root else Path(config.lake.root)
-    now_ms = int((now or dt.datetime.now(dt.UTC)).timestamp() * 1000)
+    now_at = now or dt.datetime.now(dt.UTC)
+    now_ms = int(now_at.timestamp() * 1000)
     events = _dataset(root / "bronze" / "events")
     progress = _table(root / "silver" / "_progress", ["source", "position", "source_ts_ms"])
     quarantine = _table(root / "silver" / "_quarantine", ["source", "collection"])
@@ -142,6 +154,12 @@ def pipeline_status(
     )
     shown = published_cuts(root)
     consistent = consistent_cuts(root)
+    waiting = waiting_by_source(root / "silver" / "_pending")
+    resnapshot: dict[tuple[str, str], list[str]] = {}
+    for entry in needing_resnapshot(root):
+        resnapshot.setdefault((entry.source, entry.collection), []).append(
+            f"{entry.column}: {entry.reason}"
+        )
     sources = []
     for row in bronze_status(config, root):
         name, connector = row["source"], row["connector"]
@@ -154,6 +172,7 @@ def pipeline_status(
                 silver_pos = pc.max(mine.column("position")).as_py()
         gold = shown.get(name)
         latest = consistent.get(name, [])
+        held = waiting.get(name)
         sources.append(
             {
                 "source": name,
@@ -174,6 +193,10 @@ def pipeline_status(
                 "gold_behind_consistent_cuts": (
                     sum(1 for c in latest if gold is None or c.silver_batch > gold.silver_batch)
                 ),
+                "waiting_events": held.events if held else 0,
+                "waiting_transactions": held.transactions if held else 0,
+                "waiting_oldest_s": held.age_seconds(now_at) if held else None,
+                "tables_needing_resnapshot": sum(1 for s, _c in resnapshot if s == name),
                 **{k: row[k] for k in row if k.startswith(("slot", "retain", "retention"))},
                 "offset": row["offset"],
             }
@@ -186,6 +209,7 @@ def pipeline_status(
         connectors = {s.name: str(s.connector) for s in config.sources}
         for name, r in sorted(latest_rows.items()):
             gold = shown.get(r["source"])
+            key = (r["source"], r["collection"])
             at_gold = gold.tables.get(name) if gold else None
             tables.append(
                 {
@@ -197,6 +221,7 @@ def pipeline_status(
                     "last_position": _readable(connectors.get(r["source"]), r["position"]),
                     "last_applied_at": r["recorded_at"],
                     "quarantined": silver_q.get((r["source"], r["collection"]), 0),
+                    "needs_resnapshot": "; ".join(resnapshot.get(key, [])) or None,
                 }
             )
     return sources, tables

@@ -31,7 +31,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import math
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,11 +58,13 @@ from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import PipelineError, SchemaEvolutionError
 from pipeline.sql import quote_identifier
+from silver import defaults as DF
 from silver import documents as D
 from silver import evolution as E
 from silver import merge as M
 from silver import quarantine as Q
 from silver import scd2 as S
+from silver import transactions as TX
 
 __all__ = ["SilverJob", "SilverRunResult", "silver_table_name"]
 
@@ -218,15 +222,20 @@ class SilverJob:
         self._schemas: dict[str, dict[str, Any]] = {}
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
         self._failure: PipelineError | None = None
+        self._tick_seconds = 10.0
         self._batch_id = 0
         self._purge_every: float | None = None
         self._purged_at: dict[str, float] = {}
         self.after_batch = after_batch
+        self._ledger = TX.BatchLedger(self.silver / "_batches")
+        self._clock = dt.datetime.now(dt.UTC)
+        self._lock = threading.Lock()  # a release tick and a Spark micro-batch never overlap
 
     # --- driving ----------------------------------------------------------------------------
     def run_once(self) -> SilverRunResult:
         """Process everything in bronze not yet applied, then stop."""
         self._run({"availableNow": True})
+        self.release_expired()
         self.purge()
         return self.result
 
@@ -249,11 +258,13 @@ class SilverJob:
         table, at most once an hour per table.
         """
         self._purge_every = 3600.0
+        self._tick_seconds = interval_seconds
         self._run({"processingTime": f"{interval_seconds} seconds"})
 
     def _run(self, trigger: dict[str, Any]) -> None:
         from pyspark.errors import StreamingQueryException
 
+        self._finish_interrupted_release()  # before new rows could release more than it did
         query = (
             self.spark.readStream.format("delta")
             .load(str(self.bronze))
@@ -263,6 +274,15 @@ class SilverJob:
             .start()
         )
         try:
+            # Between micro-batches (none come while bronze is quiet) the clock still
+            # releases transactions past their timeout.
+            tick = max(1, math.ceil(self._tick_seconds))  # whole seconds, as Spark types it
+            try:
+                while "processingTime" in trigger and not query.awaitTermination(tick):
+                    self.release_expired()
+            except Exception:
+                query.stop()  # a failed release must not leave the stream running alone
+                raise
             query.awaitTermination()
         except StreamingQueryException:
             # Spark reports a foreachBatch failure as its own exception with our message in
@@ -272,7 +292,44 @@ class SilverJob:
             raise
 
     # --- one micro-batch --------------------------------------------------------------------
-    def _process(self, micro_batch: DataFrame, batch_id: int) -> None:
+    def _process(self, micro_batch: DataFrame, spark_batch: int) -> None:
+        with self._lock:
+            batch = self._ledger.for_spark_batch(spark_batch, dt.datetime.now(dt.UTC))
+            self._process_silver_batch(micro_batch, batch)
+
+    def release_expired(self) -> bool:
+        """Apply the transactions in ``silver/_pending`` whose timeout has passed, now.
+
+        Spark runs no micro-batch while bronze is quiet, so ``run --once`` and every
+        ``--continuous`` tick call this: a silver batch without new bronze rows
+        (:mod:`silver.transactions`).
+
+        Returns:
+            Whether a release batch ran.
+        """
+        with self._lock:
+            now = dt.datetime.now(dt.UTC)
+            if not TX.release_due(self.pending, now=now, timeout_seconds=self.transaction_timeout):
+                return False
+            self._release(self._ledger.new_release(now))
+            return True
+
+    def _finish_interrupted_release(self) -> None:
+        """Run again, with its own clock, a release batch a crash interrupted: it releases
+        exactly what it released the first time, and its committed writes are skipped."""
+        with self._lock:
+            unfinished = TX.unfinished_release(self._ledger, self.pending)
+            if unfinished is not None:
+                self._release(unfinished)
+
+    def _release(self, batch: TX.SilverBatch) -> None:
+        logger.info("silver: release batch %s at %s", batch.id, batch.clock.isoformat())
+        nothing = self.spark.read.format("delta").load(str(self.pending)).limit(0)
+        self._process_silver_batch(nothing, batch)
+
+    def _process_silver_batch(self, micro_batch: DataFrame, batch: TX.SilverBatch) -> None:
+        batch_id = batch.id
+        self._clock = batch.clock
         try:
             self._process_batch(micro_batch, batch_id)
         except PipelineError as exc:
@@ -308,9 +365,7 @@ class SilverJob:
         rows = micro_batch
         if DeltaTable.isDeltaTable(self.spark, str(self.pending)):
             rows = rows.unionByName(self.spark.read.format("delta").load(str(self.pending)))
-        split = split_complete(
-            rows, now=dt.datetime.now(dt.UTC), timeout_seconds=self.transaction_timeout
-        )
+        split = split_complete(rows, now=self._clock, timeout_seconds=self.transaction_timeout)
         self.result.tx_timed_out += split.timed_out
         waiting = split.waiting.select(*columns).localCheckpoint()
         batch = split.ready.select(*columns).cache()
@@ -349,7 +404,7 @@ class SilverJob:
             (
                 waiting.write.format("delta")
                 .mode("overwrite")
-                .option("txnAppId", "medallion-silver:_pending")
+                .option("txnAppId", TX.PENDING_APP_ID)
                 .option("txnVersion", batch_id)
                 .save(str(self.pending))
             )
@@ -524,7 +579,41 @@ class SilverJob:
                     )
                 step += 1
             lower = upper
+        self._fill_defaults(path, source, collection, name, options.history, events)
         self._record_cut(name, source, collection, batch_id, events, waiting)
+
+    def _fill_defaults(
+        self,
+        path: str,
+        source: str,
+        collection: str,
+        name: str,
+        history: bool,
+        events: DataFrame,
+    ) -> None:
+        """Rows older than an added column get its default, or the table is recorded as
+        needing a re-snapshot (:mod:`silver.defaults`, :mod:`silver.resnapshot`)."""
+        from delta.tables import DeltaTable
+
+        from silver.resnapshot import record_unreproducible
+
+        if not DeltaTable.isDeltaTable(self.spark, path) or not DF.pending_defaults(path):
+            return
+        DF.fill_defaults(
+            self.spark,
+            path,
+            history=S.history_path(path) if history else None,
+            oldest=events.agg(F.min(B.POSITION)).collect()[0][0],
+            on_unreproducible=functools.partial(
+                record_unreproducible,
+                self.spark,
+                self.silver,
+                source=source,
+                collection=collection,
+                silver_table=name,
+                silver_batch=self._batch_id,
+            ),
+        )
 
     # --- decoding ---------------------------------------------------------------------------
     def _decode(self, events: DataFrame) -> tuple[list[_Part], DataFrame | None]:
@@ -681,6 +770,8 @@ class SilverJob:
             refused_columns = self._rewrite_columns(path, stored, rewrite, parts, refused, report)
             for column in refused_columns:
                 current[column] = stored[column].dataType
+            rows = [(p.first, _row_schema(self._schemas.get(p.schema_id or "", {}))) for p in parts]
+            DF.record_added(self.spark, path, DF.added_columns(stored, current, rows))  # C4
             E.widen_and_add(self.spark, path, {f.name: f.dataType for f in stored.fields}, current)
         if report:
             self._record_schema_changes(name, report, batch_id)

@@ -111,6 +111,7 @@ def test_every_check_passes_on_good_data(spark: Any, good_lake: tuple[Path, Cut]
             "update_before_insert",
             "freshness",
             "late_events",
+            "resnapshot",
         }
         if table == ORDERS:
             expected.add("expectation:expect_column_values_to_be_between")
