@@ -242,16 +242,19 @@ class ReconcileResult:
                     )
                 if self.source_ahead:
                     observed += " (source ahead of the cut: possibly lag)"
+            differences = (
+                () if t.values is None or t.values.clean else tuple(t.values.differences())
+            )
             sample = (
                 tuple(f"missing {k}" for k in t.missing_in_gold)
                 + tuple(f"extra {k}" for k in t.extra_in_gold)
                 + tuple(f"differing {k}" for k in t.differing)
-                + (() if t.values is None else tuple(t.values.findings()))
-            )[:20]
+            )[:20] or differences[:20]
             details = "; ".join(
                 [
                     f"cut at silver batch {self.cut.silver_batch}",
                     *(r.describe() for r in t.differing_ranges[:10]),
+                    *(f"values: {d}" for d in differences[:20]),
                     *t.notes,
                     self._lag_text(),
                 ]

@@ -26,6 +26,7 @@ from typing import Any
 
 from gold.reconcile_lossy import lossy_by_config
 from gold.source_read import Canon, SourceColumn, SourceTable
+from pipeline.sql import quote_identifier
 
 __all__ = [
     "COMPARED",
@@ -58,7 +59,7 @@ class ValueExample:
     silver: str | None
 
     def describe(self) -> str:
-        """``{"id":"27"}: source '34.00', silver '34.01'``."""
+        """``{"id":27}: source '34.00', silver '34.01'``."""
         return f"{self.key}: source {_show(self.source)}, silver {_show(self.silver)}"
 
 
@@ -151,8 +152,14 @@ class TableValues:
         """The columns that could not be compared."""
         return tuple(c for c in self.columns if c.status == NOT_COMPARABLE)
 
+    def differences(self) -> list[str]:
+        """One line per kind of difference (missing, extra, unreadable, each column that
+        differs or has quarantined values), for people."""
+        return [line for line in self.findings() if not line.startswith("note: ")
+                and ": not comparable: " not in line]  # fmt: skip
+
     def findings(self) -> list[str]:
-        """One line per finding, for people (the CLI prints them)."""
+        """One line per finding (differences, not-comparable columns, notes), for people."""
         lines = []
         if self.missing:
             lines.append(f"{self.missing} rows missing in silver: " + ", ".join(self.missing_keys))
@@ -166,7 +173,7 @@ class TableValues:
         lines += [c.describe() for c in self.columns if c.status != COMPARED or c.differing]
         lines += [c.describe() for c in self.columns if c.status == COMPARED and c.quarantined
                   and not c.differing]  # fmt: skip
-        return lines + list(self.notes)
+        return lines + [f"note: {n}" for n in self.notes]
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable form."""
@@ -378,7 +385,7 @@ def _plan(
         if data_type is None:
             plans.append(_Plan(i, column, reason="not in silver (excluded, or not captured yet)"))
             continue
-        silver = silver_text(column, data_type, F.col(f"`{column.name}`"))
+        silver = silver_text(column, data_type, F.col(quote_identifier(column.name)))
         if silver is None:
             plans.append(
                 _Plan(
@@ -515,7 +522,7 @@ def compare_values(
         key_struct("g").alias("k"),
         F.lit(True).alias("in_g"),
         *[
-            F.when(F.col(f"`{p.column.name}`").isNotNull() & p.silver.isNull(),
+            F.when(F.col(quote_identifier(p.column.name)).isNotNull() & p.silver.isNull(),
                    F.lit(_UNREADABLE_SILVER)).otherwise(p.silver).alias(f"g{p.index}")
             for p in compared
         ],
@@ -633,7 +640,13 @@ def _compare_multiset(
     from pyspark.sql import functions as F
 
     def row(side: str) -> Any:
-        parts = [(p.source if side == "s" else p.silver).alias(p.column.name) for p in compared]
+        parts = [
+            # Integers as JSON numbers in the listed rows ({"n":1}), the same on both sides.
+            (p.source if side == "s" else p.silver)
+            .try_cast("decimal(38,0)" if p.column.canon is Canon.INTEGER else "string")
+            .alias(p.column.name)
+            for p in compared
+        ]
         return F.to_json(F.struct(*parts)) if parts else F.lit("{}")
 
     s = src.where(F.col("u").isNull()).groupBy(row("s").alias("r")).agg(F.count("*").alias("cs"))

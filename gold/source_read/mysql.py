@@ -65,7 +65,13 @@ ORDER BY c.ORDINAL_POSITION
 
 
 def time_micros(text: str | None) -> str | None:
-    """``-838:59:59.000001`` (the server's TIME text) -> signed microseconds as text."""
+    """``-838:59:59.000001`` (the server's TIME text) -> signed microseconds as text.
+
+    >>> time_micros("-00:00:00.000001")
+    '-1'
+    >>> time_micros("838:59:59.5")
+    '3020399500000'
+    """
     if text is None:
         return None
     match = _TIME.fullmatch(text)

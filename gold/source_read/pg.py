@@ -76,7 +76,8 @@ SELECT a.attname, format_type(a.atttypid, a.atttypmod),
        CASE WHEN t.typtype = 'd' THEN bt.typname ELSE t.typname END,
        CASE WHEN t.typtype = 'd' THEN bt.typtype ELSE t.typtype END,
        et.typname, a.atttypmod,
-       coalesce(array_position(i.indkey::int2[], a.attnum), 0)
+       coalesce((SELECT k.n FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, n)
+                 WHERE k.attnum = a.attnum), 0)
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
