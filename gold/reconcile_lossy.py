@@ -36,44 +36,35 @@ def _column_rule(config: Any, collection: str, column: SourceColumn) -> str | No
     return None
 
 
-def _interval_numeric(config: Any, collection: str, column: SourceColumn) -> str | None:
-    """``interval.handling.mode=numeric``: months counted as 30.4375 days."""
-    mode = _mode(config, "interval_handling_mode")
-    if column.family is Family.INTERVAL and mode == "numeric":
-        return f"interval.handling.mode={mode}"
-    return None
+def _mode_rule(attribute: str, key: str, lossy: str, *families: Family) -> LossyRule:
+    """A handling mode that loses information for the columns of ``families`` when set to
+    ``lossy``."""
 
+    def rule(config: Any, collection: str, column: SourceColumn) -> str | None:
+        mode = _mode(config, attribute)
+        return f"{key}={mode}" if column.family in families and mode == lossy else None
 
-def _unsigned_long(config: Any, collection: str, column: SourceColumn) -> str | None:
-    """``bigint.unsigned.handling.mode=long``: values >= 2^63 wrap to negative."""
-    mode = _mode(config, "bigint_unsigned_handling_mode")
-    if column.family is Family.UNSIGNED_BIGINT and mode == "long":
-        return f"bigint.unsigned.handling.mode={mode}"
-    return None
-
-
-def _decimal_double(config: Any, collection: str, column: SourceColumn) -> str | None:
-    """``decimal.handling.mode=double``: digits past 15-17 are lost."""
-    mode = _mode(config, "decimal_handling_mode")
-    if column.family is Family.DECIMAL and mode == "double":
-        return f"decimal.handling.mode={mode}"
-    return None
-
-
-def _time_connect(config: Any, collection: str, column: SourceColumn) -> str | None:
-    """``time.precision.mode=connect``: times and timestamps truncated to milliseconds."""
-    mode = _mode(config, "time_precision_mode")
-    if column.family in (Family.TIME, Family.TIMESTAMP) and mode == "connect":
-        return f"time.precision.mode={mode}"
-    return None
+    rule.__name__ = f"_{attribute}_{lossy}"
+    return rule
 
 
 LOSSY_RULES: tuple[LossyRule, ...] = (
     _column_rule,
-    _interval_numeric,
-    _unsigned_long,
-    _decimal_double,
-    _time_connect,
+    # Months counted as 30.4375 days.
+    _mode_rule("interval_handling_mode", "interval.handling.mode", "numeric", Family.INTERVAL),
+    # Values >= 2^63 wrap to negative.
+    _mode_rule(
+        "bigint_unsigned_handling_mode",
+        "bigint.unsigned.handling.mode",
+        "long",
+        Family.UNSIGNED_BIGINT,
+    ),
+    # Digits past 15-17 are lost.
+    _mode_rule("decimal_handling_mode", "decimal.handling.mode", "double", Family.DECIMAL),
+    # Times and timestamps truncated to milliseconds.
+    _mode_rule(
+        "time_precision_mode", "time.precision.mode", "connect", Family.TIME, Family.TIMESTAMP
+    ),
 )
 """The lossy-by-config rules, first match wins."""
 

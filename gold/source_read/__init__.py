@@ -38,6 +38,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = [
@@ -121,6 +122,7 @@ class SourceTable:
         rows: How many rows were staged.
         path: The JSON lines file (None when the table does not exist in the source).
         unreadable: How many rows could not be read (staged with ``u``).
+        notes: Remarks (the table does not exist in the source).
     """
 
     collection: str
@@ -207,6 +209,54 @@ def stage_rows(
             out.write(orjson.dumps(record) + b"\n")
             written += 1
     return written, unreadable
+
+
+def staged_table(
+    collection: str,
+    columns: Sequence[SourceColumn],
+    keys: Sequence[tuple[int, str]],
+    path: Any,
+    rows: Iterator[Sequence[Any]],
+    convert: Sequence[Callable[[Any], str | None]],
+) -> SourceTable:
+    """Stage ``rows`` at ``path`` (:func:`stage_rows`); the table as read.
+
+    Args:
+        collection: ``<schema>.<table>``.
+        columns: The columns, in the table's order.
+        keys: ``(position in the key, column name)`` of the key columns.
+        path: The JSON lines file to write.
+        rows: The rows, fetched as the columns' SQL texts.
+        convert: Per column, fetched value -> canonical text.
+    """
+    written, unreadable = stage_rows(path, rows, convert)
+    return SourceTable(
+        collection,
+        tuple(columns),
+        tuple(name for _, name in sorted(keys)),
+        rows=written,
+        path=path,
+        unreadable=unreadable,
+    )
+
+
+def read_each(
+    conn: Any,
+    collections: Sequence[str],
+    work: Any,
+    fetch: int,
+    read_one: Callable[[Any, str, Path, int, int], SourceTable],
+    begin: Callable[[Any], None] = lambda conn: None,
+) -> dict[str, SourceTable]:
+    """Open the transaction (``begin``), read every collection with ``read_one`` in it, then
+    end it (read only: rolled back) and close the connection, also on failure."""
+    try:
+        begin(conn)
+        out = {c: read_one(conn, c, Path(work), i, fetch) for i, c in enumerate(collections)}
+        conn.rollback()
+        return out
+    finally:
+        conn.close()
 
 
 def as_text(value: Any) -> str | None:

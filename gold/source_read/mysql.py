@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from gold.source_read import Canon, Family, SourceColumn, SourceTable, as_text, stage_rows
+from gold.source_read import (
+    Canon,
+    Family,
+    SourceColumn,
+    SourceTable,
+    as_text,
+    read_each,
+    staged_table,
+)
 from pipeline.errors import SourceUnavailable
 from pipeline.sql import qualified, quote_identifier
 
@@ -186,15 +194,7 @@ def _read_one(conn: Any, collection: str, work: Path, index: int, fetch: int) ->
             while chunk := cursor.fetchmany(fetch):
                 yield from chunk
 
-    written, unreadable = stage_rows(path, rows(), converts)
-    return SourceTable(
-        collection,
-        tuple(columns),
-        tuple(name for _, name in sorted(keys)),
-        rows=written,
-        path=path,
-        unreadable=unreadable,
-    )
+    return staged_table(collection, columns, keys, path, rows(), converts)
 
 
 def read_tables(
@@ -204,16 +204,10 @@ def read_tables(
 
     See :class:`gold.source_read.SourceReader`.
     """
-    conn = _connect(config)
-    try:
-        with conn.cursor() as cursor:
-            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-        out = {
-            collection: _read_one(conn, collection, Path(work), i, fetch)
-            for i, collection in enumerate(collections)
-        }
-        conn.rollback()
-        return out
-    finally:
-        conn.close()
+    return read_each(_connect(config), collections, work, fetch, _read_one, _begin)
+
+
+def _begin(conn: Any) -> None:
+    with conn.cursor() as cursor:
+        cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")

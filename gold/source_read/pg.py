@@ -20,7 +20,8 @@ from gold.source_read import (
     SourceColumn,
     SourceTable,
     as_text,
-    stage_rows,
+    read_each,
+    staged_table,
 )
 from pipeline.errors import SourceUnavailable
 
@@ -208,15 +209,7 @@ def _read_one(conn: Any, collection: str, work: Path, index: int, fetch: int) ->
             while chunk := cursor.fetchmany(fetch):
                 yield from chunk
 
-    written, unreadable = stage_rows(path, rows(), [as_text] * len(columns))
-    return SourceTable(
-        collection,
-        tuple(columns),
-        tuple(name for _, name in sorted(keys)),
-        rows=written,
-        path=path,
-        unreadable=unreadable,
-    )
+    return staged_table(collection, columns, keys, path, rows(), [as_text] * len(columns))
 
 
 def read_tables(
@@ -226,18 +219,12 @@ def read_tables(
 
     See :class:`gold.source_read.SourceReader`.
     """
+    return read_each(_connect(config), collections, work, fetch, _read_one, _begin)
+
+
+def _begin(conn: Any) -> None:
     import psycopg
 
-    conn = _connect(config)
-    try:
-        # One snapshot for every table; the first statement opens the transaction.
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        out = {
-            collection: _read_one(conn, collection, Path(work), i, fetch)
-            for i, collection in enumerate(collections)
-        }
-        conn.rollback()
-        return out
-    finally:
-        conn.close()
+    # One snapshot for every table; the first statement opens the transaction.
+    conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    conn.read_only = True

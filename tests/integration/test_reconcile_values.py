@@ -12,8 +12,7 @@ lossy handling mode is configured and must come out as "not comparable", never a
 from __future__ import annotations
 
 import dataclasses
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,12 @@ from pipeline.sql import quote_identifier
 from silver.job import SilverJob
 from tests.integration.test_mysql_capture import My
 from tests.integration.test_mysql_capture import land as land_mysql
+from tests.integration.test_mysql_reconcile import my
 from tests.integration.test_pg_capture import Pg, land, pg, raw_config
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mysql, pytest.mark.spark, pytest.mark.delta]
 
-__all__ = ["pg"]  # the fixture, re-used from test_pg_capture
+__all__ = ["my", "pg"]  # the fixtures, re-used from test_mysql_reconcile and test_pg_capture
 
 
 def corrupt(spark: Any, lake: Path, cut: Cut, collection: str, *statements: str) -> Cut:
@@ -100,18 +100,16 @@ def create_edges(pg: Pg) -> str:
     return f"{s}.edges"
 
 
-def pg_pipeline(pg: Pg, lake: Path, **extra: Any) -> PipelineConfig:
-    return PipelineConfig.model_validate(
-        {"lake": {"root": str(lake)}, "sources": [raw_config(pg, **extra)]}
-    )
-
-
-def pg_land(spark: Any, pg: Pg, lake: Path, **extra: Any) -> Cut:
-    land(pg.config(**extra), lake)
+def landed(
+    spark: Any, lake: Path, raw: dict[str, Any], agent: Callable[[Any, Path], Any]
+) -> tuple[Cut, PipelineConfig]:
+    """Land the source with its agent, apply silver; the newest cut and the pipeline config."""
+    config = PipelineConfig.model_validate({"lake": {"root": str(lake)}, "sources": [raw]})
+    agent(config.source(raw["name"]), lake)
     SilverJob(spark, lake).run_once()
-    cut = latest_cut(lake, "pg")
+    cut = latest_cut(lake, raw["name"])
     assert cut is not None
-    return cut
+    return cut, config
 
 
 def test_postgres_every_corruption_is_found_with_its_column(
@@ -119,8 +117,7 @@ def test_postgres_every_corruption_is_found_with_its_column(
 ) -> None:
     lake = tmp_path / "lake"
     edges = create_edges(pg)
-    cut = pg_land(spark, pg, lake)
-    config = pg_pipeline(pg, lake)
+    cut, config = landed(spark, lake, raw_config(pg), land)
 
     result = reconcile_source(spark, config, lake, "pg", cut=cut, record=False)
     table, values = values_of(result, edges)
@@ -182,8 +179,7 @@ def test_postgres_lossy_modes_and_masks_are_not_comparable(
         "interval.handling.mode": "numeric",
         "column.mask.hash.SHA-256.with.salt.s4lt": rf"{pg.schema}\.edges\.name",
     }
-    cut = pg_land(spark, pg, lake, **extra)
-    config = pg_pipeline(pg, lake, **extra)
+    cut, config = landed(spark, lake, raw_config(pg, **extra), land)
 
     result = reconcile_source(spark, config, lake, "pg", cut=cut, record=False)
     table, values = values_of(result, edges)
@@ -204,15 +200,6 @@ def test_postgres_lossy_modes_and_masks_are_not_comparable(
 # --- MariaDB --------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def my(mariadb_conn: dict[str, Any]) -> Iterator[My]:
-    """A database of its own on the shared server, dropped at the end."""
-    db = My(dict(mariadb_conn), f"val_{uuid.uuid4().hex[:8]}")
-    db.sql(f"CREATE DATABASE {db.database}")
-    yield db
-    db.sql(f"DROP DATABASE IF EXISTS {db.database}")
-
-
 def create_my_edges(my: My) -> str:
     d = my.database
     my.sql(
@@ -230,27 +217,12 @@ def create_my_edges(my: My) -> str:
     return f"{d}.edges"
 
 
-def my_pipeline(my: My, lake: Path, **extra: Any) -> PipelineConfig:
-    return PipelineConfig.model_validate(
-        {"lake": {"root": str(lake)}, "sources": [my.raw(**extra)]}
-    )
-
-
-def my_land(spark: Any, my: My, lake: Path, **extra: Any) -> Cut:
-    land_mysql(my.config(**extra), lake)
-    SilverJob(spark, lake).run_once()
-    cut = latest_cut(lake, "my")
-    assert cut is not None
-    return cut
-
-
 def test_mariadb_corruptions_are_found_and_long_unsigned_is_not_comparable(
     spark: Any, my: My, tmp_path: Path
 ) -> None:
     lake = tmp_path / "lake"
     edges = create_my_edges(my)
-    cut = my_land(spark, my, lake)
-    config = my_pipeline(my, lake)
+    cut, config = landed(spark, lake, my.raw(), land_mysql)
 
     result = reconcile_source(spark, config, lake, "my", cut=cut, record=False)
     table, values = values_of(result, edges)
@@ -284,10 +256,8 @@ def test_mariadb_corruptions_are_found_and_long_unsigned_is_not_comparable(
     # Debezium's lossy default for unsigned: the agent wraps, reconcile says so.
     lossy_lake = tmp_path / "lossy"
     extra = {"bigint.unsigned.handling.mode": "long"}
-    cut = my_land(spark, my, lossy_lake, **extra)
-    result = reconcile_source(
-        spark, my_pipeline(my, lossy_lake, **extra), lossy_lake, "my", cut=cut, record=False
-    )
+    cut, config = landed(spark, lossy_lake, my.raw(**extra), land_mysql)
+    result = reconcile_source(spark, config, lossy_lake, "my", cut=cut, record=False)
     table, values = values_of(result, edges)
     assert table.not_comparable == ("u: lossy by config bigint.unsigned.handling.mode=long",)
     assert values.clean and table.success
