@@ -31,6 +31,13 @@ at the cut it shows, hold exactly the rows the source database holds? See ``docs
    when neither; None when it cannot be told (no slot, a purged binlog file, no permission).
    Differences with ``source_ahead`` True may be lag; with False they are not.
 
+7. **Every value, independently.** The hash comparison sees the source through the agent, so
+   it cannot see what the agent gets wrong. :mod:`gold.source_read` reads the source again with
+   a connection and conversions of its own (the database's canonical text per value) and
+   :func:`gold.reconcile_compare.compare_values` compares every value with silver at the cut,
+   per column, with examples; columns the config makes lossy are "not comparable", never equal.
+   Its findings are :attr:`TableReconciliation.values`, and they fail the table too.
+
 What differs per connector (the text of the log position, how the log after the cut is read) is
 one :class:`_Connector` entry per connector in ``_CONNECTORS``; everything else is shared.
 """
