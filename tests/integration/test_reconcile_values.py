@@ -59,6 +59,20 @@ def add_copy(spark: Any, lake: Path, cut: Cut, collection: str, key: str, value:
     return dataclasses.replace(cut, tables={**cut.tables, table.silver_table: moved})
 
 
+def quarantine_value(
+    spark: Any, lake: Path, source: str, collection: str, key: str, column: str
+) -> None:
+    """Record a quarantined value in ``silver/_quarantine`` as silver does for C1."""
+    row = (source, collection, key, "value", column, "00:00:00", "no representation (test)")
+    frame = spark.createDataFrame(
+        [row],
+        "source string, collection string, key string, kind string, column string, "
+        "value_text string, reason string",
+    )
+    path = str((lake / "silver" / "_quarantine").absolute())
+    frame.write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+
+
 def values_of(result: Any, collection: str) -> tuple[TableReconciliation, TableValues]:
     (table,) = [t for t in result.tables if t.collection == collection]
     assert table.values is not None
@@ -141,6 +155,10 @@ def test_postgres_every_corruption_is_found_with_its_column(
         "DELETE FROM {t} WHERE id = 3",  # a dropped row
     )
     corrupted = add_copy(spark, lake, corrupted, edges, "id", 99)  # a row the source lacks
+    # A value the agent could not represent: NULL in silver, recorded in silver/_quarantine
+    # (C1, kind 'value'). It is counted as quarantined: neither equal nor a difference.
+    corrupted = corrupt(spark, lake, corrupted, edges, "UPDATE {t} SET t = NULL WHERE id = 2")
+    quarantine_value(spark, lake, "pg", edges, '{"id":2}', "t")
     result = reconcile_source(spark, config, lake, "pg", cut=corrupted, record=False)
     table, values = values_of(result, edges)
     assert not table.success and not result.success
@@ -155,6 +173,8 @@ def test_postgres_every_corruption_is_found_with_its_column(
         "d": (1, ('{"id":2}',)),
         "big": (1, ('{"id":2}',)),
     }
+    (t,) = [c for c in values.columns if c.column == "t"]
+    assert (t.differing, t.quarantined) == (0, 1)
     examples = {c.column: c.examples[0] for c in values.columns if c.examples}
     assert (examples["f"].source, examples["f"].silver) == ("NaN", None)
     assert (examples["iv"].source, examples["iv"].silver) == (
