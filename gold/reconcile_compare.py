@@ -471,8 +471,6 @@ def compare_values(
     Returns:
         The counts, per-column findings and examples.
     """
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
     if source.path is None:
@@ -493,23 +491,50 @@ def compare_values(
         compared = []
     if not keys:
         return _compare_multiset(source, src, silver, plans, compared, notes, examples=examples)
+    return _compare_keyed(
+        spark, lake_root, source_name, source, src, silver, plans, notes, keys, examples=examples
+    )  # fmt: skip
 
-    def key_json(k: Any) -> Any:
-        # Integers as JSON numbers ({"id":27}), as the hash comparison lists keys.
-        return F.to_json(
-            F.struct(
-                *[
-                    (k[name].cast("decimal(38,0)") if by_name[name].column.canon is Canon.INTEGER
-                     else k[name]).alias(name)
-                    for name in keys
-                ]
-            )
-        )  # fmt: skip
+
+def _key_json(k: Any, keys: tuple[str, ...], by_name: dict[str, _Plan]) -> Any:
+    """The key struct as JSON for people: integers as numbers (``{"id":27}``), as the hash
+    comparison lists keys."""
+    from pyspark.sql import functions as F
+
+    def shown(name: str) -> Any:
+        integer = by_name[name].column.canon is Canon.INTEGER
+        return (k[name].cast("decimal(38,0)") if integer else k[name]).alias(name)
+
+    return F.to_json(F.struct(*[shown(name) for name in keys]))
+
+
+def _marked(
+    spark: Any,
+    lake_root: Any,
+    source_name: str,
+    source: SourceTable,
+    src: Any,
+    silver: Any,
+    compared: list[_Plan],
+    keys: tuple[str, ...],
+) -> Any:
+    """Both sides joined on the key, one row per key with its flags: ``missing``, ``extra``,
+    ``unreadable``, per compared column ``d<i>`` (differs) and ``q<i>`` (value quarantined),
+    plus the texts shown in examples (``raw<i>`` from the source, ``g<i>`` from silver)."""
+    from pyspark.sql import functions as F
+
+    by_name = {p.column.name: p for p in compared}
 
     def key_struct(side: str) -> Any:
         return F.struct(
             *[(by_name[k].source if side == "s" else by_name[k].silver).alias(k) for k in keys]
         )
+
+    def silver_text_or_mark(p: _Plan) -> Any:
+        # A silver value without a canonical text is a difference, never a NULL that matches.
+        value = F.col(quote_identifier(p.column.name))
+        unreadable = value.isNotNull() & p.silver.isNull()
+        return F.when(unreadable, F.lit(_UNREADABLE_SILVER)).otherwise(p.silver)
 
     s = src.select(
         key_struct("s").alias("k"),
@@ -521,12 +546,8 @@ def compare_values(
     g = silver.select(
         key_struct("g").alias("k"),
         F.lit(True).alias("in_g"),
-        *[
-            F.when(F.col(quote_identifier(p.column.name)).isNotNull() & p.silver.isNull(),
-                   F.lit(_UNREADABLE_SILVER)).otherwise(p.silver).alias(f"g{p.index}")
-            for p in compared
-        ],
-    )  # fmt: skip
+        *[silver_text_or_mark(p).alias(f"g{p.index}") for p in compared],
+    )
     joined = s.join(g, on="k", how="full_outer")
     quarantine = _quarantined(spark, lake_root, source_name, source.collection)
     if quarantine is not None:
@@ -537,15 +558,16 @@ def compare_values(
         joined = joined.withColumn("qcols", F.lit(None).cast("array<string>"))
     both = F.col("in_s").isNotNull() & F.col("in_g").isNotNull()
     read = both & F.col("u").isNull()
-    flags = {}
+    flags = []
     for p in compared:
-        quarantined = (
-            F.coalesce(F.array_contains("qcols", p.column.name), F.lit(False))
-            & F.col(f"g{p.index}").isNull()
-        )
+        listed = F.coalesce(F.array_contains("qcols", p.column.name), F.lit(False))
+        quarantined = listed & F.col(f"g{p.index}").isNull()
         differs = ~F.col(f"s{p.index}").eqNullSafe(F.col(f"g{p.index}"))
-        flags[p.index] = (read & differs & ~quarantined, read & quarantined)
-    marked = joined.select(
+        flags += [
+            (read & differs & ~quarantined).alias(f"d{p.index}"),
+            (read & quarantined).alias(f"q{p.index}"),
+        ]
+    return joined.select(
         "k",
         "u",
         F.col("in_s").isNull().alias("extra"),
@@ -553,73 +575,91 @@ def compare_values(
         (both & F.col("u").isNotNull()).alias("unreadable"),
         *[F.col(f"raw{p.index}") for p in compared],
         *[F.col(f"g{p.index}") for p in compared],
-        *[d.alias(f"d{i}") for i, (d, _q) in flags.items()],
-        *[q.alias(f"q{i}") for i, (_d, q) in flags.items()],
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+        *flags,
+    )
+
+
+def _compare_keyed(
+    spark: Any,
+    lake_root: Any,
+    source_name: str,
+    source: SourceTable,
+    src: Any,
+    silver: Any,
+    plans: list[_Plan],
+    notes: list[str],
+    keys: tuple[str, ...],
+    *,
+    examples: int,
+) -> TableValues:
+    """Keyed: one aggregate of every flag of :func:`_marked`, then examples where needed."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    compared = [p for p in plans if not p.reason]
+    by_name = {p.column.name: p for p in plans}
+    marked = _marked(spark, lake_root, source_name, source, src, silver, compared, keys)
+    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        total = F.lit(False)
-        for i in flags:
-            total = total | F.col(f"d{i}")
+        any_differs = F.lit(False)
+        for p in compared:
+            any_differs = any_differs | F.col(f"d{p.index}")
 
         def n(flag: Any) -> Any:
             return F.sum(flag.cast("int"))
 
+        flags = [f"d{p.index}" for p in compared] + [f"q{p.index}" for p in compared]
         counts = marked.agg(
             F.count(F.lit(1)).alias("n"),
-            n(F.col("missing")).alias("missing"),
-            n(F.col("extra")).alias("extra"),
-            n(F.col("unreadable")).alias("unreadable"),
-            n(total).alias("differing"),
-            *[n(F.col(f"d{i}")).alias(f"d{i}") for i in flags],
-            *[n(F.col(f"q{i}")).alias(f"q{i}") for i in flags],
+            n(any_differs).alias("differing"),
+            *[n(F.col(f)).alias(f) for f in ("missing", "extra", "unreadable", *flags)],
         ).first()
         assert counts is not None
 
         def count(name: str) -> int:
             return int(counts[name] or 0)
 
+        def key_json() -> Any:
+            return _key_json(F.col("k"), keys, by_name)
+
         def keys_where(flag: str, extra: Any = None) -> tuple[str, ...]:
-            shown = key_json(F.col("k")) if extra is None else F.concat(key_json(F.col("k")), extra)
+            if not count(flag):
+                return ()
+            shown = key_json() if extra is None else F.concat(key_json(), extra)
             picked = marked.where(F.col(flag)).orderBy("k").select(shown.alias("t"))
             return tuple(r["t"] for r in picked.limit(examples).collect())
 
-        findings = []
-        for p in plans:
+        def finding(p: _Plan) -> ColumnFinding:
             if p.reason:
-                findings.append(ColumnFinding(p.column.name, NOT_COMPARABLE, p.reason))
-                continue
+                return ColumnFinding(p.column.name, NOT_COMPARABLE, p.reason)
             differing = count(f"d{p.index}")
-            shown: tuple[ValueExample, ...] = ()
-            if differing:
-                picked = (
-                    marked.where(F.col(f"d{p.index}"))
-                    .orderBy("k")
-                    .select(key_json(F.col("k")).alias("key"), f"raw{p.index}", f"g{p.index}")
-                    .limit(examples)
-                    .collect()
-                )
-                shown = tuple(ValueExample(r[0], r[1], r[2]) for r in picked)
-            findings.append(
-                ColumnFinding(p.column.name, COMPARED, "", differing, count(f"q{p.index}"), shown)
+            picked = (
+                marked.where(F.col(f"d{p.index}"))
+                .orderBy("k")
+                .select(key_json().alias("key"), f"raw{p.index}", f"g{p.index}")
+                .limit(examples)
+                .collect()
+                if differing
+                else []
             )
-        missing, extra, unreadable = count("missing"), count("extra"), count("unreadable")
+            shown = tuple(ValueExample(r[0], r[1], r[2]) for r in picked)
+            return ColumnFinding(
+                p.column.name, COMPARED, "", differing, count(f"q{p.index}"), shown
+            )
+
         return TableValues(
             collection=source.collection,
             source_rows=source.rows,
-            silver_rows=count("n") - missing,
+            silver_rows=count("n") - count("missing"),
             keyed=True,
-            missing=missing,
-            extra=extra,
+            missing=count("missing"),
+            extra=count("extra"),
             differing_rows=count("differing"),
-            unreadable=unreadable,
-            columns=tuple(findings),
-            missing_keys=keys_where("missing") if missing else (),
-            extra_keys=keys_where("extra") if extra else (),
-            unreadable_keys=(
-                keys_where("unreadable", F.concat(F.lit(" ("), F.col("u"), F.lit(")")))
-                if unreadable
-                else ()
-            ),
+            unreadable=count("unreadable"),
+            columns=tuple(finding(p) for p in plans),
+            missing_keys=keys_where("missing"),
+            extra_keys=keys_where("extra"),
+            unreadable_keys=keys_where("unreadable", F.concat(F.lit(" ("), F.col("u"), F.lit(")"))),
             notes=tuple(notes),
         )
     finally:
