@@ -301,7 +301,8 @@ class ReconcileResult:
 
     def value_rows(self) -> list[dict[str, Any]]:
         """One row per table and finding of the value comparison (CLI output): rows missing or
-        extra in silver, each column that differs, is quarantined or is not comparable."""
+        extra in silver, unreadable rows, each column that differs, has quarantined values or
+        is not comparable (``detail``: examples, or the reason)."""
         out: list[dict[str, Any]] = []
         for t in self.tables:
             v = t.values
@@ -316,15 +317,17 @@ class ReconcileResult:
                     out.append(_value_row(t, "", kind, count, "; ".join(keys)))
             for c in v.columns:
                 if c.status != "compared":
-                    out.append(_value_row(t, c.column, f"not comparable: {c.reason}", 0, ""))
+                    out.append(_value_row(t, c.column, "not comparable", 0, c.reason))
                     continue
                 if c.differing:
                     shown = "; ".join(e.describe() for e in c.examples)
                     out.append(_value_row(t, c.column, "differing", c.differing, shown))
                 if c.quarantined:
                     out.append(_value_row(t, c.column, "value quarantined", c.quarantined, ""))
-            if v.clean and not v.not_comparable:
-                out.append(_value_row(t, "", f"{v.source_rows} rows, every value equal", 0, ""))
+            if v.clean:
+                compared = sum(1 for c in v.columns if c.status == "compared")
+                detail = f"{compared} columns compared in {v.source_rows} rows"
+                out.append(_value_row(t, "", "every compared value equal", 0, detail))
         return out
 
     def rows(self) -> list[dict[str, Any]]:
@@ -373,14 +376,14 @@ class ReconcileResult:
 
 
 def _value_row(
-    table: TableReconciliation, column: str, finding: str, count: int, examples: str
+    table: TableReconciliation, column: str, finding: str, count: int, detail: str
 ) -> dict[str, Any]:
     return {
         "table": table.collection,
         "column": column,
         "finding": finding,
         "rows": count,
-        "examples": examples,
+        "detail": detail,
     }
 
 

@@ -12,16 +12,19 @@ lossy handling mode is configured and must come out as "not comparable", never a
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from gold.cuts import Cut, latest_cut
 from gold.reconcile import NOT_COMPARABLE_CHECK, TableReconciliation, reconcile_source
 from gold.reconcile_compare import TableValues
+from pipeline.cli import cli
 from pipeline.config import PipelineConfig
 from pipeline.sql import quote_identifier
 from silver.job import SilverJob
@@ -214,7 +217,9 @@ def test_postgres_lossy_modes_and_masks_are_not_comparable(
     assert table.success
     warning = [o for o in result.outcomes() if o.check == NOT_COMPARABLE_CHECK]
     assert len(warning) == 1 and not warning[0].success and warning[0].table == edges
-    assert any("not comparable: lossy by config" in r["finding"] for r in result.value_rows())
+    printed = {r["column"]: r["detail"] for r in result.value_rows() if r["column"]}
+    assert set(printed) == {"iv", "name"}
+    assert printed["iv"] == "lossy by config interval.handling.mode=numeric"
 
 
 # --- MariaDB --------------------------------------------------------------------------------
@@ -282,3 +287,15 @@ def test_mariadb_corruptions_are_found_and_long_unsigned_is_not_comparable(
     assert table.not_comparable == ("u: lossy by config bigint.unsigned.handling.mode=long",)
     assert values.clean and table.success
     assert [o.check for o in result.outcomes()] == [NOT_COMPARABLE_CHECK, "reconcile"]
+
+    # `medallion reconcile` prints the per-column findings; not comparable is not a failure.
+    config_file = tmp_path / "pipeline.yaml"
+    config_file.write_text(
+        json.dumps({"lake": {"root": str(lossy_lake)}, "sources": [my.raw(**extra)]})
+    )
+    out = CliRunner().invoke(cli, ["--config", str(config_file), "reconcile", "my"])
+    assert out.exit_code == 0, out.output
+    assert "reconcile my: values" in out.output
+    (line,) = [line for line in out.output.splitlines() if "not comparable" in line]
+    assert line.split()[1:3] == ["u", "not"]
+    assert "lossy by config bigint.unsigned.handling.mode=long" in line
