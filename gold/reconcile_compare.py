@@ -338,7 +338,8 @@ def silver_text(column: SourceColumn, data_type: Any, c: Any) -> Any | None:
         return F.lower(F.hex(c)) if _is(data_type, "BinaryType") else None
     if canon is Canon.ARRAY and column.element is not None:
         if _is(data_type, "ArrayType"):
-            return _pg_array_element(c, data_type, column.element)
+            # NULL inside an array prints as NULL; a NULL array stays NULL.
+            return F.when(c.isNotNull(), _pg_array_element(c, data_type, column.element))
         return None
     return None
 

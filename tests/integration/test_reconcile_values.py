@@ -113,6 +113,19 @@ def create_edges(pg: Pg) -> str:
         "ts timestamp, f double precision, iv interval, j json, b bytea, flag boolean, "
         "name text, t time)",
         f"INSERT INTO {s}.edges VALUES " + ", ".join(PG_ROWS),
+        # Arrays (quoting, NULL elements, empty), bit strings, variable-scale numeric, uuid.
+        f"ALTER TABLE {s}.edges ADD COLUMN arr int[], ADD COLUMN tags text[], "
+        "ADD COLUMN bits bit(10), ADD COLUMN vb varbit(20), ADD COLUMN n numeric, "
+        "ADD COLUMN uid uuid",
+        f"UPDATE {s}.edges SET arr = '{{1,NULL,3}}', "
+        "tags = ARRAY['a,b', 'NULL', 'x\"y', '', NULL, 'back\\slash', 'two words'], "
+        "bits = B'1010000001', vb = B'0010', n = 1.500, "
+        "uid = 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11' WHERE id = 1",
+        f"UPDATE {s}.edges SET arr = '{{}}', tags = '{{}}', bits = B'0000000000', vb = B'', "
+        "n = -0.000000000000000000000000000001, "
+        "uid = '00000000-0000-0000-0000-000000000000' WHERE id = 2",
+        f"UPDATE {s}.edges SET arr = '{{-2147483648}}', tags = ARRAY['plain'], "
+        "bits = B'1111111111', vb = B'11111111111111111111', n = 1e40 WHERE id = 3",
     )
     return f"{s}.edges"
 
