@@ -168,6 +168,7 @@ def test_postgres_every_corruption_is_found_with_its_column(
         "UPDATE {t} SET iv = 'P0Y1M2DT3H4M5.678S' WHERE id = 1",  # an approximated interval
         "UPDATE {t} SET d = date_add(d, 1) WHERE id = 2",  # a date shifted by one day
         "UPDATE {t} SET big = big + 1 WHERE id = 2",  # an integer off by one
+        "UPDATE {t} SET arr = array(0) WHERE id = 2",  # an empty array got an element
         "DELETE FROM {t} WHERE id = 3",  # a dropped row
     )
     corrupted = add_copy(spark, lake, corrupted, edges, "id", 99)  # a row the source lacks
@@ -188,6 +189,7 @@ def test_postgres_every_corruption_is_found_with_its_column(
         "iv": (1, ('{"id":1}',)),
         "d": (1, ('{"id":2}',)),
         "big": (1, ('{"id":2}',)),
+        "arr": (1, ('{"id":2}',)),
     }
     (t,) = [c for c in values.columns if c.column == "t"]
     assert (t.differing, t.quarantined) == (0, 1)
