@@ -31,12 +31,20 @@ at the cut it shows, hold exactly the rows the source database holds? See ``docs
    when neither; None when it cannot be told (no slot, a purged binlog file, no permission).
    Differences with ``source_ahead`` True may be lag; with False they are not.
 
+7. **Every value, independently.** The hash comparison sees the source through the agent, so
+   it cannot see what the agent gets wrong. :mod:`gold.source_read` reads the source again with
+   a connection and conversions of its own (the database's canonical text per value) and
+   :func:`gold.reconcile_compare.compare_values` compares every value with silver at the cut,
+   per column, with examples; columns the config makes lossy are "not comparable", never equal.
+   Its findings are :attr:`TableReconciliation.values`, and they fail the table too.
+
 What differs per connector (the text of the log position, how the log after the cut is read) is
 one :class:`_Connector` entry per connector in ``_CONNECTORS``; everything else is shared.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import shutil
@@ -52,11 +60,14 @@ import orjson
 from gold.cuts import Cut, TableAtCut, latest_cut
 from gold.outcome import CheckOutcome
 from gold.publish import published_cuts
+from gold.reconcile_compare import TableValues, compare_values
+from gold.source_read import reader_for
 from gold.views import current_state
 from pipeline.errors import PipelineError, ReconcileError
 
 __all__ = [
     "CHECK",
+    "NOT_COMPARABLE_CHECK",
     "RECONCILIATIONS",
     "can_reconcile",
     "reconcilable",
@@ -73,6 +84,10 @@ logger = logging.getLogger(__name__)
 
 CHECK = "reconcile"
 """The check name of reconciliation outcomes (``quality.severity.reconcile``)."""
+
+NOT_COMPARABLE_CHECK = "reconcile_not_comparable"
+"""The check name of the outcome listing a table's columns that are not comparable with the
+source (lossy by config, no exact normalisation): a warning, never a pass or a block."""
 
 RECONCILIATIONS = "_reconciliations"
 """``gold/_reconciliations``: one row per reconciliation run (when, which cut, the outcome)."""
@@ -131,6 +146,8 @@ class TableReconciliation:
         keyed: False for a table without a key: rows are compared as a multiset, keys are the
             rows rendered as JSON (with ``xN`` when N copies differ), nothing is ``differing``.
         notes: Schema differences and other remarks.
+        values: The value-by-value comparison of an independent source read with silver
+            (:mod:`gold.reconcile_compare`); None when the connector has no independent reader.
     """
 
     collection: str
@@ -147,20 +164,31 @@ class TableReconciliation:
     differing_count: int = 0
     keyed: bool = True
     notes: tuple[str, ...] = ()
+    values: TableValues | None = None
 
     @property
     def success(self) -> bool:
-        """Gold holds exactly the source's rows."""
+        """Gold holds exactly the source's rows, and every comparable value equals the
+        source's own (not-comparable columns are warnings, see :attr:`not_comparable`)."""
         return (
             not self.differing_ranges
             and self.source_rows == self.gold_rows
             and self.missing_count == self.extra_count == self.differing_count == 0
+            and (self.values is None or self.values.clean)
         )
 
     @property
     def unexpected_count(self) -> int:
         """Keys (rows, for keyless tables) that are missing, extra or different."""
-        return self.missing_count + self.extra_count + self.differing_count
+        by_hash = self.missing_count + self.extra_count + self.differing_count
+        return max(by_hash, 0 if self.values is None else self.values.unexpected_count)
+
+    @property
+    def not_comparable(self) -> tuple[str, ...]:
+        """``<column>: <reason>`` of each column that could not be compared value by value."""
+        if self.values is None:
+            return ()
+        return tuple(f"{c.column}: {c.reason}" for c in self.values.not_comparable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,21 +241,50 @@ class ReconcileResult:
                     f"; {t.missing_count} missing in gold, {t.extra_count} extra in gold, "
                     f"{t.differing_count} differing"
                 )
+                if t.values is not None and not t.values.clean:
+                    v = t.values
+                    observed += (
+                        f"; values: {v.missing} missing in silver, {v.extra} extra, "
+                        f"{v.differing_rows} rows differing, {v.unreadable} unreadable"
+                    )
                 if self.source_ahead:
                     observed += " (source ahead of the cut: possibly lag)"
+            differences = (
+                () if t.values is None or t.values.clean else tuple(t.values.differences())
+            )
             sample = (
                 tuple(f"missing {k}" for k in t.missing_in_gold)
                 + tuple(f"extra {k}" for k in t.extra_in_gold)
                 + tuple(f"differing {k}" for k in t.differing)
-            )[:20]
+            )[:20] or differences[:20]
             details = "; ".join(
                 [
                     f"cut at silver batch {self.cut.silver_batch}",
                     *(r.describe() for r in t.differing_ranges[:10]),
+                    *(f"values: {d}" for d in differences[:20]),
                     *t.notes,
                     self._lag_text(),
                 ]
             )
+            if t.not_comparable:
+                # Before the table's verdict: a warning of its own (quality.severity
+                # reconcile_not_comparable, default warn), never folded into a pass.
+                out.append(
+                    CheckOutcome(
+                        check=NOT_COMPARABLE_CHECK,
+                        source=self.source,
+                        table=t.collection,
+                        success=False,
+                        observed=f"{len(t.not_comparable)} columns not comparable with the source",
+                        unexpected_count=len(t.not_comparable),
+                        sample=t.not_comparable[:20],
+                        details=(
+                            "these columns were not compared value by value (lossy by "
+                            "configuration, or no exact normalisation): they are not proven "
+                            "equal; see docs/reconcile.md"
+                        ),
+                    )
+                )
             out.append(
                 CheckOutcome(
                     check=CHECK,
@@ -240,6 +297,37 @@ class ReconcileResult:
                     details=details,
                 )
             )
+        return out
+
+    def value_rows(self) -> list[dict[str, Any]]:
+        """One row per table and finding of the value comparison (CLI output): rows missing or
+        extra in silver, unreadable rows, each column that differs, has quarantined values or
+        is not comparable (``detail``: examples, or the reason)."""
+        out: list[dict[str, Any]] = []
+        for t in self.tables:
+            v = t.values
+            if v is None:
+                continue
+            for kind, count, keys in (
+                ("missing in silver", v.missing, v.missing_keys),
+                ("extra in silver", v.extra, v.extra_keys),
+                ("unreadable", v.unreadable, v.unreadable_keys),
+            ):
+                if count:
+                    out.append(_value_row(t, "", kind, count, "; ".join(keys)))
+            for c in v.columns:
+                if c.status != "compared":
+                    out.append(_value_row(t, c.column, "not comparable", 0, c.reason))
+                    continue
+                if c.differing:
+                    shown = "; ".join(e.describe() for e in c.examples)
+                    out.append(_value_row(t, c.column, "differing", c.differing, shown))
+                if c.quarantined:
+                    out.append(_value_row(t, c.column, "value quarantined", c.quarantined, ""))
+            if v.clean:
+                compared = sum(1 for c in v.columns if c.status == "compared")
+                detail = f"{compared} columns compared in {v.source_rows} rows"
+                out.append(_value_row(t, "", "every compared value equal", 0, detail))
         return out
 
     def rows(self) -> list[dict[str, Any]]:
@@ -280,10 +368,23 @@ class ReconcileResult:
                     "differing_keys": list(t.differing),
                     "ranges_detail": [r.describe() for r in t.differing_ranges],
                     "notes": list(t.notes),
+                    "values": None if t.values is None else t.values.to_json(),
                 }
                 for row, t in zip(self.rows(), self.tables, strict=True)
             ],
         }
+
+
+def _value_row(
+    table: TableReconciliation, column: str, finding: str, count: int, detail: str
+) -> dict[str, Any]:
+    return {
+        "table": table.collection,
+        "column": column,
+        "finding": finding,
+        "rows": count,
+        "detail": detail,
+    }
 
 
 def _keys_text(table: TableReconciliation, limit: int = 5) -> str:
@@ -943,6 +1044,8 @@ def reconcile_source(
     max_keys: int = 100,
     work_dir: Path | None = None,
     record: bool = True,
+    values: bool = True,
+    examples: int = 5,
 ) -> ReconcileResult:
     """Compare every captured table of a source database with its gold view.
 
@@ -959,6 +1062,9 @@ def reconcile_source(
             directory by default; on a cluster, give one every executor can read).
         record: Append the run to ``gold/_reconciliations`` (what :func:`last_reconciled`
             reads for the scheduled check).
+        values: Also read the source independently of the agent and compare every value with
+            silver (:mod:`gold.reconcile_compare`), per column.
+        examples: At most this many examples per kind of value difference and column.
 
     Returns:
         The per-table comparison and whether the source was ahead of the cut.
@@ -988,6 +1094,7 @@ def reconcile_source(
             point_text,
         )
         by_collection = {t.collection: t for t in cut.tables.values()}
+        collections = sorted(set(staged) | set(by_collection))
         tables = tuple(
             _compare(
                 spark,
@@ -998,8 +1105,14 @@ def reconcile_source(
                 ranges=ranges,
                 max_keys=max_keys,
             )
-            for collection in sorted(set(staged) | set(by_collection))
+            for collection in collections
         )
+        if values:
+            found = _values(
+                spark, source_config, lake_root, source_name, collections, by_collection, work,
+                examples=examples,
+            )  # fmt: skip
+            tables = tuple(dataclasses.replace(t, values=found.get(t.collection)) for t in tables)
         notes: list[str] = []
         ahead: bool | None = None
         if _bronze_beyond(spark, lake_root, cut):
@@ -1019,8 +1132,40 @@ def reconcile_source(
     return result
 
 
+def _values(
+    spark: Any,
+    source_config: Any,
+    lake_root: Path,
+    source_name: str,
+    collections: list[str],
+    tables_at: dict[str, TableAtCut],
+    work: Path,
+    *,
+    examples: int,
+) -> dict[str, TableValues]:
+    """Read the source independently of its agent and compare every value with silver."""
+    reader = reader_for(_connector_of(source_config))
+    if reader is None:
+        return {}
+    staged = work / "values"
+    staged.mkdir()
+    fetch = int(getattr(source_config, "snapshot_fetch_size", None) or 10_000)
+    read = reader(source_config, collections, staged, fetch=fetch)
+    out = {}
+    for collection in collections:
+        table = tables_at.get(collection)
+        silver = None if table is None else current_state(spark, lake_root, table)
+        out[collection] = compare_values(
+            spark, source_config, lake_root, source_name, read[collection], silver,
+            examples=examples,
+        )  # fmt: skip
+    return out
+
+
 def _log(tables: Iterable[TableReconciliation], source: str) -> None:
     for t in tables:
+        for finding in () if t.values is None else t.values.findings():
+            logger.warning("reconcile %s %s: %s", source, t.collection, finding)
         if t.success:
             logger.info("reconcile %s %s: %d rows equal", source, t.collection, t.source_rows)
         else:

@@ -322,11 +322,14 @@ def quality(state: _State, sources: tuple[str, ...], reconcile: bool) -> None:
 @catch_exception
 def reconcile(state: _State, source: str, ranges: int) -> None:
     """Compare every captured table of SOURCE with its gold view: row counts, a hash per
-    primary-key range, and the differing keys. Exits 1 when they differ."""
+    primary-key range and the differing keys, then every value of an independent read of the
+    database with silver, per column (differing values with examples, columns not comparable
+    because the config makes them lossy). Exits 1 when they differ."""
     from pipeline.orchestration import reconcile_now
 
     result = reconcile_now(state.config, source, ranges=ranges)
     state.output.result(f"reconcile {source}", result.rows())
+    state.output.result(f"reconcile {source}: values", result.value_rows())
     if not result.success:
         sys.exit(EXIT_ERROR)
 
