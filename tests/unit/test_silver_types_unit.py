@@ -36,6 +36,7 @@ from silver.types import (
     plain_decimal_text,
     row_schema,
     spark_type,
+    unwrap_set,
 )
 
 pytestmark = pytest.mark.unit
@@ -254,6 +255,41 @@ def test_errors_name_the_problem() -> None:
         spark_type({"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal"})
     with pytest.raises(ValueError, match="is not a struct"):
         row_schema(cs.primitive("int32"))
+
+
+def test_json_converter_type_names() -> None:
+    # Kafka's JsonConverter writes FLOAT64 as "double" and FLOAT32 as "float" (issue 12).
+    assert json_type({"type": "double", "field": "score"}) == DoubleType()
+    assert spark_type({"type": "float", "field": "ratio"}) == FloatType()
+    row = {
+        "type": "struct",
+        "fields": [{"type": "array", "items": {"type": "double"}, "field": "a"}],
+    }
+    assert row_schema(row).simpleString() == "struct<a:array<double>>"
+
+
+def _yb(name: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "struct",
+        "optional": True,
+        "field": name,
+        "fields": [{**value, "field": "value"}, {"type": "boolean", "field": "set"}],
+    }
+
+
+def test_yboutput_columns_decode_as_their_value() -> None:
+    row = cs.struct(
+        [
+            _yb("id", cs.primitive("int32")),
+            _yb("price", cs.decimal(2, precision=10, optional=True)),
+            cs.field("plain", "string"),
+        ]
+    )
+    assert unwrap_set(row["fields"][0]) == {"type": "int32", "optional": False, "field": "id"}
+    assert unwrap_set(row["fields"][2]) is None
+    # a struct that merely has a value field is not a wrapper
+    assert unwrap_set(cs.struct([cs.field("value", "int32")])) is None
+    assert row_schema(row).simpleString() == "struct<id:int,price:decimal(10,2),plain:string>"
 
 
 @pytest.mark.parametrize(
