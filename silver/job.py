@@ -766,11 +766,11 @@ class SilverJob:
                 current[c.column] = new_type
                 if c.kind != E.INCOMPATIBLE:
                     report.append(_report_row(part, c, c.kind))
+        rows = [(p.first, _row_schema(self._schemas.get(p.schema_id or "", {}))) for p in parts]
         if exists and stored is not None:
             refused_columns = self._rewrite_columns(path, stored, rewrite, parts, refused, report)
             for column in refused_columns:
                 current[column] = stored[column].dataType
-            rows = [(p.first, _row_schema(self._schemas.get(p.schema_id or "", {}))) for p in parts]
             DF.record_added(self.spark, path, DF.added_columns(stored, current, rows))  # C4
             E.widen_and_add(self.spark, path, {f.name: f.dataType for f in stored.fields}, current)
         if report:
@@ -806,6 +806,8 @@ class SilverJob:
             )
             if not exists:
                 M.ensure_table(self.spark, path, applied, columns)
+                # C4: columns later parts of this micro-batch add to the first part's
+                DF.record_added(self.spark, path, DF.added_columns(parts[0].row, current, rows))
         if newest is not None and DeltaTable.isDeltaTable(self.spark, path):
             M.raise_position_property(self.spark, path, M.SCHEMA_POSITION_PROPERTY, newest)
         return applied, columns, _union(rejected)
