@@ -4,7 +4,7 @@ Starts a private PostgreSQL 15 (``scripts/pg_test_cluster.sh``; or ``--dsn-host/
 creates one table of ``--rows`` rows (default 100k) with eleven columns of the kinds the
 reconciler normalises (integers, numeric, double with NaN, date, timestamp, timestamptz,
 interval, json, bytea, boolean, text), lands it with the real agent and ``SilverJob``, then
-times ``reconcile_source`` twice on the same cut:
+times ``reconcile_source`` in two modes on the same cut (``--runs`` each, median):
 
 1. **hash only** (``values=False``): the agent-view read, range hashes, drill-down;
 2. **with values** (the default): plus the independent read (``gold/source_read``) and the
@@ -30,6 +30,7 @@ import os
 import platform
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,7 @@ def _free_port() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per mode (median)")
     parser.add_argument("--dsn-host", default=None, help="use a running server (host)")
     parser.add_argument("--dsn-port", type=int, default=None, help="use a running server (port)")
     args = parser.parse_args()
@@ -129,12 +131,16 @@ def main() -> None:
         # Warm the session (JIT, Delta log) so the first timing does not carry it.
         reconcile_source(spark, config, lake, "bench", cut=cut, record=False, values=False)
         for name, values in (("hash_only", False), ("with_values", True)):
-            t1 = time.perf_counter()
-            result = reconcile_source(
-                spark, config, lake, "bench", cut=cut, record=False, values=values
-            )
-            figures[f"{name}_seconds"] = time.perf_counter() - t1
-            assert result.success, result.to_json()
+            runs = []
+            for _ in range(max(1, args.runs)):
+                t1 = time.perf_counter()
+                result = reconcile_source(
+                    spark, config, lake, "bench", cut=cut, record=False, values=values
+                )
+                runs.append(time.perf_counter() - t1)
+                assert result.success, result.to_json()
+            figures[f"{name}_runs_seconds"] = runs
+            figures[f"{name}_seconds"] = statistics.median(runs)
         (table,) = result.tables
         assert table.values is not None and table.values.source_rows == args.rows
         extra = figures["with_values_seconds"] - figures["hash_only_seconds"]
