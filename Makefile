@@ -6,9 +6,9 @@ SHELL := /bin/bash
 
 VENV := .venv
 PYTEST_ARGS ?=
-# Two pytest workers (pytest-xdist), a module's tests kept together on one worker: most of the
-# suite waits on the servers, the JVM or the Debezium runner rather than on the CPU, so two
-# workers on two cores cut the wall time. PYTEST_WORKERS=0 runs everything in one process.
+# Two pytest workers (pytest-xdist), a module's tests kept together on one worker, so that one
+# worker's waits on the servers, the JVM or the Debezium runner overlap the other's CPU work.
+# PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 
 .PHONY: help bootstrap bootstrap-system bootstrap-venv bootstrap-jars bootstrap-debezium test demo \
