@@ -36,7 +36,7 @@ DRIVER = r"""
 import json, sys, time
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.landing import LandingAgent
 path, lake, max_events = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 agent = LandingAgent(DebeziumJsonSource("bench", path),

@@ -587,7 +587,7 @@ def require_collection(event: ChangeEvent, origin: str | None = None) -> None:
         raise EnvelopeError(
             f"op '{op}' record has no 'source' block and no usable topic "
             f"({_describe(event.record.topic)}) to name its table: land it from a topic dump "
-            "that keeps the topic (kcat -J, kafka_json with \"topic\") whose name is "
+            'that keeps the topic (kcat -J, kafka_json with "topic") whose name is '
             "<prefix>.<schema>.<table>",
             origin=origin,
         )

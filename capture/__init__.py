@@ -1,4 +1,4 @@
-"""Capture sources: one module per source engine, registered in :mod:`capture.registry`.
+"""Capture sources: one package per connector, listed in :mod:`capture.registry`.
 
 A source reads change records, classifies them (:func:`bronze.envelope.classify`), gives each an
 order-preserving position (:class:`bronze.positions.PositionResolver`) and hands batches to the

@@ -20,7 +20,7 @@ __all__ = ["SourceType", "AVAILABLE_SOURCES", "create_source"]
 
 def load_debezium_json(config: Any) -> CaptureSource:
     """Debezium JSON-lines files (Debezium Server file output, Kafka topic dumps)."""
-    from capture.debezium_json import DebeziumJsonSource
+    from capture.debezium_json.source import DebeziumJsonSource
 
     return DebeziumJsonSource.from_config(config)
 
@@ -28,7 +28,7 @@ def load_debezium_json(config: Any) -> CaptureSource:
 def load_postgresql(config: Any) -> CaptureSource:
     """PostgreSQL logical decoding (pgoutput) with a consistent initial snapshot."""
     try:
-        from capture.postgresql import PostgresSource
+        from capture.postgresql.source import PostgresSource
     except ImportError as exc:
         raise NotInstalledError(
             "the postgresql capture agent needs psycopg 3: pip install '.[postgres]'"
@@ -39,7 +39,7 @@ def load_postgresql(config: Any) -> CaptureSource:
 def load_mysql(config: Any) -> CaptureSource:
     """MySQL / MariaDB ROW binlog (mysql-replication) with a consistent initial snapshot."""
     try:
-        from capture.mysql import MySqlSource
+        from capture.mysql.source import MySqlSource
     except ImportError as exc:
         raise NotInstalledError(
             "the mysql capture agent needs PyMySQL and mysql-replication: pip install '.[mysql]'"

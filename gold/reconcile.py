@@ -3,10 +3,10 @@
 ``medallion reconcile <source>`` (and the scheduled quality check ``reconcile``) asks: does gold,
 at the cut it shows, hold exactly the rows the source database holds? See ``docs/reconcile.md``.
 
-1. **Read the source** in one consistent ``REPEATABLE READ`` transaction through the capture
-   agent's own conversion (:meth:`capture.postgresql.PostgresSource.read_current`,
-   :meth:`capture.mysql.MySqlSource.read_current`), so type handling modes, column filters, masks
-   and hashes come out exactly as they were landed. Rows stream in key order and are staged as
+1. **Read the source** in one consistent ``REPEATABLE READ`` transaction through the capture agent's
+   own conversion (:meth:`capture.postgresql.source.PostgresSource.read_current`,
+   :meth:`capture.mysql.source.MySqlSource.read_current`), so type handling modes, column filters,
+   masks and hashes come out exactly as they were landed. Rows stream in key order and are staged as
    JSON lines in a work directory, one file per table; Python holds one fetch at a time.
 2. **Decode** the staged rows with silver's decoder (:func:`silver.types.decode_row`, the same
    Connect schema the agent would register) and cast them to the gold view's column types.
@@ -763,7 +763,15 @@ def _slot_beyond(source: Any, cut: Cut, lsn: int) -> tuple[bool | None, str]:
     import psycopg
 
     from bronze.positions import decode_position, format_pg_lsn
-    from capture.pgoutput import Begin, Delete, Insert, Relation, Truncate, Update, decode_message
+    from capture.postgresql.pgoutput import (
+        Begin,
+        Delete,
+        Insert,
+        Relation,
+        Truncate,
+        Update,
+        decode_message,
+    )
 
     settings = source.settings
     try:
@@ -833,7 +841,7 @@ def _binlog_beyond(source: Any, cut: Cut, point: Any) -> tuple[bool | None, str]
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
     from bronze.positions import Phase, decode_position
-    from capture.mysql_server import binlog_files
+    from capture.mysql.server import binlog_files
 
     settings = source.settings
     try:

@@ -1466,7 +1466,7 @@ class DebeziumJsonSourceConfig(ColumnRules, SourceConfigBase):
     file_pattern: str = _key(JSON_FILE_PATTERN_DEFAULT, JSON_FILE_PATTERN)
     """Glob of the files to read when ``path`` is a directory."""
     format: JsonFormat = _key(JSON_FORMAT_DEFAULT, JSON_FORMAT)
-    """Line format (see :mod:`capture.debezium_json`).
+    """Line format (see :mod:`capture.debezium_json.source`).
 
     * ``envelope``: one Debezium value per line as Kafka Connect's JsonConverter writes it, with
       schemas (``{"schema": ..., "payload": {...}}``) or without; no key.

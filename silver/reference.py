@@ -338,7 +338,8 @@ def events_from_records(
     Data records take :meth:`PositionResolver.for_data`; records without a ``source`` block
     (tombstones, BEGIN/END) take :meth:`PositionResolver.for_control`. Control records that
     arrive before the stream's first data record wait for it and sort just before it, as in
-    ``capture/debezium_json.py``. Redelivered records get the positions bronze would give them.
+    ``capture/debezium_json/source.py``. Redelivered records get the positions bronze would give
+    them.
 
     Args:
         records: The records in arrival (delivery) order, duplicates included.

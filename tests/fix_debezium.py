@@ -304,9 +304,9 @@ class DebeziumRunner:
         except FileNotFoundError:
             return f"(no log at {self.log})"
         all_lines = text.splitlines()
-        causes = [
-            line for line in all_lines if " ERROR " in line or line.startswith("Caused by:")
-        ][-10:]
+        causes = [line for line in all_lines if " ERROR " in line or line.startswith("Caused by:")][
+            -10:
+        ]
         tail = "\n".join(all_lines[-lines:])
         out = f"--- last {lines} lines of {self.log}:\n{tail}"
         if causes:

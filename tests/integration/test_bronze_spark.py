@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from capture.synthetic import postgres_stream, write_lines
 from pipeline.landing import LandingAgent
 

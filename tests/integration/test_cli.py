@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.pg_slot import parse_lsn
+from capture.postgresql.slot import parse_lsn
 from capture.registry import create_source
 from capture.synthetic import postgres_stream, write_lines
 from pipeline.cli import EXIT_CONFIG, EXIT_NOT_BUILT, cli

@@ -30,7 +30,7 @@ DRIVER = """
 import sys
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.landing import LandingAgent
 source = DebeziumJsonSource("shop", Path(sys.argv[1]))
 agent = LandingAgent(source, BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),

@@ -5,7 +5,7 @@ two agents capture the same history into one lake:
 
 * **Debezium Embedded** (the ``tests/debezium`` runner, JsonConverter with schemas), whose output
   is landed by a ``debezium_json`` source (``format: kafka_json``) named ``debezium``;
-* **medallion's own agent** (``capture/postgresql.py`` / ``capture/mysql.py``) named
+* **medallion's own agent** (``capture/postgresql/source.py`` / ``capture/mysql/source.py``) named
   ``medallion``.
 
 ``SilverJob.run_once()`` applies bronze. Then (a) every live silver row of the Debezium source

@@ -34,7 +34,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from bronze.schema import QUARANTINE_SCHEMA
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from capture.synthetic import postgres_stream, write_lines
 from gold.checks import LATE_REASON
 from gold.cuts import Cut, TableAtCut, latest_cut

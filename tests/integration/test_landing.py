@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 from bronze import schema as S
 from bronze.positions import decode_position
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from capture.synthetic import postgres_stream, write_lines
 from pipeline.landing import LandingAgent, LandingResult
 

@@ -27,7 +27,7 @@ from deltalake import DeltaTable
 
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.mysql import MySqlSource, default_server_id
+from capture.mysql.source import MySqlSource, default_server_id
 from capture.registry import create_source
 from pipeline.config import MySqlSourceConfig
 from pipeline.errors import CaptureError, StageFailed

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from capture.mysql_ddl import SchemaState
-from capture.mysql_schema import ColumnDef, TableDef
+from capture.mysql.ddl import SchemaState
+from capture.mysql.schema import ColumnDef, TableDef
 
 pytestmark = pytest.mark.mysql
 

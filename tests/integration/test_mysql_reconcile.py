@@ -1,5 +1,5 @@
 """Reconciliation of gold with a MariaDB source (``gold/reconcile.py`` through
-``capture/mysql_current.py``), against the shared MariaDB 10.11 (``mariadb_conn``) and the shared
+``capture/mysql/current.py``), against the shared MariaDB 10.11 (``mariadb_conn``) and the shared
 Spark session.
 
 Each test captures its own database (``rec_<uuid8>``) into a temp lake with the MySQL agent,
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from bronze.positions import MySqlPosition, Phase
-from capture.mysql import MySqlSource
+from capture.mysql.source import MySqlSource
 from capture.registry import create_source
 from gold.cuts import Cut, latest_cut
 from gold.reconcile import _binlog_beyond, can_reconcile, reconcile_source

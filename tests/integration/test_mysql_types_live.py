@@ -22,8 +22,8 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
-from capture.mysql_schema import ColumnDef, TableDef
-from capture.mysql_types import (
+from capture.mysql.schema import ColumnDef, TableDef
+from capture.mysql.types import (
     SNAPSHOT_SESSION_SQL,
     MySqlHandling,
     Unrepresentable,
@@ -172,6 +172,7 @@ TIME_838 = (838 * 3600 + 59 * 60 + 59) * 1_000_000
 def c1(text: str) -> tuple[str, str]:
     """A value without a representation: the converter names it with the server's text."""
     return ("unrepresentable", text)
+
 
 # Debezium values under the default handling, row by row (missing columns: null).
 EXPECTED: list[dict[str, Any]] = [

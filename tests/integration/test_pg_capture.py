@@ -34,7 +34,7 @@ from bronze import schema as S
 from bronze.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, UNAVAILABLE_VALUE
 from bronze.positions import decode_position
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.postgresql import PostgresSource, parse_lsn
+from capture.postgresql.source import PostgresSource, parse_lsn
 from capture.registry import create_source
 from pipeline.config import PostgresSourceConfig
 from pipeline.errors import CaptureError, StageFailed

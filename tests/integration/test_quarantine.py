@@ -10,7 +10,7 @@ from deltalake import DeltaTable
 
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.landing import LandingAgent
 
 pytestmark = pytest.mark.delta

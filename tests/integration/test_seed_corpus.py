@@ -33,7 +33,7 @@ import pytest
 from deltalake import DeltaTable
 
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
 

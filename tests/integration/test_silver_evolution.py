@@ -16,7 +16,7 @@ import pytest
 
 from bronze import connect_schema as cs
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import SchemaEvolutionError
 from pipeline.landing import LandingAgent

@@ -25,7 +25,7 @@ import pytest
 
 from bronze import connect_schema as cs
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED, KEY

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from capture.synthetic import postgres_stream, write_lines
 from pipeline.config import TableOptions
 from pipeline.landing import LandingAgent

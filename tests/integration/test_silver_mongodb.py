@@ -1,7 +1,7 @@
 """MongoDB through bronze and silver: the model's histories, the guide's examples, poison pills.
 
 Records are written as ``kafka_json`` lines, landed with the real :class:`LandingAgent` and
-:class:`BronzeWriter` through ``capture/debezium_json.py``, and applied with the real
+:class:`BronzeWriter` through ``capture/debezium_json/source.py``, and applied with the real
 :class:`SilverJob`. No MongoDB server can run here: the documents silver must hold come from the
 model in ``tests/mongomodel`` (ground truth under MongoDB's documented semantics) or, for the
 guide's examples and the poison pills, are stated by hand. Silver's ``document`` column is read

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.landing import LandingAgent
 from silver.history import deliveries, histories, to_jsonl
 from silver.job import SilverJob, silver_table_name

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from capture.synthetic import SyntheticStream, postgres_stream, write_lines
 from gold.cuts import latest_cut
 from pipeline.config import load_config

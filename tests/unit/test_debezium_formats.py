@@ -18,8 +18,8 @@ from bronze import schema as S
 from bronze.batch import BatchBuilder
 from bronze.envelope import classify, normalize_tx_id
 from bronze.positions import ArrivalPosition, decode_position
-from capture.debezium_json import DebeziumJsonSource
-from capture.json_formats import from_cloudevent, parse_line
+from capture.debezium_json.formats import from_cloudevent, parse_line
+from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.config import load_config
 from pipeline.errors import EnvelopeError
 

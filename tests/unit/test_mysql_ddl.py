@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from capture.mysql_ddl import (
+from capture.mysql.ddl import (
     DdlParseError,
     SchemaChange,
     SchemaState,
@@ -16,7 +16,7 @@ from capture.mysql_ddl import (
     statement_kind,
     tokenize,
 )
-from capture.mysql_schema import ColumnDef, TableDef
+from capture.mysql.schema import ColumnDef, TableDef
 from pipeline.errors import CaptureError
 
 pytestmark = pytest.mark.unit

@@ -8,8 +8,8 @@ import pytest
 from deltalake import DeltaTable
 
 from bronze.positions import MySqlPosition, Phase
-from capture.mysql_history import HistoryEntry, SchemaHistory
-from capture.mysql_server import merge_gtid
+from capture.mysql.history import HistoryEntry, SchemaHistory
+from capture.mysql.server import merge_gtid
 
 pytestmark = pytest.mark.unit
 

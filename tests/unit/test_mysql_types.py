@@ -13,8 +13,8 @@ import pytest
 from pymysql.constants import FIELD_TYPE
 
 from capture.captured_table import ColumnDefault
-from capture.mysql_schema import ColumnDef, TableDef
-from capture.mysql_types import (
+from capture.mysql.schema import ColumnDef, TableDef
+from capture.mysql.types import (
     SNAPSHOT_SESSION_SQL,
     MySqlHandling,
     Unrepresentable,

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from capture.pg_types import (
+from capture.postgresql.types import (
     DATE_NEGATIVE_INFINITY,
     DATE_POSITIVE_INFINITY,
     TIMESTAMP_NEGATIVE_INFINITY_US,

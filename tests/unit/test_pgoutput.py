@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from capture.pgoutput import (
+from capture.postgresql.pgoutput import (
     PG_EPOCH_US,
     UNCHANGED_TOAST,
     Begin,

@@ -29,7 +29,7 @@ from bronze.envelope import (
     classify,
     message_record,
 )
-from capture.debezium_json import DebeziumJsonSource
+from capture.debezium_json.source import DebeziumJsonSource
 from silver.history import (
     AddColumn,
     Delete,
@@ -195,7 +195,7 @@ def test_landed_through_bronze_the_jsonl_replays_to_the_ground_truth(
             if read.exhausted:
                 break
     # Every record lands once. Transaction markers are left out of the count: a stream's leading
-    # BEGIN that ends a file lands twice (capture/debezium_json.py consumes pending control
+    # BEGIN that ends a file lands twice (capture/debezium_json/source.py consumes pending control
     # lines against the file being read, not their own); silver ignores BEGIN/END anyway.
     landed = [r for r in rows if r["kind"] != "transaction"]
     sent = [r for r in batches.records() if classify(r).kind is not RecordKind.TRANSACTION]

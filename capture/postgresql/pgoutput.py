@@ -17,7 +17,7 @@ Nothing here talks to a server, so every format is unit-tested on hand-built byt
 Column values of a tuple stay as sent: ``str`` for text (``t``), :class:`BinaryDatum` for binary
 (``b``, only with the ``binary`` option), ``None`` for SQL NULL (``n``) and :data:`UNCHANGED_TOAST`
 for an unchanged TOASTed value the WAL does not carry (``u``). Conversion to Debezium values is
-:mod:`capture.pg_types`'s job.
+:mod:`capture.postgresql.types`'s job.
 """
 
 from __future__ import annotations

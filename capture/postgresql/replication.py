@@ -5,7 +5,7 @@ a ``replication=database`` connection leaves it in COPY_BOTH mode, and the strea
 answered with libpq's copy calls (``test-servers.md`` §1b). This class owns that connection
 state: it sends standby status updates, reads CopyData messages with a timeout, and ends the
 COPY cleanly so the server applies the last acknowledgement. What the messages mean is the
-caller's business (:mod:`capture.pgoutput` decodes them).
+caller's business (:mod:`capture.postgresql.pgoutput` decodes them).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 from bronze.positions import format_pg_lsn
-from capture.pgoutput import standby_status_update
+from capture.postgresql.pgoutput import standby_status_update
 from pipeline.errors import CaptureError, SourceUnavailable
 
 __all__ = ["ReplicationStream", "publication_option"]

@@ -5,11 +5,11 @@ How it works (spec: ``mysql-and-sqlserver.md`` §1 and §3, ``test-servers.md`` 
 1. **Server check.** ``log_bin`` on, ``binlog_format=ROW``, ``binlog_row_image=FULL`` and, where
    the server has it, ``binlog_row_metadata=FULL``; anything else stops the agent with the
    setting to change. Engine differences (MariaDB vs MySQL, 8.4's ``SHOW BINARY LOG STATUS``,
-   GTID flavours) are the flags of :class:`capture.mysql_server.ServerDialect`, read once per
+   GTID flavours) are the flags of :class:`capture.mysql.server.ServerDialect`, read once per
    connection.
 2. **Schema history.** Every DDL read from the binlog, and every table's ``SHOW CREATE TABLE``
-   at a snapshot, is parsed (:mod:`capture.mysql_ddl`) and stored with its position in
-   ``bronze/schema_history`` (:mod:`capture.mysql_history`) before the batch holding it is
+   at a snapshot, is parsed (:mod:`capture.mysql.ddl`) and stored with its position in
+   ``bronze/schema_history`` (:mod:`capture.mysql.history`) before the batch holding it is
    committed. Each start replays the entries below the resume point, so every row is decoded
    with the table definition in force when it was written. With ``include.schema.changes`` each
    DDL also lands in bronze as a schema-change record (topic ``<prefix>``, key
@@ -79,10 +79,10 @@ from capture.database_source import (
     with_last,
 )
 from capture.masking import ColumnMasker
-from capture.mysql_ddl import DdlParseError, SchemaChange, SchemaState, statement_kind
-from capture.mysql_history import HistoryEntry, SchemaHistory
-from capture.mysql_schema import TableDef
-from capture.mysql_server import (
+from capture.mysql.ddl import DdlParseError, SchemaChange, SchemaState, statement_kind
+from capture.mysql.history import HistoryEntry, SchemaHistory
+from capture.mysql.schema import TableDef
+from capture.mysql.server import (
     BinlogPoint,
     ServerDialect,
     binlog_files,
@@ -91,7 +91,7 @@ from capture.mysql_server import (
     merge_gtid,
     snapshot_point,
 )
-from capture.mysql_types import (
+from capture.mysql.types import (
     SNAPSHOT_SESSION_SQL,
     MySqlHandling,
     column_default,
@@ -100,7 +100,7 @@ from capture.mysql_types import (
     snapshot_values,
     stream_values,
 )
-from capture.pg_types import ColumnType, ValueConversionError
+from capture.postgresql.types import ColumnType, ValueConversionError
 from pipeline.errors import CaptureError, NotInstalledError, PipelineError, SourceUnavailable
 from pipeline.sql import qualified, quote_identifier
 
@@ -1331,8 +1331,8 @@ class MySqlSource(DatabaseSource):
         self, *, fetch_size: int | None = None
     ) -> Iterator[tuple[BinlogPoint, MySqlTable, list[dict[str, Any] | None]]]:
         """Every captured table's current rows, converted exactly as the snapshot converts them
-        (for :mod:`gold.reconcile`; see :func:`capture.mysql_current.read_current`)."""
-        from capture.mysql_current import read_current
+        (for :mod:`gold.reconcile`; see :func:`capture.mysql.current.read_current`)."""
+        from capture.mysql.current import read_current
 
         return read_current(self, fetch_size=fetch_size)
 

@@ -55,7 +55,7 @@ Mappings (Debezium MySQL connector 2.x, ``shared/spec/mysql-and-sqlserver.md`` Â
   ``MicroTimestamp`` (Âµs, ``datetime(4..6)``), the wall clock read as UTC; Connect
   ``Timestamp`` (ms) under ``connect``. ``timestamp`` -> ``io.debezium.time.ZonedTimestamp``:
   ISO-8601 in UTC with ``Z``, formatted exactly like PostgreSQL ``timestamptz``
-  (:mod:`capture.pg_types`). ``year`` -> ``io.debezium.time.Year``.
+  (:mod:`capture.postgresql.types`). ``year`` -> ``io.debezium.time.Year``.
 * Zero and invalid dates (``0000-00-00``, a zero month or day, ``2020-02-30`` under
   ``ALLOW_INVALID_DATES``, the zero ``TIMESTAMP``) have no representation: null plus the
   server's text in the record's ``__medallion.unrepresentable`` header (contract C1), in
@@ -99,9 +99,9 @@ from pymysql.constants import FIELD_TYPE
 
 from bronze import connect_schema as cs
 from capture.captured_table import ColumnDefault
-from capture.mysql_ddl import tokenize
-from capture.mysql_schema import ColumnDef, TableDef
-from capture.pg_types import (
+from capture.mysql.ddl import tokenize
+from capture.mysql.schema import ColumnDef, TableDef
+from capture.postgresql.types import (
     ColumnType,
     Unrepresentable,
     ValueConversionError,

@@ -1,10 +1,10 @@
 """The current rows of a MySQL / MariaDB source, converted as the agent's snapshot converts them.
 
-For reconciliation (:mod:`gold.reconcile`), through :meth:`capture.mysql.MySqlSource.read_current`.
-The contract is :meth:`capture.postgresql.PostgresSource.read_current`'s: one consistent read of
-every captured table on a connection of its own, the log position that belongs to it, and each
-row turned into the ``after`` payload the agent would land. No binlog is read and no schema
-history is written.
+For reconciliation (:mod:`gold.reconcile`), through
+:meth:`capture.mysql.source.MySqlSource.read_current`. The contract is
+:meth:`capture.postgresql.source.PostgresSource.read_current`'s: one consistent read of every
+captured table on a connection of its own, the log position that belongs to it, and each row turned
+into the ``after`` payload the agent would land. No binlog is read and no schema history is written.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from capture.mysql_ddl import DdlParseError, SchemaState
-from capture.mysql_types import SNAPSHOT_SESSION_SQL, snapshot_connect_kwargs, snapshot_values
-from capture.pg_types import ValueConversionError
+from capture.mysql.ddl import DdlParseError, SchemaState
+from capture.mysql.types import SNAPSHOT_SESSION_SQL, snapshot_connect_kwargs, snapshot_values
+from capture.postgresql.types import ValueConversionError
 from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
 
 if TYPE_CHECKING:
-    from capture.mysql import MySqlSource, MySqlTable
-    from capture.mysql_server import BinlogPoint
+    from capture.mysql.server import BinlogPoint
+    from capture.mysql.source import MySqlSource, MySqlTable
 
 __all__ = ["read_current"]
 
@@ -66,8 +66,8 @@ def read_current(
     (the snapshot connection's session settings and value converters), so all tables are read at
     one instant; the table definitions are the ones in force now (``SHOW CREATE TABLE``, parsed
     as the agent parses a snapshot's); each table is read in key order, ``fetch_size`` rows per
-    query (:func:`capture.mysql.keyed_chunks`), and each row goes through the table's
-    :class:`capture.mysql.MySqlTable` (type handling modes, column filters, masks and hashes)
+    query (:func:`capture.mysql.source.keyed_chunks`), and each row goes through the table's
+    :class:`capture.mysql.source.MySqlTable` (type handling modes, column filters, masks and hashes)
     into the ``after`` payload the agent would land.
 
     Args:
@@ -85,8 +85,8 @@ def read_current(
         SourceUnavailable: The server cannot be reached.
         CaptureError: A table definition the DDL parser cannot read.
     """
-    from capture.mysql import keyed_chunks
-    from capture.mysql_server import ServerDialect, snapshot_point
+    from capture.mysql.server import ServerDialect, snapshot_point
+    from capture.mysql.source import keyed_chunks
 
     size = int(fetch_size or source.settings.snapshot_fetch_size)
     conn = source._connect(**snapshot_connect_kwargs())

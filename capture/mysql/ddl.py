@@ -4,7 +4,7 @@ Like Debezium, the agent never asks the live catalog what a table looks like whi
 row must be decoded with the definition current when it was written, and the catalog only knows
 the newest one. Instead it parses every DDL statement the binlog carries (``QueryEvent`` text)
 and, at snapshot time, the ``SHOW CREATE TABLE`` output, and keeps the resulting
-:class:`~capture.mysql_schema.TableDef` of every table in a :class:`SchemaState`.
+:class:`~capture.mysql.schema.TableDef` of every table in a :class:`SchemaState`.
 
 The parser is a hand-written recursive-descent parser over a small tokenizer. It understands the
 statements that change a table's columns or keys (``CREATE``/``ALTER``/``DROP``/``RENAME``/
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from capture.mysql_schema import ColumnDef, TableDef
+from capture.mysql.schema import ColumnDef, TableDef
 from pipeline.errors import CaptureError, Terminal
 
 __all__ = [

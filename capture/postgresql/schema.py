@@ -34,7 +34,8 @@ from capture.captured_table import (
     TableFilter,
 )
 from capture.masking import ColumnMasker
-from capture.pg_types import (
+from capture.postgresql.pgoutput import UNCHANGED_TOAST, BinaryDatum, Value
+from capture.postgresql.types import (
     ColumnType,
     TypeLookup,
     Unrepresentable,
@@ -43,7 +44,6 @@ from capture.pg_types import (
     column_type,
     parse_array,
 )
-from capture.pgoutput import UNCHANGED_TOAST, BinaryDatum, Value
 
 __all__ = [
     "SYSTEM_SCHEMAS",

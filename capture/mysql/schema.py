@@ -3,7 +3,7 @@
 These are the facts the agent needs to turn a binlog row (or a snapshot row) into Debezium's
 key and ``before``/``after`` payloads: column names in table order, each column's declared type
 with its parameters, nullability, and the key columns. They are produced by parsing DDL
-(:mod:`capture.mysql_ddl`), never read from the live catalog while streaming: a row written
+(:mod:`capture.mysql.ddl`), never read from the live catalog while streaming: a row written
 before an ``ALTER TABLE`` must be decoded with the definition it was written under.
 
 Both classes are frozen and round-trip through plain JSON (:meth:`TableDef.to_json` /

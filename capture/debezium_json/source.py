@@ -44,8 +44,8 @@ from bronze.envelope import (
 )
 from bronze.positions import ArrivalPosition, Position, PositionResolver
 from capture.base import CaptureSource, SourceBatch, gc_paused
-from capture.file_offsets import FileTracker, TrackedFile
-from capture.json_formats import FORMATS, Parsed, dumps, parse_line
+from capture.debezium_json.formats import FORMATS, Parsed, dumps, parse_line
+from capture.debezium_json.offsets import FileTracker, TrackedFile
 from capture.masking import ColumnMasker
 from pipeline.errors import CaptureError, EnvelopeError, PipelineError, SourceUnavailable
 
@@ -101,7 +101,7 @@ class DebeziumJsonSource(CaptureSource):
         name: The configured source name.
         path: A JSON-lines file or a directory of them.
         file_pattern: Glob of files to read inside a directory.
-        line_format: One of :data:`capture.json_formats.FORMATS`.
+        line_format: One of :data:`capture.debezium_json.formats.FORMATS`.
         connector_hint: Connector for records that carry no ``source`` block (or no
             ``source.connector``).
         masker: Column masks applied to row images before they reach bronze.

@@ -71,7 +71,6 @@ from bronze.envelope import (
     truncate_record,
 )
 from bronze.positions import Phase, PostgresPosition, format_pg_lsn
-from capture import pg_catalog, pg_slot
 from capture.base import SourceBatch
 from capture.database_source import (
     VERSION,
@@ -83,11 +82,9 @@ from capture.database_source import (
     with_last,
 )
 from capture.masking import ColumnMasker
-from capture.pg_replication import ReplicationStream
-from capture.pg_schema import KeyOverrides, TableFilter, TableSchema
-from capture.pg_slot import parse_lsn
-from capture.pg_types import SESSION_SETTINGS, PgType, ValueConversionError, ValueHandling
-from capture.pgoutput import (
+from capture.postgresql import catalog as pg_catalog
+from capture.postgresql import slot as pg_slot
+from capture.postgresql.pgoutput import (
     UNCHANGED_TOAST,
     Begin,
     Commit,
@@ -106,6 +103,10 @@ from capture.pgoutput import (
     decode_xlog_data,
     pg_time_to_unix_ms,
 )
+from capture.postgresql.replication import ReplicationStream
+from capture.postgresql.schema import KeyOverrides, TableFilter, TableSchema
+from capture.postgresql.slot import parse_lsn
+from capture.postgresql.types import SESSION_SETTINGS, PgType, ValueConversionError, ValueHandling
 from pipeline.errors import CaptureError, NotInstalledError, PipelineError, SourceUnavailable
 
 try:
@@ -1246,8 +1247,8 @@ class PostgresSource(DatabaseSource):
 
     def slot_lag(self) -> dict[str, Any] | None:
         """The slot's state and retained WAL for ``medallion status`` (see
-        :func:`capture.pg_slot.slot_lag`), on a short-lived connection of its own; None when the
-        slot does not exist.
+        :func:`capture.postgresql.slot.slot_lag`), on a short-lived connection of its own; None
+        when the slot does not exist.
 
         Raises:
             SourceUnavailable: The server cannot be reached.

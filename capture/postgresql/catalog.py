@@ -14,9 +14,9 @@ from typing import Any
 
 import psycopg
 
-from capture.pg_schema import CatalogColumn
-from capture.pg_types import PgType
-from capture.pgoutput import Relation
+from capture.postgresql.pgoutput import Relation
+from capture.postgresql.schema import CatalogColumn
+from capture.postgresql.types import PgType
 
 __all__ = ["table_columns", "lookup_type"]
 

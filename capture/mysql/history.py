@@ -5,7 +5,7 @@ Binlog rows carry values, not a usable table definition (names and types come fr
 the agent keeps its own: each DDL statement it reads, and the ``SHOW CREATE TABLE`` text of
 every table at a snapshot, is appended here with its position before the batch holding it is
 committed to bronze. On every start (and reconnect) the agent replays the entries *below the
-offset it resumes from* into a fresh :class:`capture.mysql_ddl.SchemaState`, so a row is always
+offset it resumes from* into a fresh :class:`capture.mysql.ddl.SchemaState`, so a row is always
 decoded with the definition in force when it was written, whatever the table looks like now.
 
 Writing ahead of bronze is safe: an entry beyond the committed offset is ignored by the replay

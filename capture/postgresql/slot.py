@@ -20,9 +20,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from capture.pg_replication import publication_option
-from capture.pg_schema import TableFilter
-from capture.pgoutput import LogicalMessage, ProtocolError, decode_message
+from capture.postgresql.pgoutput import LogicalMessage, ProtocolError, decode_message
+from capture.postgresql.replication import publication_option
+from capture.postgresql.schema import TableFilter
 from pipeline.errors import CaptureError
 
 __all__ = [
