@@ -15,6 +15,9 @@ Fixtures, all session-scoped:
 * ``own_mariadb``: a private MariaDB for one test (always private: the test may restart it,
   which a shared or given server must not suffer), with ``settings`` and ``restart()``.
 
+:func:`restart_postgres` restarts the PostgreSQL a DSN names (fast shutdown, same data): the
+tests that prove an agent reconnects use it on the session's private cluster.
+
 A missing server binary or driver fails the test with a message naming ``make bootstrap``; an
 unreachable ``--pg-dsn``/``--mysql-dsn`` fails it too. Nothing here ever skips.
 """
@@ -153,6 +156,26 @@ def mariadb_dsn(mariadb_conn: dict[str, Any]) -> str:
     password = quote(str(mariadb_conn.get("password", "")), safe="")
     database = quote(str(mariadb_conn.get("database", "")), safe="")
     return f"mysql://{user}:{password}@{mariadb_conn['host']}:{mariadb_conn['port']}/{database}"
+
+
+def restart_postgres(dsn: str) -> None:
+    """Restart the PostgreSQL at ``dsn`` with ``pg_ctl restart -m fast`` on its data directory.
+
+    Args:
+        dsn: A DSN of a server on this machine (the private cluster).
+    """
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SHOW data_directory").fetchone()
+    assert row is not None
+    data_dir = str(row[0])
+    log = str(Path(data_dir).parent / "server.log")
+    command = [str(PG_BIN / "pg_ctl"), "-D", data_dir, "-l", log, "-m", "fast", "-w", "-t", "60"]
+    command.append("restart")
+    if os.geteuid() == 0:  # the cluster belongs to 'postgres' when the tests run as root
+        command = ["runuser", "-u", "postgres", "--", *command]
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
 
 
 def parse_mysql_dsn(dsn: str) -> dict[str, Any]:

@@ -1,0 +1,15 @@
+"""The contract drivers, one per connector that can run here, by registry name."""
+
+from __future__ import annotations
+
+from tests.contract.drivers.base import Capability, ContractDriver
+from tests.contract.drivers.debezium_json import DebeziumJsonDriver
+from tests.contract.drivers.mysql import MySqlDriver
+from tests.contract.drivers.postgresql import PostgresDriver
+
+__all__ = ["DRIVERS", "Capability", "ContractDriver"]
+
+DRIVERS: dict[str, type[ContractDriver]] = {
+    driver.CONNECTOR: driver for driver in (PostgresDriver, MySqlDriver, DebeziumJsonDriver)
+}
+"""Every connector the suite runs, by its ``connector`` name."""

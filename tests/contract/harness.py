@@ -1,0 +1,122 @@
+"""Landing a contract driver's source into a lake, in this process or in a child that may be
+killed, and reading bronze back as the suite compares it.
+
+The child is ``python -m tests.contract.agent`` (:mod:`tests.contract.agent`): the same landing
+as :func:`land`, so that ``MEDALLION_FAULTS`` can SIGKILL it at the points of
+:mod:`pipeline.faults`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from deltalake import DeltaTable
+from pydantic import TypeAdapter
+
+from bronze import schema as S
+from bronze.writer import BronzeTables, BronzeWriter
+from capture.registry import create_source
+from pipeline.config import SourceConfig
+from pipeline.landing import LandingAgent, LandingResult
+from tests.contract.drivers import ContractDriver
+from tests.contract.history import TABLES, Event
+
+__all__ = [
+    "Landed",
+    "agent",
+    "assert_batches_without_gap",
+    "land",
+    "landed_events",
+    "quarantined",
+    "run_child",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_EVENTS = 12
+"""Small batches, so that a short history spans many of them."""
+MAX_TRANSACTION_EVENTS = 3
+"""Smaller than the history's larger transactions, so that some are cut across batches."""
+
+
+def agent(raw: dict[str, Any], lake: Path, **limits: int) -> LandingAgent:
+    """A landing agent of the source ``raw`` describes, into the lake at ``lake``."""
+    config = TypeAdapter(SourceConfig).validate_python(raw)
+    return LandingAgent(
+        create_source(config),
+        BronzeWriter(BronzeTables.under(lake)),
+        max_events=limits.get("max_events", MAX_EVENTS),
+        max_transaction_events=limits.get("max_transaction_events", MAX_TRANSACTION_EVENTS),
+    )
+
+
+def land(raw: dict[str, Any], lake: Path, *, max_batches: int | None = None) -> LandingResult:
+    """Land what the source has now, in this process."""
+    return agent(raw, lake).run(max_batches=max_batches)
+
+
+def run_child(raw: dict[str, Any], lake: Path, faults: str | None = None) -> int:
+    """Land in a child process; ``faults`` arms ``MEDALLION_FAULTS`` there.
+
+    Returns:
+        The child's return code (``-SIGKILL`` when a fault point killed it).
+    """
+    env = {k: v for k, v in os.environ.items() if k != "MEDALLION_FAULTS"}
+    env["PYTHONPATH"] = str(ROOT)
+    if faults:
+        env["MEDALLION_FAULTS"] = faults
+    args = [sys.executable, "-m", "tests.contract.agent", orjson.dumps(raw).decode(), str(lake)]
+    proc = subprocess.run(args, env=env, capture_output=True, timeout=180, check=False)
+    assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.decode()[-3000:]
+    return proc.returncode
+
+
+@dataclass(frozen=True)
+class Landed:
+    """Bronze's rows of one source, in position order.
+
+    Attributes:
+        rows: Every ``bronze/events`` row (data, tombstones, transaction records ...).
+        data: The data events as (table, op, key), snapshot reads first.
+        snapshot: How many of ``data`` are snapshot reads (op ``r``).
+    """
+
+    rows: list[dict[str, Any]]
+    data: list[Event]
+    snapshot: int
+
+
+def landed_events(driver: ContractDriver, lake: Path) -> Landed:
+    """Read bronze back: rows in position order, the data events of the history's tables."""
+    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table().to_pylist()
+    rows = sorted(table, key=lambda r: r[S.POSITION])
+    tables = {driver.collection(spec.name): spec.name for spec in TABLES}
+    data = [
+        (tables[r[S.COLLECTION]], r[S.OP], orjson.loads(r[S.KEY_JSON])["id"])
+        for r in rows
+        if r[S.KIND] == "data" and r[S.COLLECTION] in tables
+    ]
+    return Landed(rows, data, sum(1 for _, op, _ in data if op == "r"))
+
+
+def quarantined(lake: Path) -> list[dict[str, Any]]:
+    """The ``bronze/quarantine`` rows (none when the table was never made)."""
+    path = lake / "bronze" / "quarantine"
+    if not path.exists():
+        return []
+    return DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+
+
+def assert_batches_without_gap(landed: Landed) -> None:
+    """Positions are unique; batch numbers run 0..n without a gap or a repeat."""
+    positions = Counter(r[S.POSITION] for r in landed.rows)
+    assert max(positions.values()) == 1, "a position landed twice"
+    batches = sorted({r[S.BATCH_SEQ] for r in landed.rows})
+    assert batches == list(range(len(batches)))

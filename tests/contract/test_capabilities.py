@@ -1,0 +1,52 @@
+"""Which guarantees apply to which connector: the table the rest of the suite is generated from.
+
+A connector that loses a capability (say the PostgreSQL driver stops declaring ``RESTART``)
+would silently lose its reconnect test; this table makes that a failure to look at instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import TypeAdapter
+
+from capture.registry import create_source
+from pipeline.config import SourceConfig
+from tests.contract.drivers import DRIVERS, Capability
+
+EXPECTED = {
+    "postgresql": {"snapshot", "restart", "acknowledges", "reports_log"},
+    "mysql": {"snapshot", "restart", "reports_log"},
+    # Files: no agent snapshot to hand over from, no server to restart, nothing to acknowledge
+    # (bronze's offset is the only record of what was read) and no database log to report.
+    "debezium_json": set(),
+}
+"""Per connector, the guarantees beyond those every connector keeps (commit order, exactly
+once at every fault point, resume, quarantine, status, silver equals the source)."""
+
+
+def test_the_capability_table() -> None:
+    assert {name: {str(c) for c in d.CAPABILITIES} for name, d in DRIVERS.items()} == EXPECTED
+
+
+MINIMAL = {
+    "postgresql": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
+    "mysql": {"database.hostname": "localhost", "database.user": "u"},
+    "debezium_json": {"path": "inbox"},
+}
+"""Just enough config to build each source (building one connects to nothing)."""
+
+
+def test_acknowledgement_and_log_are_the_connectors_own_flags(tmp_path: Path) -> None:
+    # The drivers do not decide these two capabilities: each source class declares them.
+    for name, driver in DRIVERS.items():
+        raw = {"name": "flags", "connector": name, "topic.prefix": "p", **MINIMAL[name]}
+        if name == "debezium_json":
+            del raw["topic.prefix"]
+            raw["path"] = str(tmp_path)
+        source = create_source(TypeAdapter(SourceConfig).validate_python(raw))
+        declared = {
+            Capability.ACKNOWLEDGES: source.ACKNOWLEDGES,
+            Capability.REPORTS_LOG: source.REPORTS_LOG,
+        }
+        assert declared == {c: c in driver.CAPABILITIES for c in declared}, name

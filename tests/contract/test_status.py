@@ -1,0 +1,34 @@
+"""``medallion status`` reports a source's bronze state, and its database log where it has one."""
+
+from __future__ import annotations
+
+import orjson
+
+from bronze import schema as S
+from pipeline.config import PipelineConfig
+from pipeline.orchestration import SLOT_COLUMNS
+from pipeline.status import pipeline_status
+from tests.contract.conftest import SharedHistory
+from tests.contract.drivers import Capability
+from tests.contract.harness import landed_events
+
+
+def test_status_fields_after_the_history(shared: SharedHistory) -> None:
+    driver, lake = shared.driver, shared.lake
+    config = PipelineConfig.model_validate(
+        {"lake": {"root": str(lake)}, "sources": [driver.raw_config()]}
+    )
+    (row,), _tables = pipeline_status(config, lake)
+    landed = landed_events(driver, lake)
+    assert (row["source"], row["connector"]) == (driver.SOURCE_NAME, driver.CONNECTOR)
+    assert row["landed"] == len(landed.rows) and row["bronze_quarantined"] == 0
+    assert row["last_batch"] == max(r[S.BATCH_SEQ] for r in landed.rows)
+    assert row["offset"] == shared.runs[-1][1]
+    assert orjson.loads(row["bronze_position"]) and row["bronze_time"] is not None  # readable
+    assert row["lag_source_bronze_s"] >= 0 and row["events_per_s"] > 0
+    slot = {column: row[column] for column in SLOT_COLUMNS}
+    if Capability.REPORTS_LOG in driver.CAPABILITIES:
+        assert slot["slot"] and slot["slot_error"] is None, slot
+        assert slot["slot_lag_bytes"] >= 0 and slot["retained_wal_bytes"] >= 0, slot
+    else:
+        assert slot == dict.fromkeys(SLOT_COLUMNS), slot
