@@ -1,0 +1,59 @@
+"""A following agent survives a restart of its server: it reconnects and misses nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.contract.conftest import INITIAL_ROWS, SEED
+from tests.contract.drivers import Capability, ContractDriver
+from tests.contract.harness import agent, assert_batches_without_gap, land, landed_events
+from tests.contract.history import History, expected_events
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.needs(Capability.RESTART)
+def test_reconnects_after_a_server_restart(
+    driver: ContractDriver, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    history = History(SEED)
+    driver.load(history.initial_rows(INITIAL_ROWS))
+    raw, lake = driver.raw_config(), tmp_path / "lake"
+    land(raw, lake)  # the snapshot
+    follower = agent(raw, lake)
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def follow() -> None:
+        try:
+            follower.run(follow=True, poll_interval_s=0.05, stop=stop)
+        except BaseException as exc:  # reported by the assertion below
+            failure.append(exc)
+
+    runner = threading.Thread(target=follow)
+    runner.start()
+    try:
+        transactions = history.transactions(10)
+        driver.apply(transactions)
+        driver.restart()
+        transactions += history.transactions(10)
+        driver.apply(transactions[10:])
+        expected = expected_events(transactions)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not failure:
+            landed = landed_events(driver, lake)
+            if len(landed.data) - landed.snapshot >= len(expected):
+                break
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        runner.join(timeout=60)
+    assert not failure, repr(failure)
+    assert "reconnecting" in caplog.text  # the follower saw the restart and came back
+    landed = landed_events(driver, lake)
+    assert landed.data[landed.snapshot :] == expected
+    assert_batches_without_gap(landed)
