@@ -62,7 +62,13 @@ def land(raw: dict[str, Any], lake: Path, *, max_batches: int | None = None) -> 
     return agent(raw, lake).run(max_batches=max_batches)
 
 
-def run_child(raw: dict[str, Any], lake: Path, faults: str | None = None) -> int:
+def run_child(
+    raw: dict[str, Any],
+    lake: Path,
+    faults: str | None = None,
+    *,
+    max_transaction_events: int = MAX_TRANSACTION_EVENTS,
+) -> int:
     """Land in a child process; ``faults`` arms ``MEDALLION_FAULTS`` there.
 
     Returns:
@@ -73,6 +79,7 @@ def run_child(raw: dict[str, Any], lake: Path, faults: str | None = None) -> int
     if faults:
         env["MEDALLION_FAULTS"] = faults
     args = [sys.executable, "-m", "tests.contract.agent", orjson.dumps(raw).decode(), str(lake)]
+    args.append(str(max_transaction_events))
     proc = subprocess.run(args, env=env, capture_output=True, timeout=180, check=False)
     assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.decode()[-3000:]
     return proc.returncode

@@ -99,10 +99,13 @@ class History:
         """Inserts of ``per_table`` rows into every table (what a snapshot will read)."""
         return tuple(self._insert(t) for t in TABLES for _ in range(per_table))
 
-    def transactions(self, count: int, *, max_changes: int = 4) -> list[Transaction]:
-        """The next ``count`` transactions of 1 to ``max_changes`` random changes each."""
+    def transactions(
+        self, count: int, *, max_changes: int = 4, size: int | None = None
+    ) -> list[Transaction]:
+        """The next ``count`` transactions of 1 to ``max_changes`` random changes each (of
+        exactly ``size`` changes when given)."""
         return [
-            tuple(self._change() for _ in range(self._rng.randint(1, max_changes)))
+            tuple(self._change() for _ in range(size or self._rng.randint(1, max_changes)))
             for _ in range(count)
         ]
 
