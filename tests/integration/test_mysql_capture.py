@@ -2,17 +2,16 @@
 
 Each test captures its own database (``database.include.list``) of the shared server into its
 own temp lake with :class:`LandingAgent` + :class:`BronzeWriter`, and reads bronze back with
-deltalake. Tests that restart or purge a server use a private one (``own_mariadb``).
+deltalake. Tests that purge binlogs use a private server (``own_mariadb``). What every connector
+guarantees (commit order, exactly once under kill -9, snapshot handover, resume, reconnect after a
+server restart, quarantine, status, silver equals the source) is checked for MariaDB by the
+contract suite, ``tests/contract/``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import signal
-import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -45,7 +44,6 @@ pytestmark = [pytest.mark.mysql, pytest.mark.delta]
 
 __all__ = ["assert_positions_unique_and_ordered", "data", "rows"]  # re-used by the MySQL tests
 
-ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_MARKERS = ("true", "first", "last")
 
 
@@ -417,26 +415,6 @@ def test_purged_binlog_fails_or_resnapshots(own: My, tmp_path: Path) -> None:
 # --- transactions, filters, masks -----------------------------------------------------------------
 
 
-def test_large_transaction_is_cut_and_resumed_without_duplicates(my: My, tmp_path: Path) -> None:
-    d = my.database
-    my.sql(f"CREATE TABLE {d}.big (id INT PRIMARY KEY, v INT)")
-    lake = tmp_path / "lake"
-    config = my.config()
-    land(config, lake)
-    my.sql(f"INSERT INTO {d}.big SELECT seq, seq FROM {d}.seq_1_to_300")  # 1 transaction
-    my.sql(f"UPDATE {d}.big SET v = v + 1 WHERE id <= 5")
-    # two batches of the cut transaction, then a fresh agent re-reads it from its start and
-    # skips what landed
-    land(config, lake, max_events=40, max_tx=60, max_batches=2)
-    land(config, lake, max_events=40, max_tx=60)
-    created = [r["key"]["id"] for r in data(lake, "big") if r["value"]["op"] == "c"]
-    assert created == list(range(1, 301))
-    assert len([r for r in data(lake, "big") if r["value"]["op"] == "u"]) == 5
-    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table().to_pylist()
-    assert any(r[S.TX_PARTIAL] for r in table if r.get(S.TX_PARTIAL) is not None)
-    assert_positions_unique_and_ordered(lake)
-
-
 def test_filters_masks_key_columns_and_heartbeats(my: My, tmp_path: Path) -> None:
     d = my.database
     my.sql(
@@ -480,147 +458,7 @@ def test_default_server_id_is_stable_and_in_debeziums_range() -> None:
     assert all(5400 <= default_server_id(f"s{i}") <= 6400 for i in range(200))
 
 
-# --- kill -9 of the agent and a server restart --------------------------------------------------
-
-DRIVER = """
-import sys, orjson
-from pathlib import Path
-from bronze.writer import BronzeTables, BronzeWriter
-from capture.registry import create_source
-from pipeline.config import MySqlSourceConfig
-from pipeline.landing import LandingAgent
-config = MySqlSourceConfig.model_validate(orjson.loads(sys.argv[1]))
-agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),
-                     max_events=int(sys.argv[3]), max_transaction_events=int(sys.argv[4]))
-result = agent.run()
-print(result.read, result.landed, result.quarantined)
-"""
-
-
-def start_agent(
-    raw: dict[str, Any], lake: Path, *, faults: str | None = None, max_events: int = 40
-) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if k != "MEDALLION_FAULTS"}
-    env["PYTHONPATH"] = str(ROOT)
-    if faults:
-        env["MEDALLION_FAULTS"] = faults
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            DRIVER,
-            orjson.dumps(raw).decode(),
-            str(lake),
-            str(max_events),
-            "60",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
-def test_kill_9_at_every_fault_point(my: My, tmp_path: Path) -> None:
-    from pipeline.faults import FAULT_POINTS
-
-    d = my.database
-    my.sql(f"CREATE TABLE {d}.a (id INT PRIMARY KEY, v INT)")
-    my.sql(f"INSERT INTO {d}.a SELECT seq, 0 FROM {d}.seq_1_to_100")
-    raw = my.raw()
-    lake = tmp_path / "lake"
-    for point in ("after_read", "after_commit", "after_ack"):  # during the snapshot
-        proc = start_agent(raw, lake, faults=f"{point}@*")
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == -signal.SIGKILL, err.decode()[-2000:]
-    proc = start_agent(raw, lake)  # finish the snapshot before the source changes
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err.decode()[-2000:]
-    my.sql(
-        f"UPDATE {d}.a SET v = v + 1 WHERE id <= 60",
-        f"ALTER TABLE {d}.a ADD COLUMN w INT",
-        f"INSERT INTO {d}.a SELECT seq, 1, seq FROM {d}.seq_101_to_150",
-        f"DELETE FROM {d}.a WHERE id > 140",
-    )
-    for point in FAULT_POINTS:
-        if point == "after_quarantine":
-            continue  # this source quarantines nothing, so no batch reaches that point
-        proc = start_agent(raw, lake, faults=f"{point}@*")
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == -signal.SIGKILL, (point, err.decode()[-2000:])
-    proc = start_agent(raw, lake)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err.decode()[-2000:]
-    records = data(lake, "a")
-    snapshot = [r for r in records if r[S.SNAPSHOT] != "false"]
-    streamed = [(r["value"]["op"], r["key"]["id"]) for r in records if r[S.SNAPSHOT] == "false"]
-    assert sorted(r["key"]["id"] for r in snapshot) == list(range(1, 101))
-    assert streamed == (
-        [("u", i) for i in range(1, 61)]
-        + [("c", i) for i in range(101, 151)]
-        + [("d", i) for i in range(141, 151)]
-    )
-    assert [r["value"]["after"] for r in records if r["key"]["id"] == 150][0] == {
-        "id": 150,
-        "v": 1,
-        "w": 150,
-    }
-    assert_positions_unique_and_ordered(lake)
-
-
-def test_server_restart_under_a_following_agent(
-    own: My, own_mariadb: OwnMariaDb, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    d = own.database
-    own.sql(f"CREATE TABLE {d}.a (id INT PRIMARY KEY, v INT)")
-    config = own.config()
-    lake = tmp_path / "lake"
-    land(config, lake)
-    source = create_source(config)
-    agent = LandingAgent(
-        source, BronzeWriter(BronzeTables.under(lake)), max_events=50, max_transaction_events=50
-    )
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    def follow() -> None:
-        try:
-            agent.run(follow=True, poll_interval_s=0.05, stop=stop)
-        except BaseException as exc:  # reported by the assertion below
-            failure.append(exc)
-
-    runner = threading.Thread(target=follow)
-    runner.start()
-    try:
-        own.sql(*(f"INSERT INTO {d}.a VALUES ({i}, 0)" for i in range(1, 101)))
-        own_mariadb.restart()
-        own.sql(
-            *(
-                statement
-                for i in range(101, 201)
-                for statement in (
-                    f"INSERT INTO {d}.a VALUES ({i}, 0)",
-                    f"UPDATE {d}.a SET v = 1 WHERE id = {i}",
-                )
-            )
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not failure:
-            if len(data(lake, "a")) >= 300:
-                break
-            time.sleep(0.3)
-    finally:
-        stop.set()
-        runner.join(timeout=60)
-    assert not failure, repr(failure)
-    assert "reconnecting" in caplog.text  # the follower saw the restart and came back
-    land(config, lake)  # lands anything the follower left
-    ops = [(r["value"]["op"], r["key"]["id"]) for r in data(lake, "a")]
-    assert ops == [("c", i) for i in range(1, 101)] + [
-        op for i in range(101, 201) for op in (("c", i), ("u", i))
-    ]
-    files = {r["value"]["source"]["file"] for r in data(lake, "a")}
-    assert len(files) == 2  # the restart started a new binlog file
-    assert_positions_unique_and_ordered(lake)
+# --- status and statement-format changes --------------------------------------------------------
 
 
 def test_status_reports_the_binlog_behind_bronze(my: My, tmp_path: Path) -> None:

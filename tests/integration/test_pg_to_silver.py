@@ -16,10 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
-import signal
 import struct
-import subprocess
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +25,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from bronze import schema as S
 from bronze.envelope import UNAVAILABLE_VALUE
@@ -43,10 +39,7 @@ from tests.integration.test_pg_capture import (
     data,
     land,
     pg,
-    raw_config,
-    restart_server,
     rows,
-    start_agent,
 )
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.delta]
@@ -534,151 +527,6 @@ def test_every_type_of_the_guide_snapshot_and_stream(spark: Any, pg: Pg, tmp_pat
     table = spark.read.format("delta").load(str(silver_path(lake, s, "all_types")))
     decoded = {f.name: f.dataType.simpleString() for f in table.schema.fields}
     assert {c: decoded[c] for c in TYPES_DECODED} == TYPES_DECODED
-
-
-# --- kill -9 of the agent and a server restart, mid-stream ----------------------------------------
-
-
-MAX_MOVES = 12
-"""Key moves of one row in the random workload (chains of moves in one micro-batch are followed
-link by link; test_a_row_moved_five_times_in_one_batch checks a long one on its own)."""
-
-
-def _random_change(
-    rng: random.Random, alive: dict[int, int], next_id: int
-) -> tuple[str, tuple[Any, ...], int]:
-    """One random statement on a docs table (``{}``); ``alive`` maps the ids it believes exist
-    to the number of times the row was moved to reach that id."""
-    action = rng.random()
-    some = rng.choice(list(alive)) if alive else 1
-    if action < 0.25 or not alive:
-        next_id += 1
-        alive[next_id] = 0
-        body = toast(rng, rng.choice([20, 3000, 6000]))
-        return "INSERT INTO {} VALUES (%s, %s, %s, %s)", (next_id, body, f"t{next_id}", 0), next_id
-    if action < 0.6 or (action < 0.88 and alive[some] >= MAX_MOVES):  # TOAST unchanged
-        return "UPDATE {} SET tag = %s, n = n + 1 WHERE id = %s", (f"u{action:.6f}", some), next_id
-    if action < 0.7:
-        return "UPDATE {} SET body = %s WHERE id = %s", (toast(rng, 4000), some), next_id
-    moves = alive.pop(some)
-    if action < 0.88:  # a key move, body unchanged
-        next_id += 1
-        alive[next_id] = moves + 1
-        return "UPDATE {} SET id = %s WHERE id = %s", (next_id, some), next_id
-    return "DELETE FROM {} WHERE id = %s", (some,), next_id
-
-
-def random_workload(
-    pg: Pg, transactions: int, seed: int, first_id: int, stop: threading.Event
-) -> None:
-    """Random transactions on docs/docs_full: inserts, updates (TOAST unchanged or not),
-    deletes and key moves, about 50 a second. Survives a server restart by reconnecting: the
-    final comparison is with the source's final state, so a transaction the restart cut (or
-    whose commit it hid) is harmless."""
-    rng = random.Random(seed)
-    alive = {t: dict.fromkeys(range(1, first_id), 0) for t in ("docs", "docs_full")}
-    next_id = first_id
-    done = 0
-    while done < transactions and not stop.is_set():
-        try:
-            with psycopg.connect(pg.dsn, autocommit=True) as conn:
-                while done < transactions and not stop.is_set():
-                    with conn.transaction():
-                        for _ in range(rng.randint(1, 6)):
-                            table = rng.choice(["docs", "docs_full"])
-                            statement, params, next_id = _random_change(rng, alive[table], next_id)
-                            conn.execute(
-                                sql.SQL(statement).format(sql.Identifier(pg.schema, table)),
-                                params,
-                            )
-                    done += 1
-                    time.sleep(0.02)
-        except psycopg.OperationalError:
-            time.sleep(0.5)  # the server is restarting
-
-
-def slot_active(pg: Pg) -> bool:
-    found = pg.query("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (pg.slot,))
-    return bool(found and found[0][0])
-
-
-def agent_output(proc: subprocess.Popen[bytes], timeout: float | None) -> str:
-    """Wait for the agent (SIGKILL it after ``timeout``); its stderr tail."""
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        _, err = proc.communicate()
-    return err.decode(errors="replace")[-3000:]
-
-
-def test_kill_9_and_server_restart_mid_stream(spark: Any, pg: Pg, tmp_path: Path) -> None:
-    rng = random.Random(11)
-    create_docs(pg, rng, rows_per_table=100)
-    raw = raw_config(pg, **{"provide.transaction.metadata": True})
-    lake = tmp_path / "lake"
-    data_dir = pg.query("SHOW data_directory")[0][0]
-    kills = restarts = runs = 0
-    # kill -9 during the snapshot, while the source is quiet (a snapshot resumed after a crash
-    # while rows move is test_snapshot_resumed_after_a_crash_while_rows_move, below)
-    for wait in (1.0, 1.6):
-        proc = start_agent(raw, lake, max_events=25)
-        err = agent_output(proc, timeout=wait)
-        kills += proc.returncode == -signal.SIGKILL
-        assert proc.returncode in (0, -signal.SIGKILL), err
-    proc = start_agent(raw, lake, max_events=25)
-    err = agent_output(proc, timeout=120)
-    assert proc.returncode == 0, err
-    # then random kills and a server restart while a writer keeps changing rows
-    stop = threading.Event()
-    writer = threading.Thread(target=random_workload, args=(pg, 400, 3, 101, stop))
-    writer.start()
-    try:
-        while (writer.is_alive() or kills < 7 or not restarts) and runs < 80:
-            runs += 1
-            proc = start_agent(raw, lake, max_events=25)
-            if kills >= 4 and not restarts:
-                # wait until the agent streams from its slot, restart the server under it: it
-                # must reconnect with backoff and finish on its own
-                deadline = time.monotonic() + 20
-                while proc.poll() is None and not slot_active(pg) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                if proc.poll() is None and slot_active(pg):
-                    time.sleep(rng.uniform(0.0, 0.3))
-                    restart_server(data_dir)
-                    restarts += 1
-                    err = agent_output(proc, timeout=180)
-                    assert proc.returncode == 0, err
-                    continue
-            err = agent_output(proc, timeout=rng.uniform(0.3, 1.5))
-            kills += proc.returncode == -signal.SIGKILL
-            assert proc.returncode in (0, -signal.SIGKILL), err
-        writer.join()
-    finally:
-        stop.set()
-        writer.join()
-    proc = start_agent(raw, lake)  # the last run, undisturbed, lands the rest
-    err = agent_output(proc, timeout=300)
-    assert proc.returncode == 0, err
-    assert restarts == 1 and kills >= 7, (restarts, kills)
-
-    # bronze: no duplicate (positions are unique and deterministic), batches without a gap
-    assert_positions_unique_and_ordered(lake)
-    streamed = [r for r in rows(lake) if r[S.KIND] == "data" and r[S.SNAPSHOT] == "false"]
-    assert len({(r[S.COLLECTION], r[S.POSITION]) for r in streamed}) == len(streamed)
-    moved = sum(1 for r in streamed if r[S.HEADERS])
-    toasted = placeholders(lake, "docs")
-    assert toasted > 0 and moved > 0
-    run_silver(spark, lake)
-    compared = [
-        assert_silver_equals_source(spark, pg, lake, table, DOC_COLUMNS)
-        for table in ("docs", "docs_full")
-    ]
-    assert min(compared) > 50
-    print(
-        f"kill -9 x{kills}, restart x{restarts}: {len(streamed)} streamed changes"
-        f" ({toasted} with TOAST placeholders, {moved} key-move halves), rows {compared}"
-    )
 
 
 # --- one transaction of 100k rows -----------------------------------------------------------------
