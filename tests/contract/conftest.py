@@ -18,14 +18,11 @@ import pytest
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from pipeline.landing import LandingResult
 from tests.contract.drivers import DRIVERS, Capability, ContractDriver
-from tests.contract.harness import agent
+from tests.contract.harness import INITIAL_ROWS, SEED, agent
 from tests.contract.history import History, State, Transaction
 
 pytestmark = [pytest.mark.delta]
 
-SEED = 2026
-INITIAL_ROWS = 8
-"""Rows per table before capture starts: what a snapshot reads."""
 TRANSACTIONS = 15
 """Transactions of each of the shared history's two parts."""
 

@@ -27,11 +27,12 @@ from capture.registry import create_source
 from pipeline.config import SourceConfig
 from pipeline.landing import LandingAgent, LandingResult
 from tests.contract.drivers import ContractDriver
-from tests.contract.history import TABLES, Event
+from tests.contract.history import TABLES, Event, History
 
 __all__ = [
     "Landed",
     "agent",
+    "begin",
     "assert_batches_without_gap",
     "land",
     "landed_events",
@@ -40,10 +41,20 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
+SEED = 2026
+INITIAL_ROWS = 8
+"""Rows per table before capture starts: what a snapshot reads."""
 MAX_EVENTS = 12
 """Small batches, so that a short history spans many of them."""
 MAX_TRANSACTION_EVENTS = 3
 """Smaller than the history's larger transactions, so that some are cut across batches."""
+
+
+def begin(driver: ContractDriver) -> History:
+    """The standard history, its initial rows already on the driver's source."""
+    history = History(SEED)
+    driver.load(history.initial_rows(INITIAL_ROWS))
+    return history
 
 
 def agent(raw: dict[str, Any], lake: Path, **limits: int) -> LandingAgent:

@@ -14,18 +14,15 @@ from typing import Any
 import pytest
 
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
-from tests.contract.conftest import INITIAL_ROWS, SEED
 from tests.contract.drivers import Capability, ContractDriver
-from tests.contract.harness import agent, land, run_child
-from tests.contract.history import History
+from tests.contract.harness import agent, begin, land, run_child
 
 
 @pytest.mark.needs(Capability.ACKNOWLEDGES)
 def test_acknowledged_only_after_the_bronze_commit(
     driver: ContractDriver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    history = History(SEED)
-    driver.load(history.initial_rows(INITIAL_ROWS))
+    history = begin(driver)
     raw, lake = driver.raw_config(), tmp_path / "lake"
     land(raw, lake)  # the snapshot
     driver.apply(history.transactions(6))

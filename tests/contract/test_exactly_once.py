@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 from pipeline.faults import FAULT_POINTS
-from tests.contract.conftest import INITIAL_ROWS, SEED
 from tests.contract.drivers import ContractDriver
 from tests.contract.harness import (
     assert_batches_without_gap,
+    begin,
     landed_events,
     quarantined,
     run_child,
 )
-from tests.contract.history import History, State, Transaction, expected_events
+from tests.contract.history import State, Transaction, expected_events
 
 pytestmark = pytest.mark.slow
 
@@ -61,8 +61,7 @@ def assert_exactly_once(
 
 
 def test_kill_9_at_every_fault_point(driver: ContractDriver, tmp_path: Path) -> None:
-    history = History(SEED)
-    driver.load(history.initial_rows(INITIAL_ROWS))
+    history = begin(driver)
     initial = history.snapshot()
     raw, lake = driver.raw_config(), tmp_path / "lake"
     for point in FAULT_POINTS:
@@ -86,8 +85,7 @@ def test_a_half_landed_batch_ending_inside_a_cut_transaction(
 ) -> None:
     if driver.CONNECTOR in ("postgresql", "mysql"):
         request.applymarker(pytest.mark.xfail(strict=True, reason=CUT_TRANSACTION_BUG))
-    history = History(SEED)
-    driver.load(history.initial_rows(INITIAL_ROWS))
+    history = begin(driver)
     initial = history.snapshot()
     raw, lake = driver.raw_config(), tmp_path / "lake"
     assert run_child(raw, lake) == 0

@@ -5,15 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from bronze import schema as S
-from tests.contract.conftest import INITIAL_ROWS, SEED
 from tests.contract.drivers import ContractDriver
-from tests.contract.harness import land, landed_events, quarantined
-from tests.contract.history import History, expected_events
+from tests.contract.harness import begin, land, landed_events, quarantined
+from tests.contract.history import expected_events
 
 
 def test_quarantine_with_reasons(driver: ContractDriver, tmp_path: Path) -> None:
-    history = History(SEED)
-    driver.load(history.initial_rows(INITIAL_ROWS))
+    history = begin(driver)
     raw, lake = driver.raw_config(), tmp_path / "lake"
     land(raw, lake)
     transactions = history.transactions(3)

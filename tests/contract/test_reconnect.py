@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import INITIAL_ROWS, SEED
 from tests.contract.drivers import Capability, ContractDriver
-from tests.contract.harness import agent, assert_batches_without_gap, land, landed_events
-from tests.contract.history import History, expected_events
+from tests.contract.harness import agent, assert_batches_without_gap, begin, land, landed_events
+from tests.contract.history import expected_events
 
 pytestmark = pytest.mark.slow
 
@@ -20,8 +19,7 @@ pytestmark = pytest.mark.slow
 def test_reconnects_after_a_server_restart(
     driver: ContractDriver, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    history = History(SEED)
-    driver.load(history.initial_rows(INITIAL_ROWS))
+    history = begin(driver)
     raw, lake = driver.raw_config(), tmp_path / "lake"
     land(raw, lake)  # the snapshot
     follower = agent(raw, lake)

@@ -14,18 +14,16 @@ import pytest
 
 from bronze import schema as S
 from capture.base import SourceBatch
-from tests.contract.conftest import INITIAL_ROWS, SEED
 from tests.contract.drivers import Capability, ContractDriver
-from tests.contract.harness import agent, assert_batches_without_gap, landed_events
-from tests.contract.history import History, expected_events
+from tests.contract.harness import agent, assert_batches_without_gap, begin, landed_events
+from tests.contract.history import expected_events
 
 
 @pytest.mark.needs(Capability.SNAPSHOT)
 def test_snapshot_then_stream_without_gap_or_overlap(
     driver: ContractDriver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    history = History(SEED)
-    driver.load(history.initial_rows(INITIAL_ROWS))
+    history = begin(driver)
     initial = history.snapshot()
     during = history.transactions(8)
     landing = agent(driver.raw_config(), tmp_path / "lake")

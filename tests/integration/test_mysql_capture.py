@@ -25,24 +25,24 @@ import pytest
 from deltalake import DeltaTable
 
 from bronze import schema as S
-from bronze.writer import BronzeTables, BronzeWriter
 from capture.mysql.source import MySqlSource, default_server_id
 from capture.registry import create_source
 from pipeline.config import MySqlSourceConfig
 from pipeline.errors import CaptureError, StageFailed
-from pipeline.landing import LandingAgent, LandingResult
 from tests.fix_servers import OwnMariaDb
 from tests.integration.test_pg_capture import (  # the bronze readers are not PG-specific
     UNREPRODUCIBLE,
     assert_positions_unique_and_ordered,
     data,
+    land,
     row_fields,
     rows,
 )
 
 pytestmark = [pytest.mark.mysql, pytest.mark.delta]
 
-__all__ = ["assert_positions_unique_and_ordered", "data", "rows"]  # re-used by the MySQL tests
+# re-exported: other MySQL tests import the bronze readers and ``land`` from here
+__all__ = ["assert_positions_unique_and_ordered", "data", "land", "rows"]
 
 SNAPSHOT_MARKERS = ("true", "first", "last")
 
@@ -101,25 +101,6 @@ def my(mariadb_conn: dict[str, Any]) -> Iterator[My]:
 @pytest.fixture
 def own(own_mariadb: OwnMariaDb) -> Iterator[My]:
     yield from corner(own_mariadb.settings)
-
-
-def land(
-    config: MySqlSourceConfig,
-    lake: Path,
-    *,
-    max_events: int = 1000,
-    max_tx: int = 100_000,
-    max_batches: int | None = None,
-) -> LandingResult:
-    source = create_source(config)
-    assert isinstance(source, MySqlSource)
-    agent = LandingAgent(
-        source,
-        BronzeWriter(BronzeTables.under(lake)),
-        max_events=max_events,
-        max_transaction_events=max_tx,
-    )
-    return agent.run(max_batches=max_batches)
 
 
 def quarantined(lake: Path) -> list[dict[str, Any]]:

@@ -31,9 +31,9 @@ from bronze import schema as S
 from bronze.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, UNAVAILABLE_VALUE
 from bronze.positions import decode_position
 from bronze.writer import BronzeTables, BronzeWriter
-from capture.postgresql.source import PostgresSource, parse_lsn
+from capture.postgresql.source import parse_lsn
 from capture.registry import create_source
-from pipeline.config import PostgresSourceConfig
+from pipeline.config import MySqlSourceConfig, PostgresSourceConfig
 from pipeline.errors import CaptureError, StageFailed
 from pipeline.landing import LandingAgent, LandingResult
 
@@ -112,21 +112,21 @@ def pg_corner(pg_dsn: str) -> Iterator[Pg]:
 
 
 def land(
-    config: PostgresSourceConfig,
+    config: PostgresSourceConfig | MySqlSourceConfig,
     lake: Path,
     *,
     max_events: int = 1000,
     max_tx: int = 100_000,
+    max_batches: int | None = None,
 ) -> LandingResult:
-    source = create_source(config)
-    assert isinstance(source, PostgresSource)
+    """Land a database source (PostgreSQL here, MySQL in ``test_mysql_capture``) once."""
     agent = LandingAgent(
-        source,
+        create_source(config),
         BronzeWriter(BronzeTables.under(lake)),
         max_events=max_events,
         max_transaction_events=max_tx,
     )
-    return agent.run()
+    return agent.run(max_batches=max_batches)
 
 
 def rows(lake: Path) -> list[dict[str, Any]]:
