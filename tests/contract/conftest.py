@@ -1,4 +1,21 @@
-"""Parametrization of the contract suite over the connectors' drivers.
+"""The connector contract suite: every guarantee, checked alike for every connector that runs here.
+
+One module per guarantee, each test parametrized over the drivers of ``tests/contract/drivers/``
+(PostgreSQL, MariaDB, Debezium JSON files), all running the standard randomized history of
+:mod:`tests.contract.history`:
+
+============================  ====================================================================
+``test_commit_order``         bronze positions sort in the source's commit order
+``test_exactly_once``         exactly once under ``kill -9`` at every fault point
+``test_acknowledgement``      the source is acknowledged only after the bronze commit
+``test_snapshot_handover``    snapshot -> stream with no gap and no overlap
+``test_resume``               each agent resumes from the offset bronze committed
+``test_reconnect``            a following agent reconnects after a server restart
+``test_quarantine``           what cannot be landed is quarantined with its reason
+``test_status``               ``medallion status`` fields
+``test_silver``               silver equals the source after the history
+``test_capabilities``         which of these apply to which connector
+============================  ====================================================================
 
 A test takes ``connector`` (or a fixture built on it) and names the capabilities it needs with
 ``@pytest.mark.needs(Capability.X, ...)``; it is generated only for the drivers that declare them
@@ -56,7 +73,9 @@ def make_driver(
 
 
 @pytest.fixture
-def driver(connector: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+def driver(
+    connector: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[ContractDriver]:
     """A fresh corner of the connector's source for one test (restartable if it needs it)."""
     marks = request.node.iter_markers("needs")
     restartable = any(Capability.RESTART in mark.args for mark in marks)
