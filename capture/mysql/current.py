@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
+from capture.column_types import ValueConversionError
 from capture.mysql.ddl import DdlParseError, SchemaState
 from capture.mysql.types import SNAPSHOT_SESSION_SQL, snapshot_connect_kwargs, snapshot_values
-from capture.postgresql.types import ValueConversionError
 from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
 
 if TYPE_CHECKING:

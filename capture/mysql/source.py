@@ -69,6 +69,7 @@ from bronze.envelope import (
 from bronze.positions import MySqlPosition, Phase
 from capture.base import SourceBatch
 from capture.captured_table import CapturedTable, CatalogColumn, KeyOverrides, TableFilter
+from capture.column_types import ColumnType, ValueConversionError
 from capture.database_source import (
     VERSION,
     DatabaseSource,
@@ -100,7 +101,6 @@ from capture.mysql.types import (
     snapshot_values,
     stream_values,
 )
-from capture.postgresql.types import ColumnType, ValueConversionError
 from pipeline.errors import CaptureError, NotInstalledError, PipelineError, SourceUnavailable
 from pipeline.sql import qualified, quote_identifier
 

@@ -72,6 +72,7 @@ from bronze.envelope import (
 )
 from bronze.positions import Phase, PostgresPosition, format_pg_lsn
 from capture.base import SourceBatch
+from capture.column_types import ValueConversionError
 from capture.database_source import (
     VERSION,
     DatabaseSource,
@@ -106,7 +107,7 @@ from capture.postgresql.pgoutput import (
 from capture.postgresql.replication import ReplicationStream
 from capture.postgresql.schema import KeyOverrides, TableFilter, TableSchema
 from capture.postgresql.slot import parse_lsn
-from capture.postgresql.types import SESSION_SETTINGS, PgType, ValueConversionError, ValueHandling
+from capture.postgresql.types import SESSION_SETTINGS, PgType, ValueHandling
 from pipeline.errors import CaptureError, NotInstalledError, PipelineError, SourceUnavailable
 
 try:
