@@ -762,7 +762,7 @@ def _slot_beyond(source: Any, cut: Cut, lsn: int) -> tuple[bool | None, str]:
     """
     import psycopg
 
-    from bronze.positions import decode_position, format_pg_lsn
+    from bronze.positions import decode_position
     from capture.postgresql.pgoutput import (
         Begin,
         Delete,
@@ -772,6 +772,7 @@ def _slot_beyond(source: Any, cut: Cut, lsn: int) -> tuple[bool | None, str]:
         Update,
         decode_message,
     )
+    from capture.postgresql.position import format_pg_lsn
 
     settings = source.settings
     try:
@@ -916,7 +917,7 @@ class _Connector:
 
 
 def _pg_lsn_text(lsn: Any) -> str:
-    from bronze.positions import format_pg_lsn
+    from capture.postgresql.position import format_pg_lsn
 
     return format_pg_lsn(lsn)
 

@@ -66,7 +66,7 @@ from bronze.envelope import (
     schema_change,
     truncate_record,
 )
-from bronze.positions import MySqlPosition, Phase
+from bronze.position_base import Phase
 from capture.base import SourceBatch
 from capture.captured_table import CapturedTable, CatalogColumn, KeyOverrides, TableFilter
 from capture.column_types import ColumnType, ValueConversionError
@@ -82,6 +82,7 @@ from capture.database_source import (
 from capture.masking import ColumnMasker
 from capture.mysql.ddl import DdlParseError, SchemaChange, SchemaState, statement_kind
 from capture.mysql.history import HistoryEntry, SchemaHistory
+from capture.mysql.position import MySqlPosition
 from capture.mysql.schema import TableDef
 from capture.mysql.server import (
     BinlogPoint,

@@ -70,7 +70,7 @@ from bronze.envelope import (
     message_record,
     truncate_record,
 )
-from bronze.positions import Phase, PostgresPosition, format_pg_lsn
+from bronze.position_base import Phase
 from capture.base import SourceBatch
 from capture.column_types import ValueConversionError
 from capture.database_source import (
@@ -104,6 +104,7 @@ from capture.postgresql.pgoutput import (
     decode_xlog_data,
     pg_time_to_unix_ms,
 )
+from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.replication import ReplicationStream
 from capture.postgresql.schema import KeyOverrides, TableFilter, TableSchema
 from capture.postgresql.slot import parse_lsn

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from bronze.positions import MySqlPosition, Phase
+from bronze.position_base import Phase
+from capture.mysql.position import MySqlPosition
 from capture.mysql.source import MySqlSource
 from capture.registry import create_source
 from gold.cuts import Cut, latest_cut
