@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import Any, ClassVar, Protocol, Self
 
+from bronze.source_block import SourceBlock
 from pipeline.errors import PositionError
 
 __all__ = [
@@ -289,6 +290,10 @@ class Position(ABC):
 
     ALIASES: ClassVar[tuple[str, ...]] = ()
     """Other ``source.connector`` values whose records carry this connector's ``source`` block."""
+
+    SOURCE_BLOCK: ClassVar[SourceBlock]
+    """The connector's own fields of its ``source`` block (after the common ones), from which
+    :func:`bronze.connect_schema.source_schema` builds the block's Connect schema."""
 
     ORDER_FIELDS: ClassVar[tuple[str, ...]]
     """The ``source`` fields that decide the order, most significant first (documentation and

@@ -29,6 +29,7 @@ from bronze.position_base import (
     range_error,
     slot_setters,
 )
+from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
 from pipeline.errors import PositionError
 
 __all__ = ["Db2Position"]
@@ -91,6 +92,14 @@ class Db2Position(Position):
     """
 
     CONNECTOR: ClassVar[str] = "db2"
+    SOURCE_BLOCK: ClassVar[SourceBlock] = SourceBlock(
+        "io.debezium.connector.db2.Source",
+        (
+            *SCHEMA_TABLE,
+            SourceField("change_lsn", "string", optional=True),
+            SourceField("commit_lsn", "string", optional=True),
+        ),
+    )
     ORDER_FIELDS: ClassVar[tuple[str, ...]] = ("commit_lsn", "snapshot", "change_lsn")
 
     commit_lsn: bytes

@@ -27,6 +27,7 @@ from bronze.position_base import (
     range_error,
     slot_setters,
 )
+from bronze.source_block import SourceBlock, SourceField
 
 __all__ = ["MongoDbPosition"]
 
@@ -57,6 +58,19 @@ class MongoDbPosition(Position):
     """
 
     CONNECTOR: ClassVar[str] = "mongodb"
+    # The schema name says "mongo", not "mongodb", in every Debezium version.
+    SOURCE_BLOCK: ClassVar[SourceBlock] = SourceBlock(
+        "io.debezium.connector.mongo.Source",
+        (
+            SourceField("rs", "string"),
+            SourceField("collection", "string"),
+            SourceField("ord", "int32"),
+            SourceField("h", "int64", optional=True),
+            SourceField("tord", "int64", optional=True),
+            SourceField("stxnid", "string", optional=True),
+        ),
+        emits_schema_changes=False,
+    )
     ORDER_FIELDS: ClassVar[tuple[str, ...]] = ("sec|ts_ms", "ord", "snapshot", "txnNumber|stxnid")
 
     seconds: int

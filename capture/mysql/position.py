@@ -31,6 +31,7 @@ from bronze.position_base import (
     range_error,
     slot_setters,
 )
+from bronze.source_block import SourceBlock, SourceField
 from pipeline.errors import PositionError
 
 __all__ = ["MySqlPosition"]
@@ -74,6 +75,19 @@ class MySqlPosition(Position):
     """
 
     CONNECTOR: ClassVar[str] = "mysql"
+    SOURCE_BLOCK: ClassVar[SourceBlock] = SourceBlock(
+        "io.debezium.connector.mysql.Source",
+        (
+            SourceField("table", "string", optional=True),
+            SourceField("server_id", "int64"),
+            SourceField("gtid", "string", optional=True),
+            SourceField("file", "string"),
+            SourceField("pos", "int64"),
+            SourceField("row", "int32"),
+            SourceField("thread", "int64", optional=True),
+            SourceField("query", "string", optional=True),
+        ),
+    )
     # Debezium's MariaDB connector (2.7+) writes the MySQL source block (file/pos/row/gtid).
     ALIASES: ClassVar[tuple[str, ...]] = ("mariadb",)
     ORDER_FIELDS: ClassVar[tuple[str, ...]] = ("file", "pos", "snapshot", "row")

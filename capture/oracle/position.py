@@ -29,6 +29,7 @@ from bronze.position_base import (
     range_error,
     slot_setters,
 )
+from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
 from pipeline.errors import PositionError
 
 __all__ = ["OraclePosition", "RsId"]
@@ -124,6 +125,20 @@ class OraclePosition(Position):
     """
 
     CONNECTOR: ClassVar[str] = "oracle"
+    SOURCE_BLOCK: ClassVar[SourceBlock] = SourceBlock(
+        "io.debezium.connector.oracle.Source",
+        (
+            *SCHEMA_TABLE,
+            SourceField("txId", "string", optional=True),
+            SourceField("scn", "string", optional=True),
+            SourceField("commit_scn", "string", optional=True),
+            SourceField("lcr_position", "string", optional=True),
+            SourceField("rs_id", "string", optional=True),
+            SourceField("ssn", "int32", optional=True),
+            SourceField("redo_thread", "int32", optional=True),
+            SourceField("user_name", "string", optional=True),
+        ),
+    )
     ORDER_FIELDS: ClassVar[tuple[str, ...]] = ("commit_scn", "snapshot", "scn", "rs_id", "ssn")
 
     commit_scn: int

@@ -31,6 +31,7 @@ from bronze.position_base import (
     range_error,
     slot_setters,
 )
+from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
 from pipeline.errors import PositionError
 
 __all__ = ["DERIVED_TXN_MEMORY", "PgCommitOrder", "PostgresPosition", "format_pg_lsn"]
@@ -130,6 +131,19 @@ class PostgresPosition(Position):
     """
 
     CONNECTOR: ClassVar[str] = "postgresql"
+    SOURCE_BLOCK: ClassVar[SourceBlock] = SourceBlock(
+        "io.debezium.connector.postgresql.Source",
+        (
+            *SCHEMA_TABLE,
+            SourceField("txId", "int64", optional=True),
+            SourceField("lsn", "int64", optional=True),
+            SourceField("xmin", "int64", optional=True),
+            # Not in Debezium's schema: medallion's agent and some Debezium builds send the
+            # transaction's commit LSN, the ordering key (docs/bronze.md).
+            SourceField("commit_lsn", "int64", optional=True),
+        ),
+        emits_schema_changes=False,
+    )
     DERIVES_COMMIT_ORDER: ClassVar[bool] = True
     ORDER_FIELDS: ClassVar[tuple[str, ...]] = ("commit_lsn|sequence[0]", "snapshot", "lsn")
 

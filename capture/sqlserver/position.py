@@ -31,6 +31,7 @@ from bronze.position_base import (
     range_error,
     slot_setters,
 )
+from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
 from pipeline.errors import PositionError
 
 __all__ = ["SqlServerPosition"]
@@ -86,6 +87,15 @@ class SqlServerPosition(Position):
     """
 
     CONNECTOR: ClassVar[str] = "sqlserver"
+    SOURCE_BLOCK: ClassVar[SourceBlock] = SourceBlock(
+        "io.debezium.connector.sqlserver.Source",
+        (
+            *SCHEMA_TABLE,
+            SourceField("change_lsn", "string", optional=True),
+            SourceField("commit_lsn", "string", optional=True),
+            SourceField("event_serial_no", "int64", optional=True),
+        ),
+    )
     ORDER_FIELDS: ClassVar[tuple[str, ...]] = (
         "commit_lsn",
         "snapshot",

@@ -25,4 +25,6 @@ class YugabyteDBPosition(PostgresPosition):
     stream, and one :class:`PositionResolver`, per slot.
     """
 
+    # SOURCE_BLOCK is PostgreSQL's: the connector is a PostgreSQL fork and keeps the PostgreSQL
+    # source schema name and fields.
     CONNECTOR: ClassVar[str] = "yugabytedb"
