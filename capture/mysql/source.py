@@ -70,6 +70,7 @@ from bronze.position_base import Phase
 from capture.base import SourceBatch
 from capture.captured_table import CapturedTable, CatalogColumn, KeyOverrides, TableFilter
 from capture.column_types import ColumnType, ValueConversionError
+from capture.current_state import LogCheck
 from capture.database_source import (
     VERSION,
     DatabaseSource,
@@ -1336,6 +1337,17 @@ class MySqlSource(DatabaseSource):
         from capture.mysql.current import read_current
 
         return read_current(self, fetch_size=fetch_size)
+
+    def point_text(self, point: BinlogPoint) -> str:
+        """A binlog point :meth:`read_current` yielded, as ``<file>:<pos>``."""
+        return f"{point.file}:{point.pos}"
+
+    def changes_after(self, position: bytes, point: BinlogPoint) -> LogCheck:
+        """Whether the binlog holds a captured row change after ``position`` and up to ``point``
+        (see :func:`capture.mysql.current.binlog_changes_after`)."""
+        from capture.mysql.current import binlog_changes_after
+
+        return binlog_changes_after(self, position, point)
 
     def close(self) -> None:
         """Close the connections."""

@@ -73,6 +73,7 @@ from bronze.envelope import (
 from bronze.position_base import Phase
 from capture.base import SourceBatch
 from capture.column_types import ValueConversionError
+from capture.current_state import LogCheck
 from capture.database_source import (
     VERSION,
     DatabaseSource,
@@ -85,6 +86,7 @@ from capture.database_source import (
 from capture.masking import ColumnMasker
 from capture.postgresql import catalog as pg_catalog
 from capture.postgresql import slot as pg_slot
+from capture.postgresql.current import slot_changes_after
 from capture.postgresql.pgoutput import (
     UNCHANGED_TOAST,
     Begin,
@@ -1222,6 +1224,15 @@ class PostgresSource(DatabaseSource):
             if self._sql is not None:
                 self._sql.close()
                 self._sql = None
+
+    def point_text(self, point: int) -> str:
+        """A WAL LSN :meth:`read_current` yielded, as PostgreSQL prints it (``0/16B3748``)."""
+        return format_pg_lsn(point)
+
+    def changes_after(self, position: bytes, point: int) -> LogCheck:
+        """Whether the slot holds a captured change after ``position`` and up to ``point``
+        (see :func:`capture.postgresql.current.slot_changes_after`)."""
+        return slot_changes_after(self.name, self.settings, self._connect, position, point)
 
     @property
     def log_name(self) -> str:
