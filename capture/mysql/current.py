@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -21,21 +21,20 @@ from bronze.position_base import Phase
 from bronze.positions import decode_position
 from capture.column_types import ValueConversionError
 from capture.current_state import LogCheck
+from capture.mysql.agent import MySqlTable
 from capture.mysql.ddl import DdlParseError, SchemaState
-from capture.mysql.server import binlog_files
+from capture.mysql.server import BinlogPoint, ServerDialect, binlog_files, snapshot_point
+from capture.mysql.snapshot import keyed_chunks
+from capture.mysql.tables import TableTracker
 from capture.mysql.types import SNAPSHOT_SESSION_SQL, snapshot_connect_kwargs, snapshot_values
 from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
 
-if TYPE_CHECKING:
-    from capture.mysql.server import BinlogPoint
-    from capture.mysql.source import MySqlSource, MySqlTable
-
-__all__ = ["binlog_changes_after", "read_current"]
+__all__ = ["CurrentReader", "binlog_changes_after", "read_current"]
 
 logger = logging.getLogger(__name__)
 
 
-def _table(source: MySqlSource, db: str, name: str, ddl: str) -> MySqlTable | None:
+def _table(source: TableTracker, db: str, name: str, ddl: str) -> MySqlTable | None:
     """The captured table built from its ``SHOW CREATE TABLE`` now (None: the agent cannot build
     it and would quarantine its rows)."""
     state = SchemaState()
@@ -64,7 +63,7 @@ def _table(source: MySqlSource, db: str, name: str, ddl: str) -> MySqlTable | No
 
 
 def read_current(
-    source: MySqlSource, *, fetch_size: int | None = None
+    source: TableTracker, *, fetch_size: int | None = None
 ) -> Iterator[tuple[BinlogPoint, MySqlTable, list[dict[str, Any] | None]]]:
     """Every captured table's current rows, converted exactly as the snapshot converts them.
 
@@ -72,8 +71,8 @@ def read_current(
     (the snapshot connection's session settings and value converters), so all tables are read at
     one instant; the table definitions are the ones in force now (``SHOW CREATE TABLE``, parsed
     as the agent parses a snapshot's); each table is read in key order, ``fetch_size`` rows per
-    query (:func:`capture.mysql.source.keyed_chunks`), and each row goes through the table's
-    :class:`capture.mysql.source.MySqlTable` (type handling modes, column filters, masks and hashes)
+    query (:func:`capture.mysql.snapshot.keyed_chunks`), and each row goes through the table's
+    :class:`capture.mysql.agent.MySqlTable` (type handling modes, column filters, masks and hashes)
     into the ``after`` payload the agent would land.
 
     Args:
@@ -91,9 +90,6 @@ def read_current(
         SourceUnavailable: The server cannot be reached.
         CaptureError: A table definition the DDL parser cannot read.
     """
-    from capture.mysql.server import ServerDialect, snapshot_point
-    from capture.mysql.source import keyed_chunks
-
     size = int(fetch_size or source.settings.snapshot_fetch_size)
     conn = source._connect(**snapshot_connect_kwargs())
     try:
@@ -130,7 +126,7 @@ def read_current(
         conn.close()
 
 
-def binlog_changes_after(source: MySqlSource, position: bytes, point: BinlogPoint) -> LogCheck:
+def binlog_changes_after(source: TableTracker, position: bytes, point: BinlogPoint) -> LogCheck:
     """Read the binlog from the cut to ``point`` (the snapshot's): a captured row change after
     the cut?
 
@@ -209,3 +205,23 @@ def binlog_changes_after(source: MySqlSource, position: bytes, point: BinlogPoin
     finally:
         if stream is not None:
             stream.close()
+
+
+class CurrentReader(TableTracker):
+    """The agent's :class:`~capture.current_state.CurrentStateReader` side."""
+
+    def read_current(
+        self, *, fetch_size: int | None = None
+    ) -> Iterator[tuple[BinlogPoint, MySqlTable, list[dict[str, Any] | None]]]:
+        """Every captured table's current rows, converted exactly as the snapshot converts them
+        (for :mod:`gold.reconcile`; see :func:`capture.mysql.current.read_current`)."""
+        return read_current(self, fetch_size=fetch_size)
+
+    def point_text(self, point: BinlogPoint) -> str:
+        """A binlog point :meth:`read_current` yielded, as ``<file>:<pos>``."""
+        return f"{point.file}:{point.pos}"
+
+    def changes_after(self, position: bytes, point: BinlogPoint) -> LogCheck:
+        """Whether the binlog holds a captured row change after ``position`` and up to ``point``
+        (see :func:`capture.mysql.current.binlog_changes_after`)."""
+        return binlog_changes_after(self, position, point)

@@ -1,5 +1,6 @@
 """What reconciliation reads of a PostgreSQL source (its ``CurrentStateReader`` side).
 
+:class:`CurrentReader` reads every captured table's current rows at one consistent point;
 :func:`slot_changes_after` answers "changes after the cut" from a peeked copy of the agent's
 replication slot.
 """
@@ -8,13 +9,15 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 
 from bronze.positions import decode_position
+from capture.column_types import ValueConversionError
 from capture.current_state import LogCheck
+from capture.postgresql.agent import PostgresAgent
 from capture.postgresql.pgoutput import (
     Begin,
     Delete,
@@ -25,12 +28,13 @@ from capture.postgresql.pgoutput import (
     decode_message,
 )
 from capture.postgresql.position import format_pg_lsn
-from pipeline.errors import PipelineError
+from capture.postgresql.schema import TableSchema
+from capture.postgresql.settings import PgSourceSettings
+from capture.postgresql.slot import parse_lsn
+from capture.postgresql.snapshot import keyed_chunks
+from pipeline.errors import PipelineError, SourceUnavailable
 
-if TYPE_CHECKING:
-    from capture.postgresql.source import PgSourceSettings
-
-__all__ = ["slot_changes_after"]
+__all__ = ["CurrentReader", "slot_changes_after"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,3 +109,81 @@ def slot_changes_after(
         return LogCheck(None, f"cannot peek slot {settings.slot_name}: {str(exc).strip()}")
     finally:
         conn.close()
+
+
+class CurrentReader(PostgresAgent):
+    """The agent's :class:`~capture.current_state.CurrentStateReader` side."""
+
+    def read_current(
+        self, *, fetch_size: int | None = None
+    ) -> Iterator[tuple[int, TableSchema, list[dict[str, Any] | None]]]:
+        """Every captured table's current rows, converted exactly as the snapshot converts them.
+
+        For reconciliation (:mod:`gold.reconcile`): one ``REPEATABLE READ, READ ONLY``
+        transaction on a connection of its own, so all tables are read at one instant; each
+        table is read in key order (``ctid`` for keyless tables) through a server-side cursor,
+        ``fetch_size`` rows at a time, and each row goes through the table's
+        :class:`TableSchema` (type handling modes, column filters, masks and hashes) into the
+        ``after`` payload the agent would land. No slot or publication is touched.
+
+        Args:
+            fetch_size: Rows per ``FETCH`` (default ``snapshot.fetch.size``).
+
+        Yields:
+            ``(wal_lsn, table, rows)``: ``wal_lsn`` is ``pg_current_wal_lsn()`` taken in the
+            transaction's first statement (the same value in every item); each table is
+            announced by an item with no rows, then its rows follow in chunks. A row whose
+            value the agent could not convert (it would have been quarantined) is None.
+
+        Raises:
+            SourceUnavailable: The server cannot be reached.
+        """
+        size = int(fetch_size or self.settings.snapshot_fetch_size)
+        conn = self._connect()
+        try:
+            conn.autocommit = False
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            # The snapshot is taken by this first statement, so the LSN is where it stands.
+            row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+            assert row is not None
+            lsn = parse_lsn(row[0])
+            for schema, table in self._captured_tables(conn):
+                ts = self._table_schema(conn, schema, table, track=False)
+                if ts is None:
+                    continue
+                yield lsn, ts, []
+                width = len(ts.names)  # a keyless table's rows end with their ctid
+                for chunk in keyed_chunks(conn, ts, "medallion_reconcile", size):
+                    out: list[dict[str, Any] | None] = []
+                    for values in chunk:
+                        try:
+                            out.append(ts.row_and_key(list(values[:width]))[0])
+                        except (ValueConversionError, PipelineError) as exc:
+                            logger.warning(
+                                "source %s: %s: a row the agent would quarantine: %s",
+                                self.name,
+                                ts.collection,
+                                exc,
+                            )
+                            out.append(None)
+                    if out:
+                        yield lsn, ts, out
+            conn.rollback()
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise SourceUnavailable(f"source {self.name}: {str(exc).strip()}") from None
+        finally:
+            conn.close()
+            # Type lookups opened the side connection; _side() reopens it when needed again.
+            # (Not close(): with slot.drop.on.stop that would drop the agent's slot.)
+            if self._sql is not None:
+                self._sql.close()
+                self._sql = None
+
+    def point_text(self, point: int) -> str:
+        """A WAL LSN :meth:`read_current` yielded, as PostgreSQL prints it (``0/16B3748``)."""
+        return format_pg_lsn(point)
+
+    def changes_after(self, position: bytes, point: int) -> LogCheck:
+        """Whether the slot holds a captured change after ``position`` and up to ``point``
+        (see :func:`capture.postgresql.current.slot_changes_after`)."""
+        return slot_changes_after(self.name, self.settings, self._connect, position, point)
