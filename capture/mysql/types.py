@@ -146,7 +146,8 @@ _MODES: Final[Mapping[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True, slots=True)
 class MySqlHandling:
-    """The MySQL source's value-handling modes (from :class:`pipeline.config.MySqlSourceConfig`).
+    """The MySQL source's value-handling modes (from its
+    :class:`capture.mysql.config.MySqlSourceConfig`).
 
     Attributes:
         decimal: ``decimal.handling.mode``: ``precise``, ``double`` or ``string``.

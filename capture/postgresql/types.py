@@ -143,7 +143,8 @@ TypeLookup = Callable[[int], PgType | None]
 
 @dataclass(frozen=True, slots=True)
 class ValueHandling:
-    """The source's value-handling modes (from :class:`pipeline.config.PostgresSourceConfig`)."""
+    """The source's value-handling modes (from its
+    :class:`capture.postgresql.config.PostgresSourceConfig`)."""
 
     decimal: str = "precise"
     time_precision: str = "adaptive"
