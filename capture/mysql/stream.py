@@ -138,6 +138,11 @@ class StreamReader(TableTracker):
         while True:
             tx = self._tx
             if until is not None and self._reached(until):
+                if tx is not None:
+                    # The half-landed batch ended inside this transaction: the re-read batch
+                    # must carry the same cut, or its offset would resume at the transaction's
+                    # start and land its first part twice.
+                    self._cut_inside(builder, tx)
                 break
             if tx is None and until is None and len(builder) >= max_events:
                 break
@@ -147,8 +152,7 @@ class StreamReader(TableTracker):
                 and len(builder) >= max_events
                 and tx.in_batch >= max_transaction_events
             ):
-                builder.mark_partial(tx.id)
-                self._cut = (tx.start[0], tx.start[1], tx.emitted)
+                self._cut_inside(builder, tx)
                 break
             event = stream.fetchone()
             if event is None:
@@ -173,6 +177,11 @@ class StreamReader(TableTracker):
         if self._stream is not None:
             self._stream.close()
             self._stream = None
+
+    def _cut_inside(self, builder: BatchBuilder, tx: MySqlTx) -> None:
+        """End the batch inside ``tx``: bronze marks it partial, the offset resumes inside it."""
+        builder.mark_partial(tx.id)
+        self._cut = (tx.start[0], tx.start[1], tx.emitted)
 
     def _reached(self, until: Mapping[str, Any]) -> bool:
         cut = until.get("tx")

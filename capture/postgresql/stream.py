@@ -127,6 +127,11 @@ class StreamReader(PostgresAgent):
         while True:
             tx = self._tx
             if until_lsn is not None and self._reached(until_lsn, until_cut):
+                if tx is not None:
+                    # The half-landed batch ended inside this transaction: the re-read batch
+                    # must carry the same cut, or its offset would resume at the transaction's
+                    # start and land its first part twice.
+                    self._cut_inside(builder, tx)
                 break
             if tx is None and until is None and len(builder) >= max_events:
                 break
@@ -136,8 +141,7 @@ class StreamReader(PostgresAgent):
                 and len(builder) >= max_events
                 and tx.in_batch >= max_transaction_events
             ):
-                builder.mark_partial(str(tx.xid))
-                self._cut = (tx.commit_lsn, tx.emitted)
+                self._cut_inside(builder, tx)
                 break
             if tx is None and self._server_end >= target:
                 if until is not None:
@@ -188,6 +192,11 @@ class StreamReader(PostgresAgent):
                 if self._tx is None:
                     self._maybe_heartbeat(builder, now)
         return exhausted
+
+    def _cut_inside(self, builder: BatchBuilder, tx: PgTx) -> None:
+        """End the batch inside ``tx``: bronze marks it partial, the offset resumes inside it."""
+        builder.mark_partial(str(tx.xid))
+        self._cut = (tx.commit_lsn, tx.emitted)
 
     def _reached(self, until_lsn: int, until_cut: Mapping[str, Any] | None) -> bool:
         if until_cut is None:
