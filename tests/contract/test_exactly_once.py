@@ -37,12 +37,6 @@ WHOLE = 1000
 """A ``max.transaction.size`` no streamed transaction reaches: none is cut. (The initial rows are
 landed with the small default: Debezium JSON files carry a snapshot as one transaction, which
 would otherwise fill a single batch.)"""
-CUT_TRANSACTION_BUG = (
-    "re-reading a half-landed batch up to its recorded end (LandingAgent's `until`) stops inside "
-    "the cut transaction but commits an offset without the cut (PostgreSQL: `_reached` breaks "
-    "before `_cut` is set; MySQL alike), so the next agent lands the transaction's first part "
-    "again: the same positions twice in bronze"
-)
 
 
 def assert_exactly_once(
@@ -83,10 +77,8 @@ def test_kill_9_at_every_fault_point(driver: ContractDriver, tmp_path: Path) -> 
 
 
 def test_a_half_landed_batch_ending_inside_a_cut_transaction(
-    driver: ContractDriver, tmp_path: Path, request: pytest.FixtureRequest
+    driver: ContractDriver, tmp_path: Path
 ) -> None:
-    if driver.CONNECTOR in ("postgresql", "mysql"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=CUT_TRANSACTION_BUG))
     history = begin(driver)
     initial = history.snapshot()
     raw, lake = driver.raw_config(), tmp_path / "lake"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import pytest
 
 from bronze import schema as S
 from bronze.positions import decode_position
@@ -15,11 +14,6 @@ from pipeline.status import pipeline_status
 from tests.contract.conftest import SharedHistory
 from tests.contract.drivers import Capability
 from tests.contract.harness import landed_events
-
-POSITION_BUG = (
-    "pipeline/status.py decodes positions with the configured connector ('debezium_json'), not the "
-    "row's connector column the position was encoded for, so a file source's position shows as hex"
-)
 
 
 def source_status(shared: SharedHistory) -> dict[str, Any]:
@@ -49,11 +43,9 @@ def test_status_fields_after_the_history(shared: SharedHistory) -> None:
         assert slot == dict.fromkeys(SLOT_COLUMNS), slot
 
 
-def test_status_shows_the_bronze_position_readably(
-    shared: SharedHistory, request: pytest.FixtureRequest
-) -> None:
-    if shared.driver.CONNECTOR == "debezium_json":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=POSITION_BUG))
+def test_status_shows_the_bronze_position_readably(shared: SharedHistory) -> None:
+    # decoded with the connector bronze recorded for the rows: a debezium_json source lands
+    # another connector's positions
     row = source_status(shared)
     newest = landed_events(shared.driver, shared.lake).rows[-1]
     position = decode_position(newest[S.CONNECTOR], newest[S.POSITION])

@@ -33,7 +33,7 @@ from bronze.positions import decode_position
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.postgresql.source import parse_lsn
 from capture.registry import create_source
-from pipeline.config import MySqlSourceConfig, PostgresSourceConfig
+from pipeline.config import PostgresSourceConfig, SourceConfig
 from pipeline.errors import CaptureError, StageFailed
 from pipeline.landing import LandingAgent, LandingResult
 
@@ -112,7 +112,7 @@ def pg_corner(pg_dsn: str) -> Iterator[Pg]:
 
 
 def land(
-    config: PostgresSourceConfig | MySqlSourceConfig,
+    config: SourceConfig,
     lake: Path,
     *,
     max_events: int = 1000,
