@@ -35,10 +35,8 @@ import pytest
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from pipeline.landing import LandingResult
 from tests.contract.drivers import DRIVERS, Capability, ContractDriver
-from tests.contract.harness import INITIAL_ROWS, SEED, agent
+from tests.contract.harness import agent, begin
 from tests.contract.history import History, State, Transaction
-
-pytestmark = [pytest.mark.delta]
 
 TRANSACTIONS = 15
 """Transactions of each of the shared history's two parts."""
@@ -56,7 +54,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "connector" not in metafunc.fixturenames:
         return
     needs = {c for mark in metafunc.definition.iter_markers("needs") for c in mark.args}
-    connectors = [name for name, cls in DRIVERS.items() if needs <= cls.CAPABILITIES]
+    connectors = [
+        # the server markers let a developer run a subset (-m "not mysql"); bronze is Delta
+        pytest.param(
+            name, marks=[pytest.mark.delta, *(getattr(pytest.mark, m) for m in cls.MARKERS)]
+        )
+        for name, cls in DRIVERS.items()
+        if needs <= cls.CAPABILITIES
+    ]
     metafunc.parametrize("connector", connectors, scope="session")
 
 
@@ -122,8 +127,7 @@ def shared(
     """The standard history of ``connector`` landed in a lake (see :class:`SharedHistory`)."""
     workdir = tmp_path_factory.mktemp(f"contract-{connector}")
     made = make_driver(connector, request, workdir / "source")
-    history = History(SEED)
-    made.load(history.initial_rows(INITIAL_ROWS))
+    history = begin(made)
     run = SharedHistory(made, workdir / "lake", history, history.snapshot())
     run.land_batch_by_batch()  # the snapshot, on a quiet source
     for _part in range(2):

@@ -50,6 +50,8 @@ class ContractDriver(ABC):
     """The configured source name; silver tables are named after it."""
     CAPABILITIES: ClassVar[frozenset[Capability]]
     """The guarantees that apply beyond those every connector keeps."""
+    MARKERS: ClassVar[tuple[str, ...]] = ()
+    """The pytest markers of the connector's tests (``postgres``, ``mysql``: what they need)."""
     SERVER_FIXTURE: ClassVar[str | None] = None
     """The session fixture of the shared server, if the connector has one."""
     RESTARTABLE_SERVER_FIXTURE: ClassVar[str | None] = None

@@ -27,6 +27,7 @@ class MySqlDriver(SqlDriver):
     CAPABILITIES: ClassVar[frozenset[Capability]] = frozenset(
         {Capability.SNAPSHOT, Capability.RESTART, Capability.REPORTS_LOG}
     )
+    MARKERS: ClassVar[tuple[str, ...]] = ("mysql",)
     SERVER_FIXTURE: ClassVar[str | None] = "mariadb_conn"
     RESTARTABLE_SERVER_FIXTURE: ClassVar[str | None] = "own_mariadb"
     INT_TYPE: ClassVar[str] = "INT"

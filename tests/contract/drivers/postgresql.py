@@ -26,6 +26,7 @@ class PostgresDriver(SqlDriver):
     CONNECTOR: ClassVar[str] = "postgresql"
     SOURCE_NAME: ClassVar[str] = "pg"
     CAPABILITIES: ClassVar[frozenset[Capability]] = frozenset(Capability)
+    MARKERS: ClassVar[tuple[str, ...]] = ("postgres",)
     SERVER_FIXTURE: ClassVar[str | None] = "pg_dsn"
     RESTARTABLE_SERVER_FIXTURE: ClassVar[str | None] = "pg_dsn"
 
