@@ -19,10 +19,10 @@ from psycopg import sql
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.postgresql.slot import parse_lsn
 from capture.registry import create_source
-from capture.synthetic import postgres_stream, write_lines
 from pipeline.cli import EXIT_CONFIG, EXIT_NOT_BUILT, cli
 from pipeline.config import load_config
 from pipeline.landing import LandingAgent
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = pytest.mark.delta
 

@@ -20,8 +20,8 @@ import pytest
 from deltalake import DeltaTable
 
 from bronze import schema as S
-from capture.synthetic import postgres_stream, write_lines
 from pipeline.faults import FAULT_POINTS
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = [pytest.mark.delta, pytest.mark.slow]
 

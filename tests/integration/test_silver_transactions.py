@@ -14,7 +14,6 @@ import pytest
 
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import SyntheticStream, postgres_stream, write_lines
 from gold.cuts import latest_cut
 from pipeline.config import load_config
 from pipeline.landing import LandingAgent
@@ -22,6 +21,7 @@ from pipeline.status import pipeline_status
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
 from silver.transactions import waiting_by_source
+from tests.pgmodel.streams import SyntheticStream, postgres_stream, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
