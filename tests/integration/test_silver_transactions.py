@@ -51,6 +51,8 @@ def _open_transaction(lines: list[bytes]) -> tuple[int, str, int]:
     found: tuple[int, str, int] | None = None
     for i, line in enumerate(lines):
         value = orjson.loads(line)["value"]
+        if isinstance(value, dict) and "payload" in value:  # schemas.enable=true wraps BEGIN/END
+            value = value["payload"]
         if isinstance(value, dict) and value.get("status") == "END" and value["event_count"] > 2:
             found = (i, str(value["id"]), int(value["event_count"]))
     assert found is not None, "no multi-event transaction"
