@@ -145,7 +145,7 @@ _MODES: Final[Mapping[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True, slots=True)
 class MySqlHandling:
-    """The MySQL source's value-handling modes (from :class:`pipeline.config.MySqlSourceConfig`).
+    """The MySQL source's value-handling modes (from :mod:`capture.mysql.config`).
 
     Attributes:
         decimal: ``decimal.handling.mode``: ``precise``, ``double`` or ``string``.

@@ -161,7 +161,7 @@ TypeLookup = Callable[[int], PgType | None]
 
 @dataclass(frozen=True, slots=True)
 class ValueHandling:
-    """The source's value-handling modes (from :class:`pipeline.config.PostgresSourceConfig`)."""
+    """The source's value-handling modes (from :mod:`capture.postgresql.config`)."""
 
     decimal: str = "precise"
     time_precision: str = "adaptive"

@@ -11,22 +11,21 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from capture.debezium_json.config import DebeziumJsonSourceConfig
+from capture.mongodb.config import MongoDbSourceConfig
+from capture.mysql.config import MySqlSourceConfig
+from capture.postgresql.config import PostgresSourceConfig
+from capture.registry import SOURCE_CONFIG_MODELS
+from capture.source_config import ColumnRuleKind, SourceType
 from pipeline.config import (
-    SOURCE_CONFIG_MODELS,
     BronzeConfig,
-    ColumnRuleKind,
-    DebeziumJsonSourceConfig,
     LakeConfig,
     LoggingConfig,
-    MongoDbSourceConfig,
-    MySqlSourceConfig,
     PipelineConfig,
-    PostgresSourceConfig,
-    SourceType,
     SparkConfig,
     load_config,
-    reveal,
 )
+from pipeline.config_model import reveal
 from pipeline.errors import ConfigError, Terminal
 
 pytestmark = pytest.mark.unit
