@@ -69,13 +69,11 @@ HEARTBEAT_INTERVAL_MS_DEFAULT = 0
 HEARTBEAT_ACTION_QUERY = "heartbeat.action.query"
 HEARTBEAT_ACTION_QUERY_DEFAULT = None
 MAX_BATCH_SIZE = "max.batch.size"
-MAX_BATCH_SIZE_DEFAULT = 2048
-MAX_QUEUE_SIZE = "max.queue.size"
-MAX_QUEUE_SIZE_DEFAULT = 8192
+MAX_BATCH_SIZE_DEFAULT = None  # bronze.max.batch.size (Debezium's 2048 would mean 10x the commits)
 POLL_INTERVAL_MS = "poll.interval.ms"
 POLL_INTERVAL_MS_DEFAULT = 500
-EVENT_PROCESSING_FAILURE_HANDLING_MODE = "event.processing.failure.handling.mode"
-EVENT_PROCESSING_FAILURE_HANDLING_MODE_DEFAULT = "fail"
+MAX_QUEUE_SIZE = "max.queue.size"  # rejected: see CaptureSourceConfig.UNSUPPORTED_KEYS
+EVENT_PROCESSING_FAILURE_HANDLING_MODE = "event.processing.failure.handling.mode"  # rejected
 
 # --- relational filters and column rules ----------------------------------------------------
 TABLE_INCLUDE_LIST = "table.include.list"
@@ -122,7 +120,6 @@ SNAPSHOT_ISOLATION_MODE_DEFAULT = "repeatable_read"
 # --- enumerated values ----------------------------------------------------------------------
 Operation = Literal["c", "u", "d", "t"]
 """Debezium op codes ``skipped.operations`` may name (``none`` means an empty list)."""
-FailureHandlingMode = Literal["fail", "warn", "skip"]
 TimePrecisionMode = Literal["adaptive", "adaptive_time_microseconds", "connect"]
 DecimalHandlingMode = Literal["precise", "double", "string"]
 BinaryHandlingMode = Literal["bytes", "base64", "base64-url-safe", "hex"]
@@ -449,6 +446,17 @@ class DatabaseFilters(ConfigModel):
 class CaptureSourceConfig(SourceConfigBase):
     """Debezium engine properties shared by the database connectors."""
 
+    UNSUPPORTED_KEYS: ClassVar[Mapping[str, str]] = {
+        MAX_QUEUE_SIZE: (
+            "the agent reads and commits in one thread, with no queue between them; bound a "
+            f"batch with '{MAX_BATCH_SIZE}'"
+        ),
+        EVENT_PROCESSING_FAILURE_HANDLING_MODE: (
+            "an event that cannot be processed is always logged and quarantined with its reason "
+            "and position (bronze/quarantine); the agent neither stops nor drops it"
+        ),
+    }
+
     skipped_operations: OperationList = config_key(SKIPPED_OPERATIONS_DEFAULT, SKIPPED_OPERATIONS)
     """Op codes not landed (``c``, ``u``, ``d``, ``t``; ``none`` for none). Default ``t``."""
 
@@ -473,31 +481,17 @@ class CaptureSourceConfig(SourceConfigBase):
         HEARTBEAT_ACTION_QUERY_DEFAULT, HEARTBEAT_ACTION_QUERY
     )
     """DML run on each heartbeat so quiet databases still produce log (keeps WAL from growing)."""
-    max_batch_size: PositiveInt = config_key(MAX_BATCH_SIZE_DEFAULT, MAX_BATCH_SIZE)
-    """Events per batch read from the source, at most."""
-    max_queue_size: PositiveInt = config_key(MAX_QUEUE_SIZE_DEFAULT, MAX_QUEUE_SIZE)
-    """Events buffered between reader and writer; must exceed ``max.batch.size``."""
+    max_batch_size: PositiveInt | None = config_key(MAX_BATCH_SIZE_DEFAULT, MAX_BATCH_SIZE)
+    """Records per bronze commit for this source, at most (a batch still ends early on a
+    transaction boundary); unset: ``bronze.max.batch.size``."""
     poll_interval_ms: PositiveInt = config_key(POLL_INTERVAL_MS_DEFAULT, POLL_INTERVAL_MS)
-    """Wait between polls when the source had nothing new."""
-    event_processing_failure_handling_mode: FailureHandlingMode = config_key(
-        EVENT_PROCESSING_FAILURE_HANDLING_MODE_DEFAULT, EVENT_PROCESSING_FAILURE_HANDLING_MODE
-    )
-    """On an event that cannot be processed: ``fail`` (stop), ``warn`` (log, skip), ``skip``."""
+    """Wait between reads when a following agent (``medallion capture --follow``) found
+    nothing new."""
 
     @property
     def logical_name(self) -> str:
         """Debezium's logical server name: ``topic.prefix`` when set, else the source name."""
         return self.topic_prefix or self.name
-
-    @model_validator(mode="after")
-    def _queue_exceeds_batch(self) -> Self:
-        if self.max_queue_size <= self.max_batch_size:
-            raise keyed_error(
-                MAX_QUEUE_SIZE,
-                f"must be larger than {MAX_BATCH_SIZE} ({self.max_queue_size} <= "
-                f"{self.max_batch_size})",
-            )
-        return self
 
 
 class RelationalSourceConfig(RelationalFilters, CaptureSourceConfig):

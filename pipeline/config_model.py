@@ -398,6 +398,17 @@ class ConfigModel(BaseModel):
     """Pairs of field names of which at most one may be set (Debezium include XOR exclude)."""
     LITERAL_SECRET_OK: ClassVar[Mapping[str, Callable[[str], bool]]] = {}
     """Secret field name -> predicate: a literal value it accepts is not really a secret."""
+    UNSUPPORTED_KEYS: ClassVar[Mapping[str, str]] = {}
+    """Known keys (Debezium's) this model rejects -> why and what to do instead; merged along
+    the class hierarchy. A key is either honoured or rejected, never validated and ignored."""
+
+    @classmethod
+    def unsupported_keys(cls) -> Mapping[str, str]:
+        """Every rejected key of this model with its reason (its own and its bases')."""
+        merged: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            merged.update(vars(klass).get("UNSUPPORTED_KEYS", {}))
+        return merged
 
     @classmethod
     def accepts_key(cls, key: str) -> bool:
@@ -442,6 +453,10 @@ class ConfigModel(BaseModel):
         cls, data: dict[str, Any], context: Mapping[str, Any], problems: list[PydanticCustomError]
     ) -> dict[str, Any]:
         index = key_index(cls)
+        unsupported = cls.unsupported_keys()
+        for key in [k for k in data if k in unsupported and k not in index.spellings]:
+            problems.append(keyed_error(key, f"not supported: {unsupported[key]}"))
+            del data[key]
         for key in [k for k in data if k not in index.spellings and not cls._is_pattern_key(k)]:
             hint = cls._hint_for(key, index)
             note = f"; {hint}" if hint else ""

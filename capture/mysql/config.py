@@ -5,6 +5,7 @@ Importing this module imports no driver.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
@@ -12,7 +13,6 @@ from pydantic import Field
 from capture.source_config import (
     CONNECTOR,
     DATABASE_PORT,
-    FILTER_LIST_DEFAULT,
     INCLUDE_SCHEMA_CHANGES,
     INCLUDE_SCHEMA_CHANGES_DEFAULT,
     SNAPSHOT_MODE,
@@ -23,7 +23,7 @@ from capture.source_config import (
     SourceType,
     TimePrecisionMode,
 )
-from pipeline.config_model import NonNegativeInt, Port, PositiveInt, RegexList, config_key
+from pipeline.config_model import Port, PositiveInt, config_key
 
 __all__ = ["MySqlSourceConfig"]
 
@@ -33,14 +33,13 @@ DATABASE_SERVER_ID = "database.server.id"
 DATABASE_SERVER_ID_DEFAULT = None
 SNAPSHOT_LOCKING_MODE = "snapshot.locking.mode"
 SNAPSHOT_LOCKING_MODE_DEFAULT = "minimal"
-GTID_SOURCE_INCLUDES = "gtid.source.includes"
-GTID_SOURCE_EXCLUDES = "gtid.source.excludes"
+GTID_SOURCE_INCLUDES = "gtid.source.includes"  # rejected: see MySqlSourceConfig.UNSUPPORTED_KEYS
+GTID_SOURCE_EXCLUDES = "gtid.source.excludes"  # rejected
 INCLUDE_QUERY = "include.query"
 INCLUDE_QUERY_DEFAULT = False
 BIGINT_UNSIGNED_HANDLING_MODE = "bigint.unsigned.handling.mode"
 BIGINT_UNSIGNED_HANDLING_MODE_DEFAULT = "precise"  # exact; Debezium's long wraps >= 2^63
-BINLOG_BUFFER_SIZE = "binlog.buffer.size"
-BINLOG_BUFFER_SIZE_DEFAULT = 0
+BINLOG_BUFFER_SIZE = "binlog.buffer.size"  # rejected
 CONNECT_TIMEOUT_MS = "connect.timeout.ms"
 CONNECT_TIMEOUT_MS_DEFAULT = 30_000
 
@@ -50,14 +49,25 @@ MySqlSnapshotMode = Literal[
 SnapshotLockingMode = Literal["minimal", "extended", "none"]
 BigintUnsignedHandlingMode = Literal["long", "precise"]
 
+_EVERY_GTID_SOURCE = (
+    "the agent captures the transactions of every GTID source; select what to capture with "
+    "the database and table lists"
+)
+
 
 class MySqlSourceConfig(DatabaseFilters, RelationalSourceConfig):
     """MySQL or MariaDB binlog (ROW format) capture."""
 
     KIND = SourceType.MYSQL
-    EXCLUSIVE_KEYS: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("gtid_source_includes", "gtid_source_excludes"),
-    )
+    UNSUPPORTED_KEYS: ClassVar[Mapping[str, str]] = {
+        GTID_SOURCE_INCLUDES: _EVERY_GTID_SOURCE,
+        GTID_SOURCE_EXCLUDES: _EVERY_GTID_SOURCE,
+        BINLOG_BUFFER_SIZE: (
+            "the agent keeps no look-ahead buffer: it lands each binlog transaction group whole "
+            "when the group ends (XID or COMMIT; a group the binlog ends with ROLLBACK holds "
+            "non-transactional changes that did happen)"
+        ),
+    }
 
     connector: Literal["mysql", "mariadb"] = config_key(..., CONNECTOR)
     """Discriminator: ``mysql`` (``mariadb`` selects the same connector)."""
@@ -74,10 +84,6 @@ class MySqlSourceConfig(DatabaseFilters, RelationalSourceConfig):
         SNAPSHOT_LOCKING_MODE_DEFAULT, SNAPSHOT_LOCKING_MODE
     )
     """``minimal`` (global read lock while reading schemas), ``extended`` or ``none``."""
-    gtid_source_includes: RegexList = config_key(FILTER_LIST_DEFAULT, GTID_SOURCE_INCLUDES)
-    """Regexes of GTID source UUIDs to follow."""
-    gtid_source_excludes: RegexList = config_key(FILTER_LIST_DEFAULT, GTID_SOURCE_EXCLUDES)
-    """Regexes of GTID source UUIDs to ignore."""
     include_schema_changes: bool = config_key(
         INCLUDE_SCHEMA_CHANGES_DEFAULT, INCLUDE_SCHEMA_CHANGES
     )
@@ -89,8 +95,6 @@ class MySqlSourceConfig(DatabaseFilters, RelationalSourceConfig):
     )
     """BIGINT UNSIGNED as ``precise`` (Decimal scale 0, the default: exact) or ``long``
     (Debezium's default: values >= 2^63 wrap to negative, lossy)."""
-    binlog_buffer_size: NonNegativeInt = config_key(BINLOG_BUFFER_SIZE_DEFAULT, BINLOG_BUFFER_SIZE)
-    """Look-ahead buffer so rolled-back transactions are not emitted (0 = off)."""
     connect_timeout_ms: PositiveInt = config_key(CONNECT_TIMEOUT_MS_DEFAULT, CONNECT_TIMEOUT_MS)
     """Connection timeout."""
     time_precision_mode: TimePrecisionMode = config_key(

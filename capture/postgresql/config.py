@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import field_validator
+
 from capture.source_config import (
     CONNECTOR,
     DATABASE_DBNAME,
@@ -40,14 +42,16 @@ INTERVAL_HANDLING_MODE_DEFAULT = "string"  # exact; Debezium's default numeric i
 TOASTED_VALUE_PLACEHOLDER = "toasted.value.placeholder"
 TOASTED_VALUE_PLACEHOLDER_DEFAULT = "__debezium_unavailable_value"
 
-PgPluginName = Literal[
-    "pgoutput",
+PgPluginName = Literal["pgoutput"]
+"""The agent decodes pgoutput only; Debezium's other plugins are rejected by name."""
+OTHER_PLUGINS = (
     "decoderbufs",
     "wal2json",
     "wal2json_streaming",
     "wal2json_rds",
     "wal2json_rds_streaming",
-]
+)
+"""Debezium's other ``plugin.name`` values, which this agent does not decode."""
 PublicationAutocreateMode = Literal["all_tables", "disabled", "filtered"]
 PgSnapshotMode = Literal["initial", "always", "never", "initial_only", "exported", "when_needed"]
 HstoreHandlingMode = Literal["json", "map"]
@@ -82,7 +86,8 @@ class PostgresSourceConfig(LogicalReplicationConfig):
     database_port: Port = config_key(PG_PORT_DEFAULT, DATABASE_PORT)
     """PostgreSQL port."""
     plugin_name: PgPluginName = config_key(PG_PLUGIN_NAME_DEFAULT, PLUGIN_NAME)
-    """Logical decoding output plugin; ``pgoutput`` is built into PostgreSQL 10+."""
+    """Logical decoding output plugin: only ``pgoutput`` (built into PostgreSQL 10+), which the
+    agent decodes itself."""
     snapshot_mode: PgSnapshotMode = config_key(SNAPSHOT_MODE_DEFAULT, SNAPSHOT_MODE)
     """``initial``, ``always``, ``never``, ``initial_only``, ``exported`` (lock-free) or
     ``when_needed`` (snapshot again when the slot was dropped or invalidated)."""
@@ -99,3 +104,15 @@ class PostgresSourceConfig(LogicalReplicationConfig):
         TOASTED_VALUE_PLACEHOLDER_DEFAULT, TOASTED_VALUE_PLACEHOLDER
     )
     """Stands in for unchanged TOAST values missing from the WAL."""
+
+    @field_validator("plugin_name", mode="before")
+    @classmethod
+    def _only_pgoutput(cls, value: object) -> object:
+        # Debezium accepts these; without this check they would fail as "not one of pgoutput",
+        # which reads like a typo rather than a missing feature.
+        if isinstance(value, str) and value.lower() in OTHER_PLUGINS:
+            raise ValueError(
+                f"'{value}' is not supported: only pgoutput is supported (the agent decodes "
+                "pgoutput itself; decoderbufs and wal2json are not implemented)"
+            )
+        return value

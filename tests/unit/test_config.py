@@ -264,14 +264,37 @@ def test_missing_required_key(tmp_path: Path) -> None:
     assert error.key_path == "sources[0].database.hostname"
 
 
-def test_cross_field_rules(tmp_path: Path) -> None:
-    error = load_error(
-        tmp_path,
-        pg("    max.batch.size: 100\n    max.queue.size: 100\n"),
-        env={"PG_PASSWORD": "x"},
-    )
-    assert error.key_path == "sources[0].max.queue.size"
+@pytest.mark.parametrize(
+    ("line", "key", "reason"),
+    [
+        ("plugin.name: wal2json", "plugin.name", "only pgoutput is supported"),
+        ("plugin.name: DecoderBufs", "plugin.name", "only pgoutput is supported"),
+        ("max.queue.size: 8192", "max.queue.size", "no queue between them"),
+        ("event.processing.failure.handling.mode: warn", "event.processing", "quarantined"),
+    ],
+)
+def test_debezium_keys_the_agent_does_not_honour_are_rejected(
+    tmp_path: Path, line: str, key: str, reason: str
+) -> None:
+    error = load_error(tmp_path, pg(f"    {line}\n"), env={"PG_PASSWORD": "x"})
+    assert error.key_path is not None and error.key_path.startswith(f"sources[0].{key}")
+    assert reason in error.reason and "did you mean" not in error.reason
 
+
+@pytest.mark.parametrize("key", ["gtid.source.includes", "gtid.source.excludes"])
+def test_mysql_keys_the_agent_does_not_honour_are_rejected(tmp_path: Path, key: str) -> None:
+    text = (
+        "sources:\n  - {name: my, connector: mysql, database.hostname: h, database.user: u, "
+        f"{key}: x}}\n"
+    )
+    error = load_error(tmp_path, text)
+    assert error.key_path == f"sources[0].{key}"
+    assert error.reason.startswith("not supported: the agent captures the transactions of every")
+    error = load_error(tmp_path, text.replace(f"{key}: x", "binlog.buffer.size: 0"))
+    assert "no look-ahead buffer" in error.reason
+
+
+def test_cross_field_rules(tmp_path: Path) -> None:
     error = load_error(
         tmp_path,
         pg("    table.include.list: a\\.b\n    table.exclude.list: c\n"),
