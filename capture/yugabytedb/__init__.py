@@ -1,5 +1,8 @@
-"""YugabyteDB (not built yet): only its config model exists, in :mod:`.config`.
+"""The YugabyteDB connector: for now only its config model (:mod:`.config`) and source positions
+(:mod:`.position`).
 
-A ``yugabytedb`` source validates, then the registry refuses to start it (``NotBuiltError``);
-land its Debezium output with a ``debezium_json`` source meanwhile. The agent will live here.
+A ``yugabytedb`` source validates, then the registry refuses to start it
+(``NotBuiltError``); Debezium JSON files of this connector are read by
+:mod:`capture.debezium_json`. A capture agent for it will live in this package. Importing it
+imports no driver.
 """
