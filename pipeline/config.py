@@ -8,6 +8,13 @@ code never sees raw dicts, and a broken config fails here, before any work start
     conf/pipeline.yaml, key 'sources[0].tabel.include.list': unknown key 'tabel.include.list'
     in sources[0] (connector postgresql); did you mean 'table.include.list'?
 
+This module holds the pipeline-wide sections (``lake``, ``spark``, ``bronze``, ``silver``,
+``gold``, ``quality``, ``logging``), the layering and the loading. Each ``sources[]`` entry is
+validated by its connector's own model (``capture/<connector>/config.py``, on the shared bases of
+:mod:`capture.source_config`), found through the one table of connectors,
+:data:`capture.registry.CONNECTORS`. The key and secret rules every model follows are in
+:mod:`pipeline.config_model`. Nothing here imports a database driver.
+
 The file
 --------
 .. code-block:: yaml
