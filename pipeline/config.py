@@ -842,6 +842,14 @@ def _set_env_key(
     key = _spelling_for(model, parts[0].upper())
     field = index.spellings.get(key) if key is not None else None
     if key is None or field is None:
+        rejected = {env_form(k): k for k in model.unsupported_keys()}.get(parts[0].upper())
+        if rejected is not None:
+            raise ConfigError(
+                f"environment variable {var}: '{rejected}' is not supported: "
+                + model.unsupported_keys()[rejected],
+                file=file,
+                key_path=_join(path, rejected),
+            )
         hint = did_you_mean(parts[0].upper(), [env_form(k) for k in index.suggestions])
         raise ConfigError(
             f"environment variable {var} names no key of {path}" + (f"; {hint}" if hint else ""),
@@ -937,6 +945,13 @@ def _apply_override(raw: dict[str, Any], dotted: str, value: Any, file: str) -> 
                 _set_key(target, model, key, mapping)
             mapping[rest[len(key) + 1 :]] = value
             return
+    reason = model.unsupported_keys().get(rest)
+    if reason is not None:
+        raise ConfigError(
+            f"override '{dotted}': '{rest}' is not supported: {reason}",
+            file=file,
+            key_path=_join(path, rest),
+        )
     hint = did_you_mean(rest, index.suggestions)
     raise ConfigError(
         f"override '{dotted}': unknown key '{rest}' in {path}" + (f"; {hint}" if hint else ""),

@@ -380,11 +380,12 @@ class ConfigModel(BaseModel):
     """Base of every config model: frozen, strict about keys, validated once.
 
     One ``wrap`` validator, inherited by every section and source model, does what pydantic's
-    ``extra="forbid"`` cannot: it rejects unknown keys with the closest valid key as a hint, refuses
-    two spellings of one option, reads ``<secret>.file`` keys, rejects literal secrets (when loaded
-    from a file) and matches enumerated values case-insensitively; the offending keys are dropped
-    and validation goes on, so one run reports every problem. One ``after`` validator checks that
-    mutually exclusive include/exclude lists are not both set.
+    ``extra="forbid"`` cannot: it rejects unknown keys with the closest valid key as a hint,
+    rejects known keys the model does not honour with the reason (:attr:`UNSUPPORTED_KEYS`),
+    refuses two spellings of one option, reads ``<secret>.file`` keys, rejects literal secrets
+    (when loaded from a file) and matches enumerated values case-insensitively; the offending
+    keys are dropped and validation goes on, so one run reports every problem. One ``after``
+    validator checks that mutually exclusive include/exclude lists are not both set.
     """
 
     model_config = ConfigDict(

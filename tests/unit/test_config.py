@@ -281,6 +281,21 @@ def test_debezium_keys_the_agent_does_not_honour_are_rejected(
     assert reason in error.reason and "did you mean" not in error.reason
 
 
+def test_unsupported_keys_are_rejected_from_every_layer(tmp_path: Path) -> None:
+    env = {"PG_PASSWORD": "x", "MEDALLION__SOURCES__PG__MAX_QUEUE_SIZE": "10"}
+    error = load_error(tmp_path, pg(), env=env)
+    assert error.key_path == "sources[0].max.queue.size"
+    assert "MAX_QUEUE_SIZE: 'max.queue.size' is not supported: the agent reads" in error.reason
+    error = load_error(
+        tmp_path,
+        pg(),
+        env={"PG_PASSWORD": "x"},
+        overrides={"sources.pg.event.processing.failure.handling.mode": "skip"},
+    )
+    assert error.key_path == "sources[0].event.processing.failure.handling.mode"
+    assert "is not supported: an event that cannot be processed" in error.reason
+
+
 @pytest.mark.parametrize("key", ["gtid.source.includes", "gtid.source.excludes"])
 def test_mysql_keys_the_agent_does_not_honour_are_rejected(tmp_path: Path, key: str) -> None:
     text = (
