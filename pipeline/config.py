@@ -396,7 +396,7 @@ class GoldTableConfig(ConfigModel):
     """``package.module:function``, called as ``function(spark, tables)`` where ``tables`` maps
     ``<source>.<schema>.<table>`` to the gold DataFrame at the cut; returns a DataFrame."""
     description: str = config_key("", GOLD_TABLE_DESCRIPTION)
-    """Shown in reports and in the table's Delta description."""
+    """Written as the Delta table's description (``DESCRIBE DETAIL``; set when it changes)."""
 
     @model_validator(mode="after")
     def _one_definition(self) -> GoldTableConfig:
