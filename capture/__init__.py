@@ -7,10 +7,8 @@ landing agent, which commits them to bronze and only then calls :meth:`acknowled
 Adding a source
 ---------------
 Subclass :class:`capture.base.CaptureSource`, set its class flags, implement ``open`` and
-``read_batch``, give it a config model (``capture/<connector>/config.py``) and add one
-``Connector(model, loader)`` line to ``CONNECTORS`` in :mod:`capture.registry`; the loader imports
-your module (and its driver) lazily (docs/extending.md). A skeleton that reads from a list of
-Debezium values:
+``read_batch``, and add a loader to ``AVAILABLE_SOURCES`` in :mod:`capture.registry` that imports
+your module (and its driver) lazily. A skeleton that reads from a list of Debezium values:
 
 >>> from bronze.batch import BatchBuilder
 >>> from bronze.envelope import ConnectRecord, classify

@@ -197,7 +197,7 @@ class MySqlSettings:
 
     @classmethod
     def from_config(cls, config: Any) -> MySqlSettings:
-        """Read a validated :class:`capture.mysql.config.MySqlSourceConfig`."""
+        """Read a validated :class:`pipeline.config.MySqlSourceConfig`."""
         server_id = config.database_server_id
         return cls(
             host=str(config.database_hostname),

@@ -171,7 +171,7 @@ class PgSourceSettings:
 
     @classmethod
     def from_config(cls, config: Any) -> PgSourceSettings:
-        """Read a validated :class:`capture.postgresql.config.PostgresSourceConfig`."""
+        """Read a validated :class:`pipeline.config.PostgresSourceConfig`."""
         return cls(
             host=str(config.database_hostname),
             port=int(config.database_port),
