@@ -1,8 +1,5 @@
-"""The YugabyteDB connector: for now only its config model (:mod:`.config`) and source positions
-(:mod:`.position`).
+"""The YugabyteDB connector: for now only its source positions (:mod:`.position`).
 
-A ``yugabytedb`` source validates, then the registry refuses to start it
-(``NotBuiltError``); Debezium JSON files of this connector are read by
-:mod:`capture.debezium_json`. A capture agent for it will live in this package. Importing it
-imports no driver.
+Debezium JSON files of this connector are read by :mod:`capture.debezium_json`; a capture agent
+for it will live in this package. Importing it imports no driver.
 """
