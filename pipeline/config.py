@@ -136,6 +136,7 @@ from pipeline.config_model import (
     did_you_mean,
     env_form,
     key_index,
+    keyed_error,
 )
 from pipeline.errors import ConfigError
 
@@ -475,6 +476,25 @@ class QualityConfig(ConfigModel):
     ] = config_key(FrozenDict(), QUALITY_EXPECTATIONS)
     """User expectations per table, keyed ``<source>.<schema>.<table>`` (or
     ``<schema>.<table>`` for that table in every source)."""
+
+    @field_validator("severity")
+    @classmethod
+    def _known_checks(cls, severity: Mapping[str, Severity]) -> Mapping[str, Severity]:
+        if not severity:
+            return severity
+        # Imported here: gold.quality imports this module. A misspelt check name would
+        # otherwise be kept and never looked up.
+        from gold.quality import CHECKS
+
+        for name in severity:
+            if name not in CHECKS:
+                hint = did_you_mean(name, list(CHECKS))
+                raise keyed_error(
+                    name,
+                    f"unknown check '{name}'"
+                    + (f"; {hint}" if hint else f" (built-in checks: {', '.join(CHECKS)})"),
+                )
+        return severity
 
     def expectations_for(self, source: str, collection: str) -> tuple[ExpectationConfig, ...]:
         """The user expectations of one table (source-qualified entry first, then unqualified)."""

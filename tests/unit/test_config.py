@@ -309,6 +309,14 @@ def test_mysql_keys_the_agent_does_not_honour_are_rejected(tmp_path: Path, key: 
     assert "no look-ahead buffer" in error.reason
 
 
+def test_quality_severity_names_a_known_check(tmp_path: Path) -> None:
+    config = load(tmp_path, "quality: {severity: {freshness: block}}\n")
+    assert config.quality.severity == {"freshness": "block"}
+    error = load_error(tmp_path, "quality: {severity: {freshnes: block}}\n")
+    assert error.key_path == "quality.severity.freshnes"
+    assert error.reason == "unknown check 'freshnes'; did you mean 'freshness'?"
+
+
 def test_cross_field_rules(tmp_path: Path) -> None:
     error = load_error(
         tmp_path,
