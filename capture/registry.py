@@ -9,7 +9,6 @@ only for the user who needs it.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from capture.postgresql.config import PostgresSourceConfig
 from capture.source_config import SourceConfigBase, SourceType
 from capture.sqlserver.config import SqlServerSourceConfig
 from capture.yugabytedb.config import YugabyteDbSourceConfig
+from pipeline.config_model import did_you_mean
 from pipeline.errors import ConfigError, NotBuiltError, NotInstalledError
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def create_source(config: Any) -> CaptureSource:
     try:
         source_type = SourceType(kind)
     except ValueError:
-        close = difflib.get_close_matches(kind, [t.value for t in SourceType], n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise ConfigError(f"unknown connector '{kind}'{hint}", key_path="connector") from None
+        hint = did_you_mean(kind, [t.value for t in SourceType])
+        note = f"; {hint}" if hint else ""
+        raise ConfigError(f"unknown connector '{kind}'{note}", key_path="connector") from None
     return CONNECTORS[source_type].load(config)
