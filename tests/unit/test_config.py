@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import pickle
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -145,6 +149,36 @@ def test_example_with_every_connector_loads() -> None:
     mongo = config.source("mongo")
     assert isinstance(mongo, MongoDbSourceConfig)
     assert "mongo-secret" not in repr(mongo)
+
+
+_WITHOUT_DRIVERS = """
+import json, sys
+
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"psycopg", "pymysql", "pymysqlreplication"}:
+            raise ImportError(f"refused {name}")
+        return None
+
+sys.meta_path.insert(0, Refuse())
+from pipeline.config import load_config
+
+config = load_config(sys.argv[1], env=json.loads(sys.argv[2]))
+print(len(config.sources))
+"""
+
+
+def test_every_connector_config_validates_without_any_database_driver() -> None:
+    # The config models live next to the agents; importing them must not import a driver.
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_DRIVERS, str(EXAMPLE_CONFIG), json.dumps(EXAMPLE_ENV)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == len(SourceType)
 
 
 def test_every_field_is_documented() -> None:
