@@ -27,6 +27,9 @@ from typing import Any, Final
 
 import orjson
 
+from bronze.positions import POSITION_TYPES
+from bronze.source_block import SourceBlock
+
 __all__ = [
     "ConnectType",
     "CONNECTORS",
@@ -548,70 +551,13 @@ def _common_source_fields() -> list[dict[str, Any]]:
     ]
 
 
-def _schema_table() -> list[dict[str, Any]]:
-    return [field("schema", "string"), field("table", "string")]
-
-
-def _source_specific(connector: str) -> tuple[str, list[dict[str, Any]]]:
-    """Schema name and connector-specific fields of ``source`` (spec §2 of each guide)."""
-    if connector == "mysql":
-        return "io.debezium.connector.mysql.Source", [
-            field("table", "string", optional=True),
-            field("server_id", "int64"),
-            field("gtid", "string", optional=True),
-            field("file", "string"),
-            field("pos", "int64"),
-            field("row", "int32"),
-            field("thread", "int64", optional=True),
-            field("query", "string", optional=True),
-        ]
-    if connector in ("postgresql", "yugabytedb"):
-        # YugabyteDB's connector is a PostgreSQL fork and keeps the PostgreSQL source schema name.
-        return "io.debezium.connector.postgresql.Source", [
-            *_schema_table(),
-            field("txId", "int64", optional=True),
-            field("lsn", "int64", optional=True),
-            field("xmin", "int64", optional=True),
-            # Not in Debezium's schema: medallion's agent and some Debezium builds send the
-            # transaction's commit LSN, the ordering key (docs/bronze.md).
-            field("commit_lsn", "int64", optional=True),
-        ]
-    if connector == "sqlserver":
-        return "io.debezium.connector.sqlserver.Source", [
-            *_schema_table(),
-            field("change_lsn", "string", optional=True),
-            field("commit_lsn", "string", optional=True),
-            field("event_serial_no", "int64", optional=True),
-        ]
-    if connector == "db2":
-        return "io.debezium.connector.db2.Source", [
-            *_schema_table(),
-            field("change_lsn", "string", optional=True),
-            field("commit_lsn", "string", optional=True),
-        ]
-    if connector == "oracle":
-        return "io.debezium.connector.oracle.Source", [
-            *_schema_table(),
-            field("txId", "string", optional=True),
-            field("scn", "string", optional=True),
-            field("commit_scn", "string", optional=True),
-            field("lcr_position", "string", optional=True),
-            field("rs_id", "string", optional=True),
-            field("ssn", "int32", optional=True),
-            field("redo_thread", "int32", optional=True),
-            field("user_name", "string", optional=True),
-        ]
-    if connector == "mongodb":
-        # The schema name says "mongo", not "mongodb", in every Debezium version.
-        return "io.debezium.connector.mongo.Source", [
-            field("rs", "string"),
-            field("collection", "string"),
-            field("ord", "int32"),
-            field("h", "int64", optional=True),
-            field("tord", "int64", optional=True),
-            field("stxnid", "string", optional=True),
-        ]
-    raise ValueError(f"unknown connector '{connector}'; expected one of: {', '.join(CONNECTORS)}")
+def _source_block(connector: str) -> SourceBlock:
+    position = POSITION_TYPES.get(connector)
+    if position is None:
+        raise ValueError(
+            f"unknown connector '{connector}'; expected one of: {', '.join(CONNECTORS)}"
+        )
+    return position.SOURCE_BLOCK
 
 
 def source_schema(connector: str) -> dict[str, Any]:
@@ -627,8 +573,11 @@ def source_schema(connector: str) -> dict[str, Any]:
     Raises:
         ValueError: The connector is unknown.
     """
-    name, specific = _source_specific(connector.lower())
-    return struct([*_common_source_fields(), *specific], name=name, version=SOURCE_SCHEMA_VERSION)
+    block = _source_block(connector.lower())
+    specific = [field(f.name, f.type, optional=f.optional) for f in block.fields]
+    return struct(
+        [*_common_source_fields(), *specific], name=block.schema_name, version=SOURCE_SCHEMA_VERSION
+    )
 
 
 def _transaction_block_schema() -> dict[str, Any]:
@@ -804,8 +753,7 @@ def _schema_change_connector(connector: str) -> str:
         raise ValueError(
             f"unknown connector '{connector}'; expected one of: {', '.join(CONNECTORS)}"
         )
-    if c in ("postgresql", "yugabytedb", "mongodb"):
-        # Logical decoding and the oplog carry no DDL, so these connectors never emit the record.
+    if not _source_block(c).emits_schema_changes:
         raise ValueError(f"connector '{c}' emits no schema-change records")
     return c
 

@@ -7,8 +7,14 @@ landing agent, which commits them to bronze and only then calls :meth:`acknowled
 Adding a source
 ---------------
 Subclass :class:`capture.base.CaptureSource`, set its class flags, implement ``open`` and
-``read_batch``, and add a loader to ``AVAILABLE_SOURCES`` in :mod:`capture.registry` that imports
-your module (and its driver) lazily. A skeleton that reads from a list of Debezium values:
+``read_batch``, give it a config model (``capture/<connector>/config.py``) and add one
+``Connector(model, loader)`` line to ``CONNECTORS`` in :mod:`capture.registry`, whose loader
+imports your module (and its driver) lazily. A connector of its own also declares, in its package
+``capture/<connector>/``: its bronze position layout (``position.py``, a
+:class:`bronze.position_base.Position` registered in :data:`bronze.positions.POSITION_TYPES`,
+whose ``SOURCE_BLOCK`` describes its Debezium ``source`` fields) and, for reconciliation, the
+:class:`capture.current_state.CurrentStateReader` methods on its agent. A skeleton that reads
+from a list of Debezium values:
 
 >>> from bronze.batch import BatchBuilder
 >>> from bronze.envelope import ConnectRecord, classify

@@ -4,14 +4,14 @@ Filters (which tables and columns are captured), key selection (``message.key.co
 else the engine's primary key), column masks, and the Debezium key/row/envelope schemas with
 the payload builders that turn a row (a sequence of column values in table order) into
 Debezium's key and ``before``/``after``. The engine-specific part is only how each column's
-value is converted: the agent passes one :class:`capture.postgresql.types.ColumnType` per column.
+value is converted: the agent passes one :class:`capture.column_types.ColumnType` per column.
 
 Key columns stay in the key even when ``column.exclude.list`` drops them from the row.
 
 Two contracts of docs/types.md live here, for every engine:
 
 * **C1, unrepresentable values.** A converter raises
-  :class:`capture.postgresql.types.Unrepresentable` for a value its Connect type cannot hold
+  :class:`capture.column_types.Unrepresentable` for a value its Connect type cannot hold
   (numeric ``NaN`` in a ``Decimal``, a MySQL zero date, a timestamp beyond int64 microseconds...).
   The row image then holds null for that column and is an :class:`Image` carrying the reason and the
   database's text of the value;
@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Final
 
 from bronze import connect_schema as cs
+from capture.column_types import ColumnType, Unrepresentable, ValueConversionError
 from capture.masking import ColumnMasker
-from capture.postgresql.types import ColumnType, Unrepresentable, ValueConversionError
 
 __all__ = [
     "HEADER_UNREPRESENTABLE",

@@ -45,7 +45,7 @@ from bronze.envelope import (
 from bronze.positions import Position
 from capture.base import CaptureSource, SourceBatch, gc_paused
 from capture.captured_table import HEADER_UNREPRESENTABLE, CapturedTable, Image
-from capture.postgresql.types import ValueConversionError
+from capture.column_types import ValueConversionError
 from pipeline.errors import PipelineError, SourceUnavailable
 
 __all__ = [

@@ -4,9 +4,9 @@
 at the cut it shows, hold exactly the rows the source database holds? See ``docs/reconcile.md``.
 
 1. **Read the source** in one consistent ``REPEATABLE READ`` transaction through the capture agent's
-   own conversion (:meth:`capture.postgresql.source.PostgresSource.read_current`,
-   :meth:`capture.mysql.source.MySqlSource.read_current`), so type handling modes, column filters,
-   masks and hashes come out exactly as they were landed. Rows stream in key order and are staged as
+   own conversion (:meth:`capture.current_state.CurrentStateReader.read_current`, which the
+   PostgreSQL and MySQL agents implement), so type handling modes, column filters, masks and
+   hashes come out exactly as they were landed. Rows stream in key order and are staged as
    JSON lines in a work directory, one file per table; Python holds one fetch at a time.
 2. **Decode** the staged rows with silver's decoder (:func:`silver.types.decode_row`, the same
    Connect schema the agent would register) and cast them to the gold view's column types.
@@ -38,8 +38,9 @@ at the cut it shows, hold exactly the rows the source database holds? See ``docs
    per column, with examples; columns the config makes lossy are "not comparable", never equal.
    Its findings are :attr:`TableReconciliation.values`, and they fail the table too.
 
-What differs per connector (the text of the log position, how the log after the cut is read) is
-one :class:`_Connector` entry per connector in ``_CONNECTORS``; everything else is shared.
+What differs per connector (the text of the log point, how the log after the cut is read) is
+the agent's side of :class:`capture.current_state.CurrentStateReader`; gold uses nothing else of
+the agent, and everything here is shared.
 """
 
 from __future__ import annotations
@@ -49,21 +50,21 @@ import datetime as dt
 import logging
 import shutil
 import tempfile
-import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from capture.current_state import READS_CURRENT_STATE, CurrentStateReader
 from gold.cuts import Cut, TableAtCut, latest_cut
 from gold.outcome import CheckOutcome
 from gold.publish import published_cuts
 from gold.reconcile_compare import TableValues, compare_values
 from gold.source_read import reader_for
 from gold.views import current_state
-from pipeline.errors import PipelineError, ReconcileError
+from pipeline.errors import ReconcileError
 
 __all__ = [
     "CHECK",
@@ -414,7 +415,7 @@ class _Staged:
     unconvertible: int = 0
 
 
-def _stage(source: Any, work: Path) -> tuple[dict[str, _Staged], Any]:
+def _stage(source: CurrentStateReader, work: Path) -> tuple[dict[str, _Staged], Any]:
     """Stream the source's tables into ``work``; return them by collection and the log point
     of the read (the connector's own type: a WAL LSN, a binlog point; None without tables)."""
     staged: dict[str, _Staged] = {}
@@ -754,185 +755,8 @@ def _bronze_beyond(spark: Any, lake_root: Path, cut: Cut) -> bool | None:
     return bool(later.limit(1).count())
 
 
-def _slot_beyond(source: Any, cut: Cut, lsn: int) -> tuple[bool | None, str]:
-    """Decode a temporary copy of the agent's slot up to ``lsn``: a captured change after the cut?
-
-    The copy starts where the agent's slot is confirmed, so it sees exactly what the agent has
-    not acknowledged yet; peeking it consumes nothing, and the copy dies with the session.
-    """
-    import psycopg
-
-    from bronze.positions import decode_position, format_pg_lsn
-    from capture.postgresql.pgoutput import (
-        Begin,
-        Delete,
-        Insert,
-        Relation,
-        Truncate,
-        Update,
-        decode_message,
-    )
-
-    settings = source.settings
-    try:
-        position: Any = decode_position("postgresql", cut.position)
-        cut_commit = int(position.commit_lsn)
-    except (PipelineError, AttributeError) as exc:
-        return None, f"the cut's position is not a PostgreSQL position ({exc})"
-    copy = f"medallion_reconcile_{uuid.uuid4().hex[:16]}"
-    # The agent's own connection settings (host, credentials, session options).
-    conn = source._connect()
-    try:
-        found = conn.execute(
-            "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND slot_type = 'logical'",
-            (settings.slot_name,),
-        ).fetchone()
-        if found is None:
-            return None, f"slot {settings.slot_name} does not exist"
-        conn.execute(
-            "SELECT pg_copy_logical_replication_slot(%s, %s, true)", (settings.slot_name, copy)
-        )
-        # Only Begin (commit LSN), Relation (names) and the change messages are needed.
-        messages = conn.execute(
-            "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL,"
-            " 'proto_version', '1', 'publication_names', %s)"
-            " WHERE get_byte(data, 0) IN (66, 82, 73, 85, 68, 84)",
-            (copy, format_pg_lsn(lsn), settings.publication_name),
-        )
-        captured: dict[int, bool] = {}
-        commit = 0
-        for (data,) in messages:
-            message = decode_message(bytes(data))
-            if isinstance(message, Begin):
-                commit = message.final_lsn
-            elif isinstance(message, Relation):
-                captured[message.relation_id] = settings.table_filter.table(
-                    message.namespace or "pg_catalog", message.name
-                )
-            elif isinstance(message, (Insert, Update, Delete)):
-                if commit > cut_commit and captured.get(message.relation_id, True):
-                    return True, f"a captured change committed at {format_pg_lsn(commit)}"
-            elif isinstance(message, Truncate):
-                if commit > cut_commit and any(captured.get(r, True) for r in message.relation_ids):
-                    return True, f"a captured truncate committed at {format_pg_lsn(commit)}"
-        return False, "no captured change after the cut in the slot"
-    except psycopg.Error as exc:
-        logger.warning("reconcile %s: cannot peek the slot: %s", source.name, exc)
-        return None, f"cannot peek slot {settings.slot_name}: {str(exc).strip()}"
-    finally:
-        conn.close()
-
-
-def _binlog_beyond(source: Any, cut: Cut, point: Any) -> tuple[bool | None, str]:
-    """Read the binlog from the cut to ``point`` (the snapshot's): a captured row change after
-    the cut?
-
-    Bronze positions keep the binlog file's number, not its name: the name is the snapshot
-    point's base name with that number. A cut taken in a snapshot sits at the snapshot's binlog
-    point, an event boundary, and the read starts there; any other cut position may be inside an
-    event group (a heartbeat sits one byte before the next event, and row events need the table
-    map before them), so the read starts at the beginning of the cut's file and skips the events
-    up to the cut. The reader is non-blocking, uses a server id of its own (the agent's plus
-    1000) and stops at ``point``.
-    """
-    import pymysql
-    from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.event import RotateEvent
-    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
-
-    from bronze.positions import Phase, decode_position
-    from capture.mysql.server import binlog_files
-
-    settings = source.settings
-    try:
-        position: Any = decode_position("mysql", cut.position)
-        cut_key = (int(position.file_number), int(position.pos), int(position.phase))
-        cut_row = int(position.row)
-    except (PipelineError, AttributeError) as exc:
-        return None, f"the cut's position is not a MySQL position ({exc})"
-    end = point.key()
-    if cut_key[:2] >= end:
-        return False, "the cut is at or after the snapshot's binlog point: nothing between"
-    start_file = f"{point.file.rsplit('.', 1)[0]}.{cut_key[0]:06d}"
-    start_pos = cut_key[1] if cut_key[2] == Phase.SNAPSHOT else 4
-    stream: Any = None
-    try:
-        conn = source._connect()
-        try:
-            files = [f for f, _size in binlog_files(conn)]
-        finally:
-            conn.close()
-        if start_file not in files:
-            return None, (
-                f"binlog file {start_file} of the cut is no longer on the server (purged; the "
-                f"oldest is {files[0] if files else 'none'})"
-            )
-        stream = BinLogStreamReader(
-            connection_settings=settings.connection(),
-            server_id=(settings.server_id + 1000) % 4_294_967_295 or 1,
-            blocking=False,
-            resume_stream=True,
-            log_file=start_file,
-            log_pos=start_pos,
-            only_events=[RotateEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
-            enable_logging=False,
-        )
-        for event in iter(stream.fetchone, None):
-            if isinstance(event, RotateEvent):
-                continue
-            file = str(stream.log_file)
-            start = int(event.packet.log_pos) - int(event.packet.event_size)
-            at = (int(file.rsplit(".", 1)[-1]), start)
-            if at >= end:
-                break
-            if not settings.table_filter.table(str(event.schema), str(event.table)):
-                continue
-            # Rows of the event at the cut itself are after it from the cut's row on.
-            key = (*at, int(Phase.STREAM))
-            if key > cut_key or (key == cut_key and len(event.rows) > cut_row + 1):
-                return True, f"a captured row change at binlog {file}:{start}"
-        return False, "no captured row change after the cut in the binlog"
-    except pymysql.err.MySQLError as exc:
-        logger.warning("reconcile %s: cannot read the binlog: %s", source.name, exc)
-        why = exc.args[-1] if exc.args else exc
-        return None, f"cannot read the binlog from {start_file}: {why}"
-    finally:
-        if stream is not None:
-            stream.close()
-
-
-@dataclass(frozen=True, slots=True)
-class _Connector:
-    """What reconciliation does differently per connector (everything else is shared).
-
-    Attributes:
-        point_text: The log point ``read_current`` yields -> the text of ``source_lsn``.
-        beyond: ``(agent, cut, point)`` -> whether the source's log holds a captured change
-            after the cut and up to ``point``, and why (None: cannot be told).
-    """
-
-    point_text: Callable[[Any], str]
-    beyond: Callable[[Any, Cut, Any], tuple[bool | None, str]]
-
-
-def _pg_lsn_text(lsn: Any) -> str:
-    from bronze.positions import format_pg_lsn
-
-    return format_pg_lsn(lsn)
-
-
-def _binlog_text(point: Any) -> str:
-    return f"{point.file}:{point.pos}"
-
-
-_MYSQL = _Connector(_binlog_text, _binlog_beyond)
-_CONNECTORS: dict[str, _Connector] = {
-    "postgresql": _Connector(_pg_lsn_text, _slot_beyond),
-    "mysql": _MYSQL,
-    "mariadb": _MYSQL,
-}
-RECONCILABLE_CONNECTORS = frozenset(_CONNECTORS)
-"""Connectors whose agent can read the database's current rows (``read_current``)."""
+RECONCILABLE_CONNECTORS = READS_CURRENT_STATE
+"""Connectors whose agent can read the database's current rows (a ``CurrentStateReader``)."""
 
 
 def _connector_of(source_config: Any) -> str:
@@ -1088,13 +912,16 @@ def reconcile_source(
     if ranges < 1:
         raise ValueError("ranges must be at least 1")
     source_config = reconcilable(config, source_name)
-    connector = _CONNECTORS[_connector_of(source_config)]
     capture = create_source(source_config)
+    if not isinstance(capture, CurrentStateReader):
+        raise ReconcileError(
+            f"source {source_name}: its agent cannot read the database's current rows"
+        )
     cut = cut if cut is not None else _cut_for(lake_root, source_name)
     work = Path(tempfile.mkdtemp(prefix="medallion-reconcile-", dir=work_dir)).absolute()
     try:
         staged, point = _stage(capture, work)
-        point_text = None if point is None else connector.point_text(point)
+        point_text = None if point is None else capture.point_text(point)
         logger.info(
             "reconcile %s: read %d table(s) from the source at %s",
             source_name,
@@ -1127,11 +954,12 @@ def reconcile_source(
             ahead = True
             notes.append("bronze holds changes of the source after the cut")
         elif point is not None:
-            ahead, why = connector.beyond(capture, cut, point)
-            notes.append(why)
+            check = capture.changes_after(cut.position, point)
+            ahead = check.ahead
+            notes.append(check.reason)
     finally:
         # Not capture.close(): under slot.drop.on.stop it would drop the agent's slot.
-        # read_current and the connector's beyond check close the connections they open.
+        # read_current and changes_after close the connections they open.
         shutil.rmtree(work, ignore_errors=True)
     result = ReconcileResult(source_name, cut, tables, ahead, point_text, tuple(notes))
     _log(result.tables, source_name)

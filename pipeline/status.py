@@ -58,7 +58,12 @@ def _table(path: Path, columns: list[str]) -> pa.Table | None:
 
 
 def _bronze_source(dataset: ds.Dataset | None, source: str) -> dict[str, Any]:
-    empty = {"bronze_position": None, "bronze_ts_ms": None, "events_per_s": None}
+    empty = {
+        "bronze_position": None,
+        "bronze_ts_ms": None,
+        "events_per_s": None,
+        "position_connector": None,
+    }
     if dataset is None:
         return empty
     rows = dataset.to_table(
@@ -67,9 +72,13 @@ def _bronze_source(dataset: ds.Dataset | None, source: str) -> dict[str, Any]:
     )
     if rows.num_rows == 0:
         return empty
+    newest_at = pc.index(rows.column(B.POSITION), pc.max(rows.column(B.POSITION))).as_py()
     out: dict[str, Any] = {
-        "bronze_position": pc.max(rows.column(B.POSITION)).as_py(),
+        "bronze_position": rows.column(B.POSITION)[newest_at].as_py(),
         "bronze_ts_ms": pc.max(rows.column(B.SOURCE_TS_MS)).as_py(),
+        # Positions are encoded per *database* connector: a debezium_json source lands
+        # PostgreSQL or MySQL positions, so the config's connector cannot decode them.
+        "position_connector": rows.column(B.CONNECTOR)[newest_at].as_py(),
     }
     newest = pc.max(rows.column(B.BATCH_SEQ)).as_py()
     recent = rows.filter(pc.greater(rows.column(B.BATCH_SEQ), newest - THROUGHPUT_BATCHES))
@@ -161,9 +170,12 @@ def pipeline_status(
             f"{entry.column}: {entry.reason}"
         )
     sources = []
+    position_connectors: dict[str, str] = {}
     for row in bronze_status(config, root):
         name, connector = row["source"], row["connector"]
         bronze = _bronze_source(events, name)
+        codec = bronze["position_connector"] or connector
+        position_connectors[name] = codec
         silver_ts = silver_pos = None
         if progress is not None and progress.num_rows:
             mine = progress.filter(pc.equal(progress.column("source"), name))
@@ -182,9 +194,9 @@ def pipeline_status(
                 "events_per_s": bronze["events_per_s"],
                 "bronze_quarantined": row["quarantined"],
                 "silver_quarantined": sum(n for (s, _c), n in silver_q.items() if s == name),
-                "bronze_position": _readable(connector, bronze["bronze_position"]),
-                "silver_position": _readable(connector, silver_pos),
-                "gold_position": _readable(connector, gold.position if gold else None),
+                "bronze_position": _readable(codec, bronze["bronze_position"]),
+                "silver_position": _readable(codec, silver_pos),
+                "gold_position": _readable(codec, gold.position if gold else None),
                 "bronze_time": _iso(bronze["bronze_ts_ms"]),
                 "gold_time": _iso(gold.source_ts_ms if gold else None),
                 "lag_source_bronze_s": _seconds(now_ms, bronze["bronze_ts_ms"]),
@@ -206,7 +218,7 @@ def pipeline_status(
         latest_rows: dict[str, dict[str, Any]] = {}
         for r in sorted(cut_rows.to_pylist(), key=lambda r: r["silver_batch"]):
             latest_rows[r["silver_table"]] = r
-        connectors = {s.name: str(s.connector) for s in config.sources}
+        connectors = {s.name: str(s.connector) for s in config.sources} | position_connectors
         for name, r in sorted(latest_rows.items()):
             gold = shown.get(r["source"])
             key = (r["source"], r["collection"])

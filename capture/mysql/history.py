@@ -31,7 +31,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from bronze.positions import MySqlPosition
+from capture.mysql.position import MySqlPosition
 from pipeline.errors import CaptureError
 
 __all__ = ["HISTORY_SCHEMA", "HistoryEntry", "SchemaHistory"]

@@ -55,7 +55,7 @@ Mappings (Debezium MySQL connector 2.x, ``shared/spec/mysql-and-sqlserver.md`` Â
   ``MicroTimestamp`` (Âµs, ``datetime(4..6)``), the wall clock read as UTC; Connect
   ``Timestamp`` (ms) under ``connect``. ``timestamp`` -> ``io.debezium.time.ZonedTimestamp``:
   ISO-8601 in UTC with ``Z``, formatted exactly like PostgreSQL ``timestamptz``
-  (:mod:`capture.postgresql.types`). ``year`` -> ``io.debezium.time.Year``.
+  (:mod:`capture.column_types`). ``year`` -> ``io.debezium.time.Year``.
 * Zero and invalid dates (``0000-00-00``, a zero month or day, ``2020-02-30`` under
   ``ALLOW_INVALID_DATES``, the zero ``TIMESTAMP``) have no representation: null plus the
   server's text in the record's ``__medallion.unrepresentable`` header (contract C1), in
@@ -99,18 +99,19 @@ from pymysql.constants import FIELD_TYPE
 
 from bronze import connect_schema as cs
 from capture.captured_table import ColumnDefault
-from capture.mysql.ddl import tokenize
-from capture.mysql.schema import ColumnDef, TableDef
-from capture.postgresql.types import (
+from capture.column_types import (
+    US_PER_DAY,
     ColumnType,
     Unrepresentable,
     ValueConversionError,
-    _b64,
-    _days_from_civil,
-    _format_utc,
+    b64,
+    days_from_civil,
     decimal_bytes,
+    format_utc,
     json_float,
 )
+from capture.mysql.ddl import tokenize
+from capture.mysql.schema import ColumnDef, TableDef
 from pipeline.errors import CaptureError
 
 __all__ = [
@@ -145,7 +146,8 @@ _MODES: Final[Mapping[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True, slots=True)
 class MySqlHandling:
-    """The MySQL source's value-handling modes (from :class:`pipeline.config.MySqlSourceConfig`).
+    """The MySQL source's value-handling modes (from its
+    :class:`capture.mysql.config.MySqlSourceConfig`).
 
     Attributes:
         decimal: ``decimal.handling.mode``: ``precise``, ``double`` or ``string``.
@@ -278,7 +280,6 @@ def _float32(value: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", value))[0])
 
 
-_US_PER_DAY: Final = 86_400_000_000
 _DATETIME_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)(?:[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?)?")
 _TIME_RE = re.compile(r"(-)?(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _EPOCH: Final = dt.datetime(1970, 1, 1)
@@ -314,7 +315,7 @@ def _text_micros(text: str) -> int:
     if 1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo):
         seconds = hh * 3600 + mi * 60 + ss
         micros = int((m.group(7) or "").ljust(6, "0") or 0)
-        return _days_from_civil(y, mo, d) * _US_PER_DAY + seconds * 1_000_000 + micros
+        return days_from_civil(y, mo, d) * US_PER_DAY + seconds * 1_000_000 + micros
     kind = "zero" if y == mo == d == 0 else "invalid"
     raise Unrepresentable(
         f"{kind} date {text}: no date or timestamp type holds it (MySQL zero dates are null "
@@ -330,11 +331,11 @@ def _epoch_micros(value: Any) -> int:
             return _text_micros(value)
         value = parsed
     if isinstance(value, dt.datetime):
-        days = _days_from_civil(value.year, value.month, value.day)
+        days = days_from_civil(value.year, value.month, value.day)
         seconds = value.hour * 3600 + value.minute * 60 + value.second
-        return days * _US_PER_DAY + seconds * 1_000_000 + value.microsecond
+        return days * US_PER_DAY + seconds * 1_000_000 + value.microsecond
     if isinstance(value, dt.date):
-        return _days_from_civil(value.year, value.month, value.day) * _US_PER_DAY
+        return days_from_civil(value.year, value.month, value.day) * US_PER_DAY
     raise TypeError(f"not a date/time value: {value!r}")
 
 
@@ -452,7 +453,7 @@ def _bit(column: ColumnDef) -> ColumnType:
     size = (length + 7) // 8
     return ColumnType(
         cs.bits(length),
-        lambda v: _b64(_bit_value(v).to_bytes(size, "little")),
+        lambda v: b64(_bit_value(v).to_bytes(size, "little")),
         "bit",
         is_binary=True,
     )
@@ -573,8 +574,8 @@ def _binary(name: str, column: ColumnDef, handling: MySqlHandling) -> ColumnType
             name,
         )
     if mode == "base64":
-        return ColumnType(cs.primitive("string"), lambda v: _b64(raw(v)), name)
-    return ColumnType(cs.primitive("bytes"), lambda v: _b64(raw(v)), name, is_binary=True)
+        return ColumnType(cs.primitive("string"), lambda v: b64(raw(v)), name)
+    return ColumnType(cs.primitive("bytes"), lambda v: b64(raw(v)), name, is_binary=True)
 
 
 def _mariadb_string(name: str) -> ColumnType:
@@ -603,14 +604,14 @@ def _temporal(column: ColumnDef, name: str, handling: MySqlHandling) -> ColumnTy
     precision = column.length or 0
     if name == "date":
         schema = cs.connect_date() if mode == "connect" else cs.date()
-        return ColumnType(schema, lambda v: _epoch_micros(v) // _US_PER_DAY, name)
+        return ColumnType(schema, lambda v: _epoch_micros(v) // US_PER_DAY, name)
     if name == "time":
         if mode == "connect" or (mode == "adaptive" and precision <= 3):
             schema = cs.connect_time() if mode == "connect" else cs.time_millis()
             return ColumnType(schema, lambda v: _time_micros(v) // 1000, name)
         return ColumnType(cs.micro_time(), _time_micros, name)
     if name == "timestamp":
-        return ColumnType(cs.zoned_timestamp(), lambda v: _format_utc(_epoch_micros(v)), name)
+        return ColumnType(cs.zoned_timestamp(), lambda v: format_utc(_epoch_micros(v)), name)
     if mode == "connect" or precision <= 3:
         schema = cs.connect_timestamp() if mode == "connect" else cs.timestamp_millis()
         return ColumnType(schema, lambda v: _epoch_micros(v) // 1000, name)
@@ -627,7 +628,7 @@ def _geometry(value: Any) -> dict[str, Any]:
     data = _as_bytes(value)
     if len(data) < 5:
         raise ValueError("a spatial value is a 4-byte SRID followed by WKB")
-    return {"wkb": _b64(data[4:]), "srid": int.from_bytes(data[:4], "little")}
+    return {"wkb": b64(data[4:]), "srid": int.from_bytes(data[:4], "little")}
 
 
 def column_type(  # noqa: C901 - one dispatch over MySQL's type list

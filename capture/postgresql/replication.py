@@ -18,8 +18,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from bronze.positions import format_pg_lsn
 from capture.postgresql.pgoutput import standby_status_update
+from capture.postgresql.position import format_pg_lsn
 from pipeline.errors import CaptureError, SourceUnavailable
 
 __all__ = ["ReplicationStream", "publication_option"]

@@ -33,17 +33,10 @@ from capture.captured_table import (
     KeyOverrides,
     TableFilter,
 )
+from capture.column_types import ColumnType, Unrepresentable, ValueConversionError
 from capture.masking import ColumnMasker
 from capture.postgresql.pgoutput import UNCHANGED_TOAST, BinaryDatum, Value
-from capture.postgresql.types import (
-    ColumnType,
-    TypeLookup,
-    Unrepresentable,
-    ValueConversionError,
-    ValueHandling,
-    column_type,
-    parse_array,
-)
+from capture.postgresql.types import TypeLookup, ValueHandling, column_type, parse_array
 
 __all__ = [
     "SYSTEM_SCHEMAS",

@@ -47,32 +47,37 @@ import logging
 import re
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation, localcontext
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
 import orjson
 
 from bronze import connect_schema as cs
-from pipeline.errors import CaptureError
+from capture.column_types import (
+    US_PER_DAY,
+    ColumnType,
+    Unrepresentable,
+    b64,
+    days_from_civil,
+    decimal_bytes,
+    format_utc,
+    iso_fraction,
+    json_float,
+)
 
 __all__ = [
     "SESSION_SETTINGS",
     "PgType",
     "ValueHandling",
-    "ColumnType",
-    "ValueConversionError",
-    "Unrepresentable",
     "TypeLookup",
     "DATE_POSITIVE_INFINITY",
     "DATE_NEGATIVE_INFINITY",
     "TIMESTAMP_POSITIVE_INFINITY_US",
     "TIMESTAMP_NEGATIVE_INFINITY_US",
-    "json_float",
     "column_type",
     "parse_array",
     "parse_hstore",
-    "decimal_bytes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -87,29 +92,6 @@ SESSION_SETTINGS: Final[Mapping[str, str]] = {
     "client_encoding": "UTF8",
 }
 """Settings of every agent session: they fix the text form of values that the converters read."""
-
-
-class ValueConversionError(CaptureError):
-    """A column value does not parse as its declared type."""
-
-
-class Unrepresentable(ValueError):  # noqa: N818 - a value, not an error of the agent
-    """A value that parses but has no representation in its column's Connect type (C1).
-
-    A :class:`ValueError` so that the landing fast path (which catches those) falls back to the
-    per-column path, where :class:`capture.captured_table.CapturedTable` writes the field as
-    null and records ``reason`` and ``text`` in the ``__medallion.unrepresentable`` header.
-
-    Attributes:
-        reason: Why, naming the type and the handling mode.
-        text: The database's text form of the value; None when the converter's input is that
-            text (PostgreSQL), which the caller then uses.
-    """
-
-    def __init__(self, reason: str, text: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.text = text
 
 
 DATE_POSITIVE_INFINITY: Final = 2**31 - 1
@@ -161,7 +143,8 @@ TypeLookup = Callable[[int], PgType | None]
 
 @dataclass(frozen=True, slots=True)
 class ValueHandling:
-    """The source's value-handling modes (from :class:`pipeline.config.PostgresSourceConfig`)."""
+    """The source's value-handling modes (from its
+    :class:`capture.postgresql.config.PostgresSourceConfig`)."""
 
     decimal: str = "precise"
     time_precision: str = "adaptive"
@@ -180,29 +163,6 @@ class ValueHandling:
             hstore=str(getattr(config, "hstore_handling_mode", "json")),
             interval=str(getattr(config, "interval_handling_mode", "string")),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnType:
-    """How one column is represented in Debezium records.
-
-    Attributes:
-        schema: The Connect schema of the column, required (``optional`` False); use
-            :meth:`field_schema` for a struct field.
-        convert: Text value -> JSON-ready Debezium value.
-        type_name: The PostgreSQL type name (for messages).
-        is_binary: The Connect type is BYTES (the TOAST placeholder must then be bytes too).
-    """
-
-    schema: dict[str, Any]
-    convert: Callable[[str], Any]
-    type_name: str
-    is_binary: bool = False
-    known: bool = field(default=True)
-
-    def field_schema(self, name: str, optional: bool) -> dict[str, Any]:
-        """The struct field for a column called ``name``."""
-        return cs.field(name, self.schema, optional=optional)
 
 
 # --- builtin OIDs (stable across PostgreSQL versions) ---------------------------------------------
@@ -273,61 +233,9 @@ _warned_types: set[str] = set()
 # --- value helpers ------------------------------------------------------------------------------
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _unscaled_bytes(unscaled: int) -> bytes:
-    # Java BigInteger.toByteArray(): minimal two's complement, big-endian.
-    bits = unscaled.bit_length() if unscaled >= 0 else (~unscaled).bit_length()
-    return unscaled.to_bytes(bits // 8 + 1, "big", signed=True)
-
-
-def decimal_bytes(value: Decimal, scale: int) -> str:
-    """Connect ``Decimal`` JSON value: base64 of the unscaled value at ``scale``.
-
-    Exact for any number of digits: the default decimal context (28 digits) would round
-    ``NUMERIC`` values that PostgreSQL holds exactly (up to 131072 digits before the point).
-
-    >>> decimal_bytes(Decimal("1.50"), 2)
-    'AJY='
-    >>> wide = Decimal("-12345678901234567890123456789012345678901234.5678")
-    >>> int.from_bytes(base64.b64decode(decimal_bytes(wide, 4)), "big", signed=True)
-    -123456789012345678901234567890123456789012345678
-    """
-    with localcontext() as context:
-        context.prec = max(context.prec, len(value.as_tuple().digits) + abs(scale) + 1)
-        unscaled = int(value.scaleb(scale).to_integral_value())
-    return _b64(_unscaled_bytes(unscaled))
-
-
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    # Howard Hinnant's days_from_civil: proleptic Gregorian, any year (astronomical numbering).
-    year -= month <= 2
-    era = year // 400  # Python floors: Hinnant's C version adjusts for truncation instead
-    yoe = year - era * 400
-    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    days += 719468
-    era = days // 146097
-    doe = days - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    y = yoe + era * 400
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + (3 if mp < 10 else -9)
-    return y + (m <= 2), m, d
-
-
 _DATE_RE = re.compile(r"(\d{4,})-(\d\d)-(\d\d)")
 _TIME_RE = re.compile(r"(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _OFFSET_RE = re.compile(r"([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?$")
-_US_PER_DAY = 86_400_000_000
 _EPOCH_DAYS_0001: Final = -719162
 """Days from 1970-01-01 back to 0001-01-01 (the fast ISO path adds to it)."""
 
@@ -340,13 +248,13 @@ def _parse_date(text: str) -> int:
     year = int(m.group(1))
     if bc:
         year = 1 - year
-    return _days_from_civil(year, int(m.group(2)), int(m.group(3)))
+    return days_from_civil(year, int(m.group(2)), int(m.group(3)))
 
 
 def _date_days(text: str) -> int:
     """``date`` text -> days since the epoch; ``±infinity`` -> int32 max/min (contract C2)."""
     if len(text) == 10 and text[4] == "-":
-        return _days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:]))
+        return days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:]))
     if text == "infinity":
         return DATE_POSITIVE_INFINITY
     if text == "-infinity":
@@ -376,16 +284,16 @@ def _split_offset(text: str) -> tuple[str, int]:
 def _timestamp_micros(text: str) -> int:
     if len(text) >= 19 and text[4] == "-" and text[10] == " " and text[-1] != "C":
         # The common ISO form (years 1000-9999, no era): slices instead of regexes.
-        days = _days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:10]))
+        days = days_from_civil(int(text[:4]), int(text[5:7]), int(text[8:10]))
         micros = (int(text[11:13]) * 3600 + int(text[14:16]) * 60 + int(text[17:19])) * 1_000_000
         if len(text) > 20:
             micros += int(text[20:].ljust(6, "0"))
-        return days * _US_PER_DAY + micros
+        return days * US_PER_DAY + micros
     bc = text.endswith(" BC")
     body = text[:-3] if bc else text
     date_part, _, time_part = body.partition(" ")
     days = _parse_date(date_part + (" BC" if bc else ""))
-    return days * _US_PER_DAY + _time_micros(time_part)
+    return days * US_PER_DAY + _time_micros(time_part)
 
 
 def _outside_int64(text: str, type_name: str) -> Unrepresentable:
@@ -408,25 +316,6 @@ def _checked_timestamp_micros(text: str) -> int:
     raise _outside_int64(text, "timestamp")
 
 
-def _iso_fraction(micros: int) -> str:
-    # java.time's ISO formatters print the fraction in groups of three digits.
-    if micros == 0:
-        return ""
-    if micros % 1000 == 0:
-        return f".{micros // 1000:03d}"
-    return f".{micros:06d}"
-
-
-def _format_utc(epoch_micros: int) -> str:
-    days, rest = divmod(epoch_micros, _US_PER_DAY)
-    y, mo, d = _civil_from_days(days)
-    seconds, micros = divmod(rest, 1_000_000)
-    hh, rem = divmod(seconds, 3600)
-    mm, ss = divmod(rem, 60)
-    year = f"{y:04d}" if 0 <= y <= 9999 else f"{y:+05d}"
-    return f"{year}-{mo:02d}-{d:02d}T{hh:02d}:{mm:02d}:{ss:02d}{_iso_fraction(micros)}Z"
-
-
 def _zoned_timestamp(text: str) -> str:
     if text == "infinity" or text == "-infinity":
         return text  # what Debezium writes (PostgresValueConverter.convertTimestampWithZone)
@@ -436,19 +325,19 @@ def _zoned_timestamp(text: str) -> str:
     micros = _timestamp_micros(local + (" BC" if bc else "")) - offset * 1_000_000
     if not _INT64_MIN <= micros <= _INT64_MAX:
         raise _outside_int64(text, "timestamptz")
-    return _format_utc(micros)
+    return format_utc(micros)
 
 
 def _zoned_time(text: str) -> str:
     local, offset = _split_offset(text)
     shifted = _time_micros(local) - offset * 1_000_000
-    if shifted == _US_PER_DAY:
+    if shifted == US_PER_DAY:
         return "24:00:00Z"  # '24:00:00+00' stays the end of the day, as in Debezium
-    micros = shifted % _US_PER_DAY
+    micros = shifted % US_PER_DAY
     seconds, frac = divmod(micros, 1_000_000)
     hh, rem = divmod(seconds, 3600)
     mm, ss = divmod(rem, 60)
-    return f"{hh:02d}:{mm:02d}:{ss:02d}{_iso_fraction(frac)}Z"
+    return f"{hh:02d}:{mm:02d}:{ss:02d}{iso_fraction(frac)}Z"
 
 
 _INTERVAL_RE = re.compile(
@@ -471,7 +360,7 @@ def _interval_micros(text: str) -> int:
     y, mo, d, h, mi, s = _interval_parts(text)
     micros = (
         (y * 12 + mo) * _MICROS_PER_MONTH
-        + d * _US_PER_DAY
+        + d * US_PER_DAY
         + (h * 3600 + mi * 60) * 1_000_000
         + int(s * 1_000_000)
     )
@@ -489,17 +378,6 @@ def _interval_string(text: str) -> str:
     y, mo, d, h, mi, s = _interval_parts(text)
     sec = format(s.normalize(), "f") if s else "0"
     return f"P{y}Y{mo}M{d}DT{h}H{mi}M{sec}S"
-
-
-def json_float(value: float) -> float | str:
-    """A float for a JSON FLOAT32/FLOAT64 field: NaN and ±Infinity as the strings Jackson
-    (Kafka's JsonConverter) writes, since JSON numbers cannot hold them (orjson would write
-    null, a silent NULL)."""
-    if value - value == 0.0:
-        return value
-    if value != value:
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
 
 
 def _pg_float(text: str) -> float | str:
@@ -633,7 +511,7 @@ def _bits_little_endian(text: str) -> bytes:
 def _point(text: str) -> dict[str, Any]:
     x_text, _, y_text = text.strip("()").partition(",")
     x, y = float(x_text), float(y_text)
-    wkb = _b64(struct.pack("<BIdd", 1, 1, x, y))
+    wkb = b64(struct.pack("<BIdd", 1, 1, x, y))
     return {"x": json_float(x), "y": json_float(y), "wkb": wkb, "srid": None}
 
 
@@ -756,8 +634,8 @@ def _binary(handling: ValueHandling) -> ColumnType:
             "bytea",
         )
     if mode == "base64":
-        return ColumnType(cs.primitive("string"), lambda t: _b64(_bytea(t)), "bytea")
-    return ColumnType(cs.primitive("bytes"), lambda t: _b64(_bytea(t)), "bytea", is_binary=True)
+        return ColumnType(cs.primitive("string"), lambda t: b64(_bytea(t)), "bytea")
+    return ColumnType(cs.primitive("bytes"), lambda t: b64(_bytea(t)), "bytea", is_binary=True)
 
 
 def _text(name: str) -> ColumnType:
@@ -905,7 +783,7 @@ def _scalar(name: str, typmod: int, handling: ValueHandling) -> ColumnType:  # n
     if name == "bit":
         length = typmod if typmod > 0 else 2**31 - 1
         return ColumnType(
-            cs.bits(length), lambda t: _b64(_bits_little_endian(t)), name, is_binary=True
+            cs.bits(length), lambda t: b64(_bits_little_endian(t)), name, is_binary=True
         )
     if name == "varbit":
         # Debezium's Bits drops leading zero bits, so B'0010' and B'10' would be one value;

@@ -27,9 +27,9 @@ from deltalake import DeltaTable
 
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter
+from capture.mysql.config import MySqlSourceConfig
 from capture.mysql.source import MySqlSource, default_server_id
 from capture.registry import create_source
-from pipeline.config import MySqlSourceConfig
 from pipeline.errors import CaptureError, StageFailed
 from pipeline.landing import LandingAgent, LandingResult
 from tests.fix_servers import OwnMariaDb
@@ -487,7 +487,7 @@ import sys, orjson
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
-from pipeline.config import MySqlSourceConfig
+from capture.mysql.config import MySqlSourceConfig
 from pipeline.landing import LandingAgent
 config = MySqlSourceConfig.model_validate(orjson.loads(sys.argv[1]))
 agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),

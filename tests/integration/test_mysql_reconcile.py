@@ -11,7 +11,6 @@ the binlog. Corruption of silver found by key and range is the shared path that
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import uuid
 from collections.abc import Iterator
@@ -20,12 +19,14 @@ from typing import Any
 
 import pytest
 
-from bronze.positions import MySqlPosition, Phase
+from bronze.position_base import Phase
+from capture.mysql.config import MySqlSourceConfig
+from capture.mysql.position import MySqlPosition
 from capture.mysql.source import MySqlSource
 from capture.registry import create_source
 from gold.cuts import Cut, latest_cut
-from gold.reconcile import _binlog_beyond, can_reconcile, reconcile_source
-from pipeline.config import MySqlSourceConfig, PipelineConfig
+from gold.reconcile import can_reconcile, reconcile_source
+from pipeline.config import PipelineConfig
 from silver.job import SilverJob
 from tests.integration.test_mysql_capture import My, land
 
@@ -105,7 +106,7 @@ def test_equal_then_source_ahead_then_equal_again(spark: Any, my: My, tmp_path: 
 
     # Landed and applied: equal again. The cut is now in the stream (the binlog is read from
     # its file's start), and changes of a table the source does not capture do not count.
-    cut = capture_and_apply(spark, my, lake, extra)
+    capture_and_apply(spark, my, lake, extra)
     my.sql(f"INSERT INTO {d}.scratch VALUES (1), (2)")
     result = reconcile_source(spark, config, lake, "my", ranges=4)
     assert [t.collection for t in result.tables] == [f"{d}.orders"]
@@ -120,8 +121,8 @@ def test_equal_then_source_ahead_then_equal_again(spark: Any, my: My, tmp_path: 
     source = create_source(config.source("my"))
     assert isinstance(source, MySqlSource)
     (point,) = {at for at, _table, _rows in source.read_current()}
-    ahead, why = _binlog_beyond(source, dataclasses.replace(cut, position=gone), point)
-    assert ahead is None and "no longer on the server" in why
+    check = source.changes_after(gone, point)
+    assert check.ahead is None and "no longer on the server" in check.reason
 
     # The mariadb spelling of the connector is reconciled the same way.
     assert can_reconcile(MySqlSourceConfig.model_validate(my.raw(connector="mariadb")))

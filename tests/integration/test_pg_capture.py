@@ -34,9 +34,9 @@ from bronze import schema as S
 from bronze.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, UNAVAILABLE_VALUE
 from bronze.positions import decode_position
 from bronze.writer import BronzeTables, BronzeWriter
+from capture.postgresql.config import PostgresSourceConfig
 from capture.postgresql.source import PostgresSource, parse_lsn
 from capture.registry import create_source
-from pipeline.config import PostgresSourceConfig
 from pipeline.errors import CaptureError, StageFailed
 from pipeline.landing import LandingAgent, LandingResult
 
@@ -701,7 +701,7 @@ import sys, orjson
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
-from pipeline.config import PostgresSourceConfig
+from capture.postgresql.config import PostgresSourceConfig
 from pipeline.landing import LandingAgent
 config = PostgresSourceConfig.model_validate(orjson.loads(sys.argv[1]))
 agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from bronze.positions import MySqlPosition, Phase
+from bronze.position_base import Phase
 from capture.mysql.history import HistoryEntry, SchemaHistory
+from capture.mysql.position import MySqlPosition
 from capture.mysql.server import merge_gtid
 
 pytestmark = pytest.mark.unit

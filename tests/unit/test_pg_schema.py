@@ -10,12 +10,13 @@ import pytest
 
 from bronze.envelope import ConnectRecord
 from capture.captured_table import HEADER_UNREPRESENTABLE, UNREPRODUCIBLE_PARAMETER
+from capture.column_types import ValueConversionError
 from capture.database_source import data_record
 from capture.masking import ColumnMasker
+from capture.postgresql.config import PostgresSourceConfig
 from capture.postgresql.pgoutput import UNCHANGED_TOAST, BinaryDatum
 from capture.postgresql.schema import CatalogColumn, KeyOverrides, TableFilter, TableSchema
-from capture.postgresql.types import PgType, ValueConversionError, ValueHandling
-from pipeline.config import PostgresSourceConfig
+from capture.postgresql.types import PgType, ValueHandling
 
 pytestmark = pytest.mark.unit
 

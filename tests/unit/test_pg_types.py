@@ -8,17 +8,15 @@ from decimal import Decimal
 
 import pytest
 
+from capture.column_types import Unrepresentable, decimal_bytes, json_float
 from capture.postgresql.types import (
     DATE_NEGATIVE_INFINITY,
     DATE_POSITIVE_INFINITY,
     TIMESTAMP_NEGATIVE_INFINITY_US,
     TIMESTAMP_POSITIVE_INFINITY_US,
     PgType,
-    Unrepresentable,
     ValueHandling,
     column_type,
-    decimal_bytes,
-    json_float,
     parse_array,
     parse_hstore,
 )

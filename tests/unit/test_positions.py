@@ -17,25 +17,22 @@ from hypothesis import strategies as st
 
 from bronze.positions import (
     ARRIVAL_FORMAT_VERSION,
-    DERIVED_TXN_MEMORY,
     FORMAT_VERSION,
     POSITION_TYPES,
     ArrivalPosition,
-    Db2Position,
-    MongoDbPosition,
-    MySqlPosition,
-    OraclePosition,
     Phase,
     Position,
     PositionResolver,
-    PostgresPosition,
-    RsId,
-    SqlServerPosition,
-    YugabyteDBPosition,
     decode_position,
-    format_pg_lsn,
     position_type,
 )
+from capture.db2.position import Db2Position
+from capture.mongodb.position import MongoDbPosition
+from capture.mysql.position import MySqlPosition
+from capture.oracle.position import OraclePosition, RsId
+from capture.postgresql.position import DERIVED_TXN_MEMORY, PostgresPosition, format_pg_lsn
+from capture.sqlserver.position import SqlServerPosition
+from capture.yugabytedb.position import YugabyteDBPosition
 from pipeline.errors import PositionError
 
 pytestmark = pytest.mark.unit

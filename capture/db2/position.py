@@ -1,0 +1,200 @@
+"""Db2 source positions: ``v | commit_lsn 16B | phase | change_lsn 16B | seq u32``.
+
+Persisted in bronze: the encoding must never change.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+from bronze.position_base import (
+    FORMAT_VERSION,
+    PHASE_NAMES,
+    U32_MAX,
+    Phase,
+    Position,
+    bad_field,
+    check_json_connector,
+    check_version,
+    is_incremental,
+    json_field,
+    json_phase,
+    missing_field,
+    parse_uint,
+    phase_from_byte,
+    phase_of,
+    range_error,
+    slot_setters,
+)
+from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
+from pipeline.errors import PositionError
+
+__all__ = ["Db2Position"]
+
+_SNAPSHOT = Phase.SNAPSHOT
+_STREAM = Phase.STREAM
+
+
+def _db2_lsn(value: object, name: str, origin: str | None) -> bytes | None:
+    """Parse a Db2 LSN (hex, colons optional, e.g. ``"00000000:0000150f:0000000000048fca"``).
+
+    Returns 16 big-endian bytes, left-padded (shorter LSNs of older Db2 releases compare as the
+    same numbers), or None for null/``"NULL"`` (Debezium's text for an unavailable LSN).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        digits = value.strip().replace(":", "")
+        if digits == "NULL":
+            return None
+        if digits[:2] in ("0x", "0X"):
+            digits = digits[2:]
+        try:
+            number = int(digits, 16)
+        except ValueError:
+            number = -1
+        # int() also takes "_" separators and signs; an LSN has neither.
+        if 0 <= number and number.bit_length() <= 128 and "_" not in digits:
+            return number.to_bytes(16, "big")
+    elif isinstance(value, bytes | bytearray) and len(value) <= 16:
+        return bytes(value).rjust(16, b"\x00")
+    raise bad_field("db2", name, value, origin, "a Db2 LSN of at most 16 bytes in hex")
+
+
+def _format_db2_lsn(lsn: bytes) -> str:
+    # Debezium's Db2 Lsn.toString: colons after bytes 4 and 8.
+    digits = lsn.hex()
+    return f"{digits[:8]}:{digits[8:16]}:{digits[16:]}"
+
+
+_DB2 = struct.Struct(">B16sB16sI")
+
+
+@dataclass(frozen=True, slots=True)
+class Db2Position(Position):
+    """Db2 position: ``(commit_lsn, phase, change_lsn, seq)``.
+
+    Fields used:
+
+    * ``commit_lsn``: the transaction's commit LSN; Debezium reads the ASN change-data tables
+      ordered by commit LSN, then change LSN, exactly like SQL Server. Db2 LSNs are hex strings
+      with optional colons; they are normalised to 16 bytes, left-padded, so they compare as
+      numbers.
+    * ``change_lsn``: orders changes inside a transaction.
+    * ``snapshot``: Debezium omits ``commit_lsn`` on snapshot rows; they all carry the snapshot's
+      LSN as ``change_lsn``, which then also serves as the commit coordinate (likewise for
+      incremental-snapshot rows without ``commit_lsn``).
+
+    Db2 has no ``event_serial_no``; records sharing both LSNs are ordered by ``seq``.
+    """
+
+    CONNECTOR: ClassVar[str] = "db2"
+    SOURCE_BLOCK: ClassVar[SourceBlock] = SourceBlock(
+        "io.debezium.connector.db2.Source",
+        (
+            *SCHEMA_TABLE,
+            SourceField("change_lsn", "string", optional=True),
+            SourceField("commit_lsn", "string", optional=True),
+        ),
+    )
+    ORDER_FIELDS: ClassVar[tuple[str, ...]] = ("commit_lsn", "snapshot", "change_lsn")
+
+    commit_lsn: bytes
+    """16-byte commit LSN."""
+    phase: Phase
+    change_lsn: bytes
+    """16-byte change LSN."""
+    seq: int = 0
+    _encoded: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._check_phase()
+        if not (
+            type(self.commit_lsn) is bytes
+            and len(self.commit_lsn) == 16
+            and type(self.change_lsn) is bytes
+            and len(self.change_lsn) == 16
+        ):
+            raise PositionError(f"{self.CONNECTOR} LSNs must be 16 bytes: {self!r}")
+        twin = self._new(self.commit_lsn, self.phase, self.change_lsn, self.seq)
+        _DB2_SETTERS[-1](self, twin._encoded)
+
+    @classmethod
+    def _new(cls, commit_lsn: bytes, phase: Phase, change_lsn: bytes, seq: int) -> Self:
+        try:
+            encoded = _DB2.pack(FORMAT_VERSION, commit_lsn, phase, change_lsn, seq)
+        except struct.error as exc:
+            raise range_error(cls.CONNECTOR, exc, (commit_lsn, phase, change_lsn, seq)) from None
+        self = object.__new__(cls)
+        set_commit, set_phase, set_change, set_seq, set_encoded = _DB2_SETTERS
+        set_commit(self, commit_lsn)
+        set_phase(self, phase)
+        set_change(self, change_lsn)
+        set_seq(self, seq)
+        set_encoded(self, encoded)
+        return self
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray) -> Self:
+        check_version(data, cls.CONNECTOR, _DB2.size)
+        _, commit_lsn, phase, change_lsn, seq = _DB2.unpack(data)
+        return cls._new(commit_lsn, phase_from_byte(phase, cls.CONNECTOR), change_lsn, seq)
+
+    def with_seq(self, seq: int) -> Self:
+        return self._new(self.commit_lsn, self.phase, self.change_lsn, seq)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "connector": self.CONNECTOR,
+            "commit_lsn": _format_db2_lsn(self.commit_lsn),
+            "phase": PHASE_NAMES[self.phase],
+            "change_lsn": _format_db2_lsn(self.change_lsn),
+            "seq": self.seq,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        c = cls.CONNECTOR
+        check_json_connector(data, c)
+        commit = _db2_lsn(json_field(data, c, "commit_lsn"), "commit_lsn", None)
+        change = _db2_lsn(json_field(data, c, "change_lsn"), "change_lsn", None)
+        if commit is None or change is None:
+            raise PositionError(f"{c} position JSON needs both commit_lsn and change_lsn")
+        return cls(
+            commit,
+            json_phase(data, c),
+            change,
+            parse_uint(json_field(data, c, "seq"), c, "seq", None, U32_MAX),
+        )
+
+    @classmethod
+    def from_source(
+        cls, source: Mapping[str, Any], *, seq: int = 0, origin: str | None = None
+    ) -> Self:
+        """Build from a Debezium Db2 ``source`` block (see :meth:`Position.from_source`)."""
+        phase = phase_of(source, origin)
+        change = _db2_lsn(source.get("change_lsn"), "change_lsn", origin)
+        commit = _db2_lsn(source.get("commit_lsn"), "commit_lsn", origin)
+        if change is None:
+            if commit is None:
+                raise missing_field(
+                    cls.CONNECTOR, "change_lsn", origin, "and commit_lsn is null too"
+                )
+            # Schema-change records carry the commit LSN and a null change LSN (as SQL Server's
+            # do): they sort before the changes of that commit.
+            change = _DB2_ZERO_LSN
+        if commit is None:
+            if phase is not _SNAPSHOT and not is_incremental(source):
+                raise missing_field(
+                    cls.CONNECTOR, "commit_lsn", origin, "required on streamed records"
+                )
+            commit = change
+        return cls._new(commit, phase, change, seq)
+
+
+_DB2_ZERO_LSN = bytes(16)
+
+_DB2_SETTERS = slot_setters(Db2Position, "commit_lsn", "phase", "change_lsn", "seq", "_encoded")

@@ -1,0 +1,171 @@
+"""MongoDB source positions: ``v | seconds u32 | ord u32 | phase | txnNumber u64 | seq u32``.
+
+Persisted in bronze: the encoding must never change.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+from bronze.position_base import (
+    FORMAT_VERSION,
+    PHASE_NAMES,
+    U32_MAX,
+    Phase,
+    Position,
+    check_json_connector,
+    check_version,
+    json_field,
+    json_phase,
+    missing_field,
+    parse_uint,
+    phase_from_byte,
+    phase_of,
+    range_error,
+    slot_setters,
+)
+from bronze.source_block import SourceBlock, SourceField
+
+__all__ = ["MongoDbPosition"]
+
+_SNAPSHOT = Phase.SNAPSHOT
+_STREAM = Phase.STREAM
+
+
+_MONGO = struct.Struct(">BIIBQI")
+
+
+@dataclass(frozen=True, slots=True)
+class MongoDbPosition(Position):
+    """MongoDB position: ``(seconds, ord, phase, txn_number, seq)`` per replica set.
+
+    Fields used:
+
+    * ``sec`` (or ``ts_ms // 1000``, Debezium writes the oplog time as seconds x 1000) and
+      ``ord``: the oplog timestamp (cluster time seconds and ordinal within the second), which is
+      the replica set's commit order. Positions of different replica sets (shards) never compare.
+    * ``snapshot``: snapshot rows carry the oplog position recorded when the snapshot started;
+      streaming resumes from there, so ``phase`` after ``ord`` puts the snapshot first.
+    * ``txnNumber`` (or the number after the last ``:`` of ``stxnid``, ``"<lsid>:<txnNumber>"``):
+      operations of one multi-document transaction share an oplog timestamp; they are
+      distinguished by ``seq`` in arrival order, the transaction number is kept as the tie-break
+      Debezium exposes. Absent means 0.
+
+    ``h`` (the legacy operation hash) is not ordered and not used.
+    """
+
+    CONNECTOR: ClassVar[str] = "mongodb"
+    # The schema name says "mongo", not "mongodb", in every Debezium version.
+    SOURCE_BLOCK: ClassVar[SourceBlock] = SourceBlock(
+        "io.debezium.connector.mongo.Source",
+        (
+            SourceField("rs", "string"),
+            SourceField("collection", "string"),
+            SourceField("ord", "int32"),
+            SourceField("h", "int64", optional=True),
+            SourceField("tord", "int64", optional=True),
+            SourceField("stxnid", "string", optional=True),
+        ),
+        emits_schema_changes=False,
+    )
+    ORDER_FIELDS: ClassVar[tuple[str, ...]] = ("sec|ts_ms", "ord", "snapshot", "txnNumber|stxnid")
+
+    seconds: int
+    ord: int
+    phase: Phase
+    txn_number: int = 0
+    seq: int = 0
+    _encoded: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._check_phase()
+        twin = self._new(self.seconds, self.ord, self.phase, self.txn_number, self.seq)
+        _MONGO_SETTERS[-1](self, twin._encoded)
+
+    @classmethod
+    def _new(cls, seconds: int, ordinal: int, phase: Phase, txn_number: int, seq: int) -> Self:
+        try:
+            encoded = _MONGO.pack(FORMAT_VERSION, seconds, ordinal, phase, txn_number, seq)
+        except struct.error as exc:
+            components = (seconds, ordinal, phase, txn_number, seq)
+            raise range_error(cls.CONNECTOR, exc, components) from None
+        self = object.__new__(cls)
+        set_seconds, set_ord, set_phase, set_txn, set_seq, set_encoded = _MONGO_SETTERS
+        set_seconds(self, seconds)
+        set_ord(self, ordinal)
+        set_phase(self, phase)
+        set_txn(self, txn_number)
+        set_seq(self, seq)
+        set_encoded(self, encoded)
+        return self
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray) -> Self:
+        check_version(data, cls.CONNECTOR, _MONGO.size)
+        _, seconds, ordinal, phase, txn_number, seq = _MONGO.unpack(data)
+        return cls._new(seconds, ordinal, phase_from_byte(phase, cls.CONNECTOR), txn_number, seq)
+
+    def with_seq(self, seq: int) -> Self:
+        return self._new(self.seconds, self.ord, self.phase, self.txn_number, seq)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "connector": self.CONNECTOR,
+            "sec": self.seconds,
+            "ord": self.ord,
+            "phase": PHASE_NAMES[self.phase],
+            "txn_number": self.txn_number,
+            "seq": self.seq,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        c = cls.CONNECTOR
+        check_json_connector(data, c)
+        return cls(
+            parse_uint(json_field(data, c, "sec"), c, "sec", None, U32_MAX),
+            parse_uint(json_field(data, c, "ord"), c, "ord", None, U32_MAX),
+            json_phase(data, c),
+            parse_uint(json_field(data, c, "txn_number"), c, "txn_number", None),
+            parse_uint(json_field(data, c, "seq"), c, "seq", None, U32_MAX),
+        )
+
+    @classmethod
+    def from_source(
+        cls, source: Mapping[str, Any], *, seq: int = 0, origin: str | None = None
+    ) -> Self:
+        """Build from a Debezium MongoDB ``source`` block (see :meth:`Position.from_source`)."""
+        c = cls.CONNECTOR
+        sec = source.get("sec")
+        if sec is not None:
+            seconds = parse_uint(sec, c, "sec", origin, U32_MAX)
+        else:
+            ts_ms = source.get("ts_ms")
+            if ts_ms is None:
+                raise missing_field(c, "ts_ms", origin, "and source.sec is absent too")
+            seconds = parse_uint(ts_ms, c, "ts_ms", origin) // 1000
+        txn = source.get("txnNumber")
+        if txn is not None:
+            txn_number = parse_uint(txn, c, "txnNumber", origin)
+        else:
+            session = source.get("stxnid")
+            if session is None:
+                txn_number = 0
+            else:
+                # "<lsid>:<txnNumber>"; the lsid part may itself contain colons.
+                txn_number = parse_uint(str(session).rpartition(":")[2], c, "stxnid", origin)
+        return cls._new(
+            seconds,
+            parse_uint(source.get("ord"), c, "ord", origin, U32_MAX),
+            phase_of(source, origin),
+            txn_number,
+            seq,
+        )
+
+
+_MONGO_SETTERS = slot_setters(
+    MongoDbPosition, "seconds", "ord", "phase", "txn_number", "seq", "_encoded"
+)

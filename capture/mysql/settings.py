@@ -1,0 +1,106 @@
+"""What the MySQL / MariaDB agent needs from a ``mysql`` source config: the settings."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from capture.captured_table import KeyOverrides, TableFilter
+from capture.masking import ColumnMasker
+from capture.mysql.types import (
+    MySqlHandling,
+)
+
+__all__ = ["SNAPSHOT_FETCH_SIZE", "SYSTEM_DATABASES", "MySqlSettings", "default_server_id"]
+
+SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+"""Never captured, whatever the include lists say."""
+
+SNAPSHOT_FETCH_SIZE = 10_240
+"""Rows per snapshot query (Debezium's ``snapshot.fetch.size``)."""
+
+
+def default_server_id(name: str) -> int:
+    """A replica server id in Debezium's 5400-6400 range, stable for a source name.
+
+    Debezium picks a random one when ``database.server.id`` is unset; a stable one means two
+    runs of the same source never hold two ids, and two sources rarely collide (set it
+    explicitly in production: a collision disconnects the other replica).
+    """
+    return 5400 + zlib.crc32(name.encode("utf-8")) % 1001
+
+
+@dataclass(frozen=True, slots=True)
+class MySqlSettings:
+    """Everything the agent needs from a ``mysql`` source config (tests may build it directly).
+
+    ``password`` is the config's ``SecretStr`` and is revealed only when connecting.
+    """
+
+    host: str
+    port: int
+    user: str
+    password: Any = None
+    server_name: str = "mysql"
+    server_id: int = 5400
+    snapshot_mode: str = "initial"
+    snapshot_locking_mode: str = "minimal"
+    table_filter: TableFilter = field(default_factory=lambda: TableFilter(system=SYSTEM_DATABASES))
+    key_overrides: KeyOverrides = field(default_factory=KeyOverrides)
+    handling: MySqlHandling = field(default_factory=MySqlHandling)
+    masker: ColumnMasker | None = None
+    tombstones_on_delete: bool = True
+    provide_transaction_metadata: bool = False
+    skipped_operations: frozenset[str] = frozenset({"t"})
+    heartbeat_interval_ms: int = 0
+    heartbeat_action_query: str | None = None
+    include_schema_changes: bool = True
+    include_query: bool = False
+    connect_timeout_s: float = 30.0
+    snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
+
+    @classmethod
+    def from_config(cls, config: Any) -> MySqlSettings:
+        """Read a validated :class:`capture.mysql.config.MySqlSourceConfig`."""
+        server_id = config.database_server_id
+        return cls(
+            host=str(config.database_hostname),
+            port=int(config.database_port),
+            user=str(config.database_user),
+            password=config.database_password,
+            server_name=str(config.logical_name),
+            server_id=int(server_id) if server_id else default_server_id(config.name),
+            snapshot_mode=str(config.snapshot_mode),
+            snapshot_locking_mode=str(config.snapshot_locking_mode),
+            table_filter=TableFilter.from_config(config, SYSTEM_DATABASES),
+            key_overrides=KeyOverrides.parse(config.message_key_columns),
+            handling=MySqlHandling.from_config(config),
+            masker=ColumnMasker.from_source(config),
+            tombstones_on_delete=bool(config.tombstones_on_delete),
+            provide_transaction_metadata=bool(config.provide_transaction_metadata),
+            skipped_operations=frozenset(str(op) for op in config.skipped_operations),
+            heartbeat_interval_ms=int(config.heartbeat_interval_ms),
+            heartbeat_action_query=config.heartbeat_action_query,
+            include_schema_changes=bool(config.include_schema_changes),
+            include_query=bool(config.include_query),
+            connect_timeout_s=int(config.connect_timeout_ms) / 1000,
+        )
+
+    def connection(self) -> dict[str, Any]:
+        """PyMySQL connection arguments (the password revealed here only)."""
+        kwargs: dict[str, Any] = {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "password": "" if self.password is None else self.password.get_secret_value(),
+            "connect_timeout": max(1, int(self.connect_timeout_s)),
+            "charset": "utf8mb4",
+        }
+        return kwargs
+
+    def __repr__(self) -> str:
+        return (
+            f"MySqlSettings(host={self.host!r}, port={self.port}, user={self.user!r}, "
+            f"password={'***' if self.password else None}, server_id={self.server_id})"
+        )

@@ -1,0 +1,620 @@
+"""The MySQL / MariaDB agent's binlog stream: events to records, :class:`StreamReader`.
+
+Reads the ROW binlog with mysql-replication from the offset's file and position, keeps the
+schema history in step with the DDL it reads and turns row events into Debezium records (see
+:mod:`capture.mysql.source`, steps 4 and 5).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    MariadbAnnotateRowsEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    RowsQueryLogEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from bronze.batch import BatchBuilder
+from bronze.envelope import (
+    ConnectRecord,
+    Op,
+    heartbeat,
+    schema_change,
+    truncate_record,
+)
+from bronze.position_base import Phase
+from capture.column_types import ValueConversionError
+from capture.database_source import (
+    VERSION,
+    data_record,
+    delete_records,
+    update_records,
+)
+from capture.mysql.agent import CONNECTOR, MySqlTable, MySqlTx, raw_row
+from capture.mysql.ddl import DdlParseError, SchemaChange, statement_kind
+from capture.mysql.history import HistoryEntry
+from capture.mysql.position import MySqlPosition
+from capture.mysql.schema import TableDef
+from capture.mysql.server import (
+    BinlogPoint,
+    merge_gtid,
+)
+from capture.mysql.tables import TableTracker
+from capture.mysql.types import (
+    stream_values,
+)
+from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
+
+__all__ = ["StreamReader"]
+
+logger = logging.getLogger(__name__)
+
+_EVENTS = [
+    GtidEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    XidEvent,
+    RotateEvent,
+    WriteRowsEvent,
+    UpdateRowsEvent,
+    DeleteRowsEvent,
+    MariadbAnnotateRowsEvent,
+    RowsQueryLogEvent,
+]
+
+_OP_CREATE = Op.CREATE.value
+
+
+class StreamReader(TableTracker):
+    """The stream side of the agent: the binlog read loop and event handling."""
+
+    def _start_stream_at(self, point: BinlogPoint, *, reset_schema: bool) -> None:
+        """``snapshot.mode=never``: stream from ``point`` with an empty schema history."""
+        dialect = self._dialect
+        assert dialect is not None
+        self._server_id = dialect.server_id
+        self._phase = "stream"
+        self._resume = point
+        self._cut = None
+        if reset_schema:
+            marker = _position(point.file_number, point.pos, Phase.SNAPSHOT, 0, 0, point.file, None)
+            self._record_history([HistoryEntry(marker, "reset", None, None)])
+        self._replay_history()
+
+    def _open_stream(self) -> None:
+        assert self._resume is not None
+        s = self.settings
+        start = self._resume
+        if self._cut is not None:
+            start = BinlogPoint(self._cut[0], self._cut[1], self._resume.gtids)
+        self._stream = BinLogStreamReader(
+            connection_settings=s.connection(),
+            server_id=s.server_id,
+            blocking=False,
+            resume_stream=True,
+            log_file=start.file,
+            log_pos=start.pos,
+            only_events=_EVENTS,
+            annotate_rows_event=s.include_query,
+            enable_logging=False,
+        )
+        self._file = start.file
+        self._stream_at = start.pos
+        if s.include_query and self._dialect is not None and self._dialect.mariadb:
+            if not self._query_warned:
+                self._query_warned = True
+                logger.warning(
+                    "source %s: include.query: MariaDB sends annotate-rows events only to "
+                    "GTID-positioned readers and the agent reads by file and position, so "
+                    "source.query stays null",
+                    self.name,
+                )
+
+    def _read_stream(
+        self,
+        builder: BatchBuilder,
+        max_events: int,
+        max_transaction_events: int,
+        until: Mapping[str, Any] | None,
+        now: dt.datetime,
+    ) -> bool:
+        """Add binlog records to ``builder`` (see ``read_batch``); True when the binlog is
+        exhausted for now."""
+        exhausted = False
+        if self._stream is None:
+            self._open_stream()
+        stream = self._stream
+        while True:
+            tx = self._tx
+            if until is not None and self._reached(until):
+                if tx is not None:
+                    # The half-landed batch ended inside this transaction: the re-read batch
+                    # must carry the same cut, or its offset would resume at the transaction's
+                    # start and land its first part twice.
+                    self._cut_inside(builder, tx)
+                break
+            if tx is None and until is None and len(builder) >= max_events:
+                break
+            if (
+                tx is not None
+                and until is None
+                and len(builder) >= max_events
+                and tx.in_batch >= max_transaction_events
+            ):
+                self._cut_inside(builder, tx)
+                break
+            event = stream.fetchone()
+            if event is None:
+                # Non-blocking dump: the server sent everything it had.
+                self._close_stream()
+                if self._tx is not None:
+                    raise SourceUnavailable(
+                        f"source {self.name}: the binlog ended inside a transaction at "
+                        f"{self._file}:{self._stream_at}"
+                    )
+                if until is None:
+                    self._maybe_heartbeat(builder, now)
+                exhausted = True
+                break
+            self._handle(builder, event, now)
+        if self._history is not None and self._pending_history:
+            self._record_history(self._pending_history)
+            self._pending_history = []
+        return exhausted
+
+    def _close_stream(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def _cut_inside(self, builder: BatchBuilder, tx: MySqlTx) -> None:
+        """End the batch inside ``tx``: bronze marks it partial, the offset resumes inside it."""
+        builder.mark_partial(tx.id)
+        self._cut = (tx.start[0], tx.start[1], tx.emitted)
+
+    def _reached(self, until: Mapping[str, Any]) -> bool:
+        cut = until.get("tx")
+        tx = self._tx
+        if cut is not None:
+            if tx is not None and tx.start == (str(cut["file"]), int(cut["pos"])):
+                return tx.emitted >= int(cut["emitted"])
+            resume = self._resume
+            assert resume is not None
+            return resume.key() > BinlogPoint(str(cut["file"]), int(cut["pos"])).key()
+        target = BinlogPoint(str(until["file"]), int(until["pos"]))
+        resume = self._resume
+        assert resume is not None
+        return tx is None and resume.key() >= target.key()
+
+    def _run_action_query(self, sql: str) -> None:
+        with self._side().cursor() as cur:
+            cur.execute(sql)
+
+    def _maybe_heartbeat(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        s = self.settings
+        if self._tx is not None or self._resume is None:
+            return
+        if not self._heartbeat_due(s.heartbeat_interval_ms, s.heartbeat_action_query):
+            return
+        resume = self._resume
+        # Every event before the resume point was read; a heartbeat just below it lets the
+        # committed offset move past changes of tables that are not captured.
+        position = _position(
+            resume.file_number, resume.pos - 1, Phase.STREAM, 0, 0, resume.file, None
+        )
+        last = self._last_position
+        if last is not None and last.encode() >= position.encode():
+            return
+        self._last_heartbeat = time.monotonic()
+        record = heartbeat(s.server_name, int(time.time() * 1000))
+        self._add(
+            builder,
+            record,
+            position,
+            f"mysql:heartbeat@{resume.file}:{resume.pos}",
+            now,
+            None,
+            None,
+        )
+        self._last_position = position
+
+    def _handle(self, builder: BatchBuilder, event: Any, now: dt.datetime) -> None:
+        stream = self._stream
+        end = int(event.packet.log_pos)
+        start = end - int(event.packet.event_size)
+        if isinstance(event, RotateEvent):
+            self._file = str(event.next_binlog)
+            if self._tx is None and self._resume is not None:
+                self._resume = BinlogPoint(self._file, int(event.position), self._gtids)
+            return
+        if stream is not None and stream.log_file:
+            self._file = str(stream.log_file)
+        self._stream_at = end
+        if isinstance(event, (MariadbGtidEvent, GtidEvent)):
+            self._begin(event, start)
+        elif isinstance(event, QueryEvent):
+            self._query(builder, event, start, end, now)
+        elif isinstance(event, XidEvent):
+            self._commit(builder, start, end, now, event)
+        elif isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
+            self._rows(builder, event, start, now)
+        elif isinstance(event, MariadbAnnotateRowsEvent | RowsQueryLogEvent):
+            if self._tx is not None:
+                raw = getattr(event, "sql_statement", None) or getattr(event, "query", None)
+                self._tx.query = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+    def _begin(self, event: Any, start: int) -> None:
+        gtid = str(event.gtid)
+        self._open_tx(start, gtid, int(event.timestamp) * 1000)
+
+    def _open_tx(self, start: int, gtid: str | None, ts_ms: int) -> MySqlTx:
+        skip = 0
+        if self._cut is not None and (self._cut[0], self._cut[1]) == (self._file, start):
+            skip = self._cut[2]
+        tx = MySqlTx(
+            id=gtid or f"{self._file}:{start}",
+            ts_ms=ts_ms,
+            skip=skip,
+            start=(self._file, start),
+            gtid=gtid,
+        )
+        self._tx = tx
+        return tx
+
+    def _query(
+        self, builder: BatchBuilder, event: Any, start: int, end: int, now: dt.datetime
+    ) -> None:
+        sql = str(event.query)
+        kind = statement_kind(sql)
+        tx = self._tx
+        if kind == "begin":
+            if tx is None:  # MySQL without GTIDs: BEGIN opens the group
+                tx = self._open_tx(start, None, int(event.timestamp) * 1000)
+            tx.thread = int(event.slave_proxy_id)
+            return
+        if kind in ("commit", "rollback"):
+            # A ROLLBACK in the binlog ends a group whose non-transactional changes happened.
+            self._commit(builder, start, end, now, event)
+            return
+        if kind == "dml" and (tx is None or tx.count()):
+            # A session with binlog_format=STATEMENT/MIXED wrote SQL instead of rows: the rows
+            # it changed cannot be captured, which must not pass unnoticed.
+            self._quarantine(
+                builder,
+                sql.encode("utf-8"),
+                f"mysql:{self._file}:{start}",
+                CaptureError(
+                    "a statement-format change in the binlog (a session with binlog_format "
+                    "STATEMENT or MIXED): its rows are not captured; set binlog_format=ROW "
+                    f"for every session and re-snapshot the tables it changed: {sql[:200]}"
+                ),
+                now,
+            )
+        if kind in ("savepoint", "other", "dml"):
+            if tx is None:
+                self._advance(end)
+            return
+        self._ddl(builder, event, sql, start, end, now)
+
+    def _ddl(
+        self, builder: BatchBuilder, event: Any, sql: str, start: int, end: int, now: dt.datetime
+    ) -> None:
+        s = self.settings
+        raw_db = event.schema
+        database = (raw_db.decode("utf-8") if isinstance(raw_db, bytes) else str(raw_db)) or None
+        tx = self._tx
+        gtid = None if tx is None else tx.gtid
+        ts_ms = int(event.timestamp) * 1000
+        position = _position(self._file_number(), start, Phase.STREAM, 0, 0, self._file, gtid)
+        try:
+            changes = self._schema.apply(sql, database, ts_ms)
+        except DdlParseError as exc:
+            raise CaptureError(
+                f"source {self.name}: cannot parse the DDL at {self._file}:{start}: {exc}"
+            ) from None
+        self._pending_history.append(HistoryEntry(position, "ddl", database, sql, gtid, ts_ms))
+        for change in changes:
+            self._tables.pop((change.database, change.table), None)
+            if change.previous is not None:
+                self._tables.pop(change.previous, None)
+        seq = 0
+        emit = self._tx_count_ddl()
+        if s.include_schema_changes and emit:
+            # DDL that changes no captured table (views, users, other databases) is kept in
+            # the history only.
+            captured = [c for c in changes if s.table_filter.table(c.database, c.table)]
+            if captured:
+                record = self._schema_change_record(
+                    database or captured[0].database,
+                    sql,
+                    captured,
+                    position,
+                    gtid,
+                    int(event.slave_proxy_id),
+                    ts_ms,
+                )
+                self._add(
+                    builder,
+                    record,
+                    position,
+                    f"mysql:{self._file}:{start}",
+                    now,
+                    None,
+                    None,
+                )
+                self._last_position = position
+                seq = 1
+        for change in changes:
+            if change.kind == "TRUNCATE" and "t" not in s.skipped_operations:
+                table = self._captured(change.database, change.table)
+                if isinstance(table, MySqlTable):
+                    pos = _position(
+                        self._file_number(), start, Phase.STREAM, 0, seq, self._file, gtid
+                    )
+                    seq += 1
+                    source = self._source(table, start, 0, gtid, ts_ms, int(event.slave_proxy_id))
+                    record = truncate_record(
+                        source, value_schema=table.envelope_schema, topic=table.topic
+                    )
+                    self._add(builder, record, pos, f"mysql:{self._file}:{start}", now, None, table)
+                    self._last_position = pos
+        # DDL commits implicitly: the group (GTID + statement) is complete.
+        self._tx = None
+        self._cut = None
+        if gtid is not None:
+            self._gtids = self._merge_gtid(gtid)
+        self._advance(end)
+
+    def _tx_count_ddl(self) -> bool:
+        """Whether the DDL of the open group is new (not landed before a cut)."""
+        tx = self._tx
+        return True if tx is None else tx.count()
+
+    def _schema_change_record(
+        self,
+        database: str,
+        ddl: str,
+        changes: list[SchemaChange],
+        position: MySqlPosition,
+        gtid: str | None,
+        thread: int,
+        ts_ms: int,
+    ) -> ConnectRecord:
+        s = self.settings
+        source = {
+            "version": VERSION,
+            "connector": CONNECTOR,
+            "name": s.server_name,
+            "ts_ms": ts_ms,
+            "snapshot": "false",
+            "db": database,
+            "table": changes[0].table if len(changes) == 1 else None,
+            "server_id": self._server_id or 0,
+            "gtid": gtid,
+            "file": position.file,
+            "pos": position.pos,
+            "row": 0,
+            "thread": thread,
+            "query": None,
+        }
+        return schema_change(
+            database,
+            source,
+            ddl=ddl,
+            table_changes=[_table_change(c) for c in changes],
+            ts_ms=int(time.time() * 1000),
+            topic=s.server_name,
+        )
+
+    def _commit(
+        self, builder: BatchBuilder, start: int, end: int, now: dt.datetime, event: Any
+    ) -> None:
+        tx = self._tx
+        if tx is None:
+            self._advance(end)
+            return
+        if tx.begun:
+            position = _position(
+                self._file_number(), start, Phase.STREAM, 0, 0, self._file, tx.gtid
+            )
+            self._emit_end(builder, tx, position, now)
+            self._last_position = position
+        self._tx = None
+        self._cut = None
+        if tx.gtid is not None:
+            self._gtids = self._merge_gtid(tx.gtid)
+        self._advance(end)
+
+    def _advance(self, end: int) -> None:
+        """Everything before ``end`` in the current file is read and complete."""
+        self._resume = BinlogPoint(self._file, end, self._gtids)
+
+    def _merge_gtid(self, gtid: str) -> str:
+        mariadb = self._dialect is not None and self._dialect.mariadb
+        return merge_gtid(self._gtids, gtid, mariadb=mariadb)
+
+    def _file_number(self) -> int:
+        return int(self._file.rsplit(".", 1)[-1])
+
+    def _source(
+        self,
+        table: MySqlTable,
+        pos: int,
+        row: int,
+        gtid: str | None,
+        ts_ms: int,
+        thread: int | None,
+        query: str | None = None,
+        server_id: int | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "version": VERSION,
+            "connector": CONNECTOR,
+            "name": self.settings.server_name,
+            "ts_ms": ts_ms,
+            "snapshot": "false",
+            "db": table.schema,
+            "table": table.table,
+            "server_id": self._server_id if server_id is None else server_id,
+            "gtid": gtid,
+            "file": self._file,
+            "pos": pos,
+            "row": row,
+            "thread": thread,
+            "query": query if self.settings.include_query else None,
+        }
+
+    def _rows(self, builder: BatchBuilder, event: Any, start: int, now: dt.datetime) -> None:
+        s = self.settings
+        tx = self._tx
+        if tx is None:  # a row event outside a group: only when the binlog starts mid-group
+            tx = self._open_tx(start, None, int(event.timestamp) * 1000)
+        db, name = str(event.schema), str(event.table)
+        table = self._captured(db, name)
+        if table is None:
+            return
+        origin = f"mysql:{self._file}:{start}"
+        ts_ms = int(event.timestamp) * 1000
+        file_number = self._file_number()
+        if isinstance(table, PipelineError):
+            for row_index, row in enumerate(event.rows):
+                position = _position(
+                    file_number, start, Phase.STREAM, row_index, 0, self._file, tx.gtid
+                )
+                if tx.count():
+                    self._quarantine(builder, raw_row(row), f"{origin}#{row_index}", table, now)
+                self._last_position = position
+            return
+        definition = table.definition
+        skipped = s.skipped_operations
+        origin_server = int(event.packet.server_id)
+        for row_index, row in enumerate(event.rows):
+            source = self._source(
+                table, start, row_index, tx.gtid, ts_ms, tx.thread, tx.query, origin_server
+            )
+            try:
+                records = self._row_records(event, row, definition, table, source, tx, skipped)
+            except (ValueConversionError, PipelineError) as exc:
+                position = _position(
+                    file_number, start, Phase.STREAM, row_index, 0, self._file, tx.gtid
+                )
+                if tx.count():
+                    self._quarantine(builder, raw_row(row), f"{origin}#{row_index}", exc, now)
+                self._last_position = position
+                continue
+            for seq, record in enumerate(records):
+                if record.value is not None and not tx.begun and s.provide_transaction_metadata:
+                    self._begin_record(builder, tx, now)
+                position = _position(
+                    file_number, start, Phase.STREAM, row_index, seq, self._file, tx.gtid
+                )
+                if tx.count():
+                    self._add(builder, record, position, f"{origin}#{row_index}", now, tx, table)
+                if record.value is not None:
+                    tx.note_data(table.collection)
+                self._last_position = position
+
+    def _begin_record(self, builder: BatchBuilder, tx: MySqlTx, now: dt.datetime) -> None:
+        # BEGIN sorts before every change of its group: it takes the group's first position.
+        file, start = tx.start
+        position = _position(int(file.rsplit(".", 1)[-1]), start, Phase.STREAM, 0, 0, file, tx.gtid)
+        self._emit_begin(builder, tx, position, now)
+
+    def _row_records(
+        self,
+        event: Any,
+        row: Mapping[str, Any],
+        definition: TableDef,
+        table: MySqlTable,
+        source: dict[str, Any],
+        tx: MySqlTx,
+        skipped: frozenset[str],
+    ) -> list[ConnectRecord]:
+        s = self.settings
+        meta = s.provide_transaction_metadata
+        if isinstance(event, WriteRowsEvent):
+            if "c" in skipped:
+                return []
+            values = stream_values(definition, row["values"], row.get("none_sources", {}))
+            after, key = table.row_and_key(values)
+            return [
+                data_record(
+                    _OP_CREATE, source, None, after, key, tx.block(table.collection, meta), table
+                )
+            ]
+        if isinstance(event, DeleteRowsEvent):
+            if "d" in skipped:
+                return []
+            values = stream_values(definition, row["values"], row.get("none_sources", {}))
+            before, key = table.row_and_key(values)
+            return delete_records(
+                source,
+                before,
+                key,
+                table,
+                tx.block(table.collection, meta),
+                tombstones=s.tombstones_on_delete,
+            )
+        old = stream_values(definition, row["before_values"], row.get("before_none_sources", {}))
+        new = stream_values(definition, row["after_values"], row.get("after_none_sources", {}))
+        before, old_key = table.row_and_key(old)
+        after, new_key = table.row_and_key(new)
+        return update_records(
+            source,
+            before,
+            after,
+            old_key,
+            new_key,
+            table,
+            tx,
+            metadata=meta,
+            tombstones=s.tombstones_on_delete,
+            skipped=skipped,
+        )
+
+
+def _table_change(change: SchemaChange) -> dict[str, Any]:
+    """Debezium's ``tableChanges`` item (``id`` is ``"db"."table"``, ``old,new`` on a rename)."""
+    table_id = f'"{change.database}"."{change.table}"'
+    if change.previous is not None:
+        table_id = f'"{change.previous[0]}"."{change.previous[1]}",{table_id}'
+    definition = change.definition
+    return {
+        "type": change.kind,
+        "id": table_id,
+        "table": None
+        if definition is None
+        else {
+            "defaultCharsetName": definition.charset,
+            "primaryKeyColumnNames": list(definition.primary_key),
+            "columns": [
+                {
+                    "name": c.name,
+                    "typeName": c.type_name.upper(),
+                    "length": c.length,
+                    "scale": c.scale,
+                    "position": i + 1,
+                    "optional": c.nullable,
+                    "autoIncremented": c.auto_increment,
+                    "generated": c.generated,
+                    "enumValues": list(c.values) if c.values else None,
+                    "charsetName": c.charset,
+                }
+                for i, c in enumerate(definition.columns)
+            ],
+        },
+    }
+
+
+_position = MySqlPosition._new

@@ -1,0 +1,74 @@
+"""What the PostgreSQL agent needs from a ``postgresql`` source config: the settings.."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from capture.masking import ColumnMasker
+from capture.postgresql.schema import KeyOverrides, TableFilter
+from capture.postgresql.types import ValueHandling
+
+__all__ = ["SNAPSHOT_FETCH_SIZE", "PgSourceSettings"]
+
+SNAPSHOT_FETCH_SIZE = 10_240
+"""Rows per ``FETCH`` of the snapshot cursor (Debezium's ``snapshot.fetch.size`` for PG)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PgSourceSettings:
+    """Everything the agent needs from a ``postgresql`` source config.
+
+    Build it with :meth:`from_config`; tests may build it directly. ``password`` is the config's
+    ``SecretStr`` and is revealed only when connecting.
+    """
+
+    host: str
+    port: int
+    user: str
+    dbname: str
+    password: Any = None
+    server_name: str = "postgres"
+    slot_name: str = "debezium"
+    publication_name: str = "dbz_publication"
+    publication_autocreate_mode: str = "all_tables"
+    snapshot_mode: str = "initial"
+    table_filter: TableFilter = field(default_factory=TableFilter)
+    key_overrides: KeyOverrides = field(default_factory=KeyOverrides)
+    handling: ValueHandling = field(default_factory=ValueHandling)
+    masker: ColumnMasker | None = None
+    tombstones_on_delete: bool = True
+    provide_transaction_metadata: bool = False
+    skipped_operations: frozenset[str] = frozenset({"t"})
+    heartbeat_interval_ms: int = 0
+    heartbeat_action_query: str | None = None
+    toasted_value_placeholder: str = "__debezium_unavailable_value"
+    slot_drop_on_stop: bool = False
+    snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
+
+    @classmethod
+    def from_config(cls, config: Any) -> PgSourceSettings:
+        """Read a validated :class:`capture.postgresql.config.PostgresSourceConfig`."""
+        return cls(
+            host=str(config.database_hostname),
+            port=int(config.database_port),
+            user=str(config.database_user),
+            dbname=str(config.database_dbname),
+            password=config.database_password,
+            server_name=str(config.logical_name),
+            slot_name=str(config.slot_name),
+            publication_name=str(config.publication_name),
+            publication_autocreate_mode=str(config.publication_autocreate_mode),
+            snapshot_mode=str(config.snapshot_mode),
+            table_filter=TableFilter.from_config(config),
+            key_overrides=KeyOverrides.parse(config.message_key_columns),
+            handling=ValueHandling.from_config(config),
+            masker=ColumnMasker.from_source(config),
+            tombstones_on_delete=bool(config.tombstones_on_delete),
+            provide_transaction_metadata=bool(config.provide_transaction_metadata),
+            skipped_operations=frozenset(str(op) for op in config.skipped_operations),
+            heartbeat_interval_ms=int(config.heartbeat_interval_ms),
+            heartbeat_action_query=config.heartbeat_action_query,
+            toasted_value_placeholder=str(config.toasted_value_placeholder),
+            slot_drop_on_stop=bool(config.slot_drop_on_stop),
+        )

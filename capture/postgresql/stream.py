@@ -1,0 +1,545 @@
+"""The PostgreSQL agent's stream: pgoutput messages to records, :class:`StreamReader`.
+
+Reads the slot on a ``replication=database`` connection, turns each transaction's messages into
+Debezium records with positions ``(commit LSN, stream, change LSN, seq)`` and confirms the
+flush LSN from :meth:`StreamReader.acknowledge` only (see :mod:`capture.postgresql.source`,
+steps 3 and 4).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from bronze.batch import BatchBuilder
+from bronze.envelope import (
+    ConnectRecord,
+    Op,
+    heartbeat,
+    message_record,
+    truncate_record,
+)
+from bronze.position_base import Phase
+from capture.column_types import ValueConversionError
+from capture.database_source import (
+    VERSION,
+    data_record,
+    delete_records,
+    update_records,
+)
+from capture.postgresql import slot as pg_slot
+from capture.postgresql.agent import CONNECTOR, PgTx, PostgresAgent
+from capture.postgresql.pgoutput import (
+    UNCHANGED_TOAST,
+    Begin,
+    Commit,
+    Delete,
+    Insert,
+    LogicalMessage,
+    Origin,
+    PgOutputMessage,
+    ProtocolError,
+    Relation,
+    Truncate,
+    TypeInfo,
+    Update,
+    decode_keepalive,
+    decode_message,
+    decode_xlog_data,
+    pg_time_to_unix_ms,
+)
+from capture.postgresql.position import PostgresPosition, format_pg_lsn
+from capture.postgresql.replication import ReplicationStream
+from capture.postgresql.schema import TableSchema
+from capture.postgresql.slot import parse_lsn
+from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
+
+__all__ = ["CATCH_UP_TIMEOUT_S", "STATUS_INTERVAL_S", "StreamReader"]
+
+logger = logging.getLogger(__name__)
+
+STATUS_INTERVAL_S = 10.0
+"""Standby status updates at least this often (``wal_sender_timeout`` defaults to 60 s)."""
+
+CATCH_UP_TIMEOUT_S = 10.0
+"""A batch that saw nothing from the server for this long stops waiting for it to confirm it
+sent everything up to the WAL position seen when the batch started."""
+
+
+class StreamReader(PostgresAgent):
+    """The stream side of the agent: the read loop, message handling and acknowledgement."""
+
+    def _start_streaming(self) -> None:
+        repl = self._repl if self._repl is not None and not self._repl.closed else None
+        self._repl = None
+        stream = ReplicationStream(repl or self._connect(replication=True), self.name)
+        self._stream = stream
+        stream.start(
+            self.settings.slot_name,
+            self._resume_lsn,
+            self.settings.publication_name,
+            messages=self._server_version >= 140000,
+        )
+        self._server_end = 0
+        stream.send_status(self._acked)
+        logger.info(
+            "source %s: streaming slot %s from %s",
+            self.name,
+            self.settings.slot_name,
+            format_pg_lsn(self._resume_lsn),
+        )
+
+    def _run_action_query(self, sql: str) -> None:
+        self._side().execute(sql)
+
+    def _send_status(self, *, reply: bool) -> None:
+        if self._stream is not None:
+            self._stream.send_status(self._acked, reply=reply)
+
+    def _current_wal(self) -> int:
+        row = self._side().execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
+        assert row is not None
+        return parse_lsn(row[0])
+
+    def _read_stream(
+        self,
+        builder: BatchBuilder,
+        max_events: int,
+        max_transaction_events: int,
+        until: Mapping[str, Any] | None,
+        now: dt.datetime,
+    ) -> bool:
+        """Add streamed records to ``builder`` (see ``read_batch``); True when the stream is
+        exhausted for now."""
+        if self._stream is None:
+            self._start_streaming()
+        stream = self._stream
+        assert stream is not None
+        target = self._current_wal()
+        until_lsn = None if until is None else parse_lsn(until["lsn"])
+        until_cut = None if until is None or until.get("tx") is None else until["tx"]
+        exhausted = False
+        idle_since: float | None = None
+        last_reply = 0.0
+        while True:
+            tx = self._tx
+            if until_lsn is not None and self._reached(until_lsn, until_cut):
+                if tx is not None:
+                    # The half-landed batch ended inside this transaction: the re-read batch
+                    # must carry the same cut, or its offset would resume at the transaction's
+                    # start and land its first part twice.
+                    self._cut_inside(builder, tx)
+                break
+            if tx is None and until is None and len(builder) >= max_events:
+                break
+            if (
+                tx is not None
+                and until is None
+                and len(builder) >= max_events
+                and tx.in_batch >= max_transaction_events
+            ):
+                self._cut_inside(builder, tx)
+                break
+            if tx is None and self._server_end >= target:
+                if until is not None:
+                    # Re-reading a half-landed batch that ended on a heartbeat: everything the
+                    # server had is read, so the batch ends where the heartbeat had put it.
+                    if until_lsn is not None and until_cut is None:
+                        if self._server_end >= until_lsn:
+                            self._resume_lsn = max(self._resume_lsn, until_lsn)
+                    break
+                self._maybe_heartbeat(builder, now)
+                exhausted = True
+                break
+            if time.monotonic() - stream.last_status > STATUS_INTERVAL_S:
+                self._send_status(reply=False)
+            data = stream.read(0.05 if tx is None else 1.0)
+            if data is None:
+                idle_since = idle_since or time.monotonic()
+                if (
+                    tx is None
+                    and until is None
+                    and time.monotonic() - idle_since > CATCH_UP_TIMEOUT_S
+                ):
+                    exhausted = True  # the server never confirmed the target; stop waiting
+                    break
+                if tx is None and time.monotonic() - last_reply > 0.1:
+                    # Ask for a keepalive: its WAL end says how far the server has sent.
+                    self._send_status(reply=True)
+                    last_reply = time.monotonic()
+                self._maybe_heartbeat(builder, now)
+                continue
+            idle_since = None
+            kind = data[:1]
+            if kind == b"w":
+                start, _end, _ts, payload = decode_xlog_data(data)
+                try:
+                    message = decode_message(payload)
+                except ProtocolError as exc:
+                    raise CaptureError(
+                        f"source {self.name}: at {format_pg_lsn(start)}: {exc}"
+                    ) from None
+                self._handle(builder, message, start, payload, now)
+            elif kind == b"k":
+                wal_end, _ts, reply = decode_keepalive(data)
+                if wal_end > self._server_end:
+                    self._server_end = wal_end
+                if reply:
+                    self._send_status(reply=False)
+                if self._tx is None:
+                    self._maybe_heartbeat(builder, now)
+        return exhausted
+
+    def _cut_inside(self, builder: BatchBuilder, tx: PgTx) -> None:
+        """End the batch inside ``tx``: bronze marks it partial, the offset resumes inside it."""
+        builder.mark_partial(str(tx.xid))
+        self._cut = (tx.commit_lsn, tx.emitted)
+
+    def _reached(self, until_lsn: int, until_cut: Mapping[str, Any] | None) -> bool:
+        if until_cut is None:
+            return self._tx is None and self._resume_lsn >= until_lsn
+        commit = parse_lsn(until_cut["commit_lsn"])
+        tx = self._tx
+        if tx is not None and tx.commit_lsn == commit:
+            return tx.emitted >= int(until_cut["emitted"])
+        return self._resume_lsn > commit
+
+    def _maybe_heartbeat(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        s = self.settings
+        if self._tx is not None:
+            return
+        if not self._heartbeat_due(s.heartbeat_interval_ms, s.heartbeat_action_query):
+            return
+        point = max(self._server_end, self._resume_lsn)
+        if point <= self._acked:
+            return  # nothing new to confirm
+        self._last_heartbeat = time.monotonic()
+        # Every transaction committed before the keepalive's WAL end was sent before it, so
+        # confirming that point after this batch commits loses nothing; it lets WAL be recycled.
+        key = point - 1
+        last = self._last_position
+        if last is not None and (last.commit_lsn, last.lsn) >= (key, key):
+            return
+        position = _position(key, Phase.STREAM, key, 0)
+        record = heartbeat(s.server_name, int(time.time() * 1000))
+        self._add(
+            builder, record, position, f"pg:heartbeat@{format_pg_lsn(point)}", now, None, None
+        )
+        self._last_position = position
+        self._resume_lsn = point
+
+    def _handle(
+        self,
+        builder: BatchBuilder,
+        message: PgOutputMessage,
+        lsn: int,
+        raw: bytes,
+        now: dt.datetime,
+    ) -> None:
+        cls = message.__class__
+        if cls is not Insert and cls is not Update and cls is not Delete:
+            self._handle_other(builder, message, lsn, raw, now)
+            return
+        assert isinstance(message, (Insert, Update, Delete))
+        tx = self._tx
+        if tx is None:
+            raise CaptureError(
+                f"source {self.name}: {cls.__name__} at {format_pg_lsn(lsn)} outside a transaction"
+            )
+        table = self._relations.get(message.relation_id, _MISSING_TABLE)
+        if table is _MISSING_TABLE:
+            raise CaptureError(
+                f"source {self.name}: change for relation {message.relation_id} before its "
+                "Relation message"
+            )
+        if table is None:
+            return  # not captured
+        try:
+            records = self._change_records(table, message, lsn, tx)
+        except (ValueConversionError, PipelineError) as exc:
+            position = self._position(tx, lsn)
+            if tx.count():
+                self._quarantine(builder, raw, f"pg:{format_pg_lsn(lsn)}", exc, now)
+            self._last_position = position
+            return
+        for record in records:
+            if record.value is not None:
+                self._begin_if_needed(builder, tx, now)
+            position = self._position(tx, lsn)
+            if tx.count():
+                self._add(builder, record, position, f"pg:{format_pg_lsn(lsn)}", now, tx, table)
+            if record.value is not None:
+                tx.note_data(table.collection)
+            self._last_position = position
+
+    def _handle_other(
+        self,
+        builder: BatchBuilder,
+        message: PgOutputMessage,
+        lsn: int,
+        raw: bytes,
+        now: dt.datetime,
+    ) -> None:
+        if isinstance(message, Begin):
+            skip = 0
+            if self._cut is not None and self._cut[0] == message.final_lsn:
+                skip = self._cut[1]
+            self._tx = PgTx(
+                id=str(message.xid),
+                ts_ms=pg_time_to_unix_ms(message.commit_time_us),
+                skip=skip,
+                xid=message.xid,
+                commit_lsn=message.final_lsn,
+            )
+        elif isinstance(message, Commit):
+            self._commit(builder, message, now)
+        elif isinstance(message, Relation):
+            self._relation(message)
+        elif isinstance(message, LogicalMessage):
+            self._logical_message(builder, message, raw, now)
+        elif isinstance(message, Truncate):
+            if self._tx is None:
+                raise CaptureError(
+                    f"source {self.name}: Truncate at {format_pg_lsn(lsn)} outside a transaction"
+                )
+            self._truncate(builder, message, lsn, raw, now)
+        elif not isinstance(message, (TypeInfo, Origin)):
+            # Stream Start/Stop/Commit/Abort need 'streaming on', which the agent never asks for.
+            raise CaptureError(
+                f"source {self.name}: unexpected {type(message).__name__} message at "
+                f"{format_pg_lsn(lsn)}"
+            )
+
+    def _position(self, tx: PgTx, lsn: int) -> PostgresPosition:
+        if lsn == tx.last_lsn:
+            tx.seq += 1
+        else:
+            tx.last_lsn, tx.seq = lsn, 0
+        return _position(tx.commit_lsn, Phase.STREAM, lsn, tx.seq)
+
+    def _begin_if_needed(self, builder: BatchBuilder, tx: PgTx, now: dt.datetime) -> None:
+        if tx.begun or not self.settings.provide_transaction_metadata:
+            return
+        # BEGIN sorts before every change of its transaction: LSN 0 at the commit key.
+        self._emit_begin(builder, tx, _position(tx.commit_lsn, Phase.STREAM, 0, 0), now)
+
+    def _commit(self, builder: BatchBuilder, message: Commit, now: dt.datetime) -> None:
+        tx = self._tx
+        if tx is None:
+            raise CaptureError(f"source {self.name}: Commit without Begin")
+        if tx.begun:
+            # END sorts after every change: no change of the transaction is at its commit LSN.
+            position = _position(tx.commit_lsn, Phase.STREAM, message.commit_lsn, 0)
+            self._emit_end(builder, tx, position, now)
+            self._last_position = position
+        self._tx = None
+        self._cut = None
+        self._resume_lsn = message.end_lsn
+        self._last_commit = message.commit_lsn
+
+    def _relation(self, message: Relation) -> None:
+        schema = message.namespace or "pg_catalog"
+        if not self.settings.table_filter.table(schema, message.name):
+            self._relations[message.relation_id] = None
+            return
+        self._relations[message.relation_id] = self._table_schema(
+            self._side(), schema, message.name, message
+        )
+
+    def _source(self, tx: PgTx, table: TableSchema | None, lsn: int) -> dict[str, Any]:
+        s = self.settings
+        last = self._last_commit
+        return {
+            "version": VERSION,
+            "connector": CONNECTOR,
+            "name": s.server_name,
+            "ts_ms": tx.ts_ms,
+            "snapshot": "false",
+            "db": s.dbname,
+            # Debezium 2.x's ["<last commit LSN>","<LSN>"], as JSON text (LSNs are digits).
+            "sequence": f'["{last}","{lsn}"]' if last is not None else f'[null,"{lsn}"]',
+            "schema": None if table is None else table.schema,
+            "table": None if table is None else table.table,
+            "txId": tx.xid,
+            "lsn": lsn,
+            "xmin": None,
+            "commit_lsn": tx.commit_lsn,
+        }
+
+    def _change_records(
+        self, table: TableSchema, message: Insert | Update | Delete, lsn: int, tx: PgTx
+    ) -> list[ConnectRecord]:
+        s = self.settings
+        skipped = s.skipped_operations
+        meta = s.provide_transaction_metadata
+        source = self._source(tx, table, lsn)
+        if isinstance(message, Insert):
+            if "c" in skipped:
+                return []
+            after, key = table.row_and_key(message.new)
+            return [
+                _data_record(
+                    _OP_CREATE,
+                    source,
+                    None,
+                    after,
+                    key,
+                    tx.block(table.collection, meta),
+                    table,
+                )
+            ]
+        if isinstance(message, Delete):
+            if "d" in skipped:
+                return []
+            old_row = (
+                table.row(message.old)
+                if message.old_kind == "O"
+                else table.identity_row(message.old)
+            )
+            key = table.key(message.old)
+            return delete_records(
+                source,
+                old_row,
+                key,
+                table,
+                tx.block(table.collection, meta),
+                tombstones=s.tombstones_on_delete,
+            )
+        new_values = message.new
+        if message.old_kind == "O" and message.old is not None:
+            # REPLICA IDENTITY FULL logs the whole old row, so an unchanged TOAST value the new
+            # tuple leaves out ('u') is known: take it instead of the placeholder.
+            old_values = message.old
+            new_values = tuple(
+                old_values[i] if v is UNCHANGED_TOAST else v for i, v in enumerate(new_values)
+            )
+        after, new_key = table.row_and_key(new_values)
+        old_key = new_key
+        before: dict[str, Any] | None
+        if message.old is not None:
+            old_key = table.key(message.old)
+            before = (
+                table.row(message.old)
+                if message.old_kind == "O"
+                else table.identity_row(message.old)
+            )
+        elif table.replica_identity in ("d", "i"):
+            before = table.key_only_row(new_key)
+        else:
+            before = None
+        return update_records(
+            source,
+            before,
+            after,
+            old_key,
+            new_key,
+            table,
+            tx,
+            metadata=meta,
+            tombstones=s.tombstones_on_delete,
+            skipped=skipped,
+        )
+
+    def _truncate(
+        self, builder: BatchBuilder, message: Truncate, lsn: int, raw: bytes, now: dt.datetime
+    ) -> None:
+        tx = self._tx
+        assert tx is not None
+        s = self.settings
+        for relid in message.relation_ids:
+            table = self._relations.get(relid)
+            if table is None or "t" in self.settings.skipped_operations:
+                continue
+            self._begin_if_needed(builder, tx, now)
+            position = self._position(tx, lsn)
+            record = truncate_record(
+                self._source(tx, table, lsn),
+                transaction=tx.block(table.collection, s.provide_transaction_metadata),
+                value_schema=table.envelope_schema,
+                topic=table.topic,
+            )
+            if tx.count():
+                self._add(builder, record, position, f"pg:{format_pg_lsn(lsn)}", now, tx, table)
+            tx.note_data(table.collection)
+            self._last_position = position
+
+    def _logical_message(
+        self, builder: BatchBuilder, message: LogicalMessage, raw: bytes, now: dt.datetime
+    ) -> None:
+        tx = self._tx
+        s = self.settings
+        if pg_slot.is_marker(message):
+            if tx is None:
+                self._resume_lsn = max(self._resume_lsn, message.lsn)
+            return  # the agent's own slot marker, not a change of the database
+        if message.transactional and tx is not None:
+            position = self._position(tx, message.lsn)
+            source = self._source(tx, None, message.lsn)
+            if tx.count():
+                record = message_record(message.prefix, message.content, source=source)
+                self._add(
+                    builder, record, position, f"pg:{format_pg_lsn(message.lsn)}", now, tx, None
+                )
+            self._last_position = position
+            return
+        # A non-transactional message is decoded at its own LSN, between transactions.
+        lsn = message.lsn
+        position = _position(lsn, Phase.STREAM, lsn, 0)
+        source = {
+            "version": VERSION,
+            "connector": CONNECTOR,
+            "name": s.server_name,
+            "ts_ms": int(time.time() * 1000),
+            "snapshot": "false",
+            "db": s.dbname,
+            "sequence": None,
+            "schema": None,
+            "table": None,
+            "txId": None,
+            "lsn": lsn,
+            "xmin": None,
+            "commit_lsn": lsn,
+        }
+        if lsn >= self._resume_lsn:
+            record = message_record(message.prefix, message.content, source=source)
+            self._add(builder, record, position, f"pg:{format_pg_lsn(lsn)}", now, None, None)
+            self._last_position = position
+            if tx is None:
+                self._resume_lsn = lsn
+
+    def acknowledge(self, offset: Mapping[str, Any]) -> None:
+        """Confirm the offset's LSN to the slot: everything before it is durable in bronze."""
+        if offset.get("phase") == "snapshot":
+            return  # the slot stays at the snapshot point until streaming starts
+        if offset.get("phase") == "done":
+            self._drop_slot_after_initial_only()
+            return
+        lsn = parse_lsn(offset["lsn"])
+        if lsn <= self._acked and self._stream is not None:
+            return
+        self._acked = max(self._acked, lsn)
+        try:
+            self._send_status(reply=False)
+        except SourceUnavailable as exc:
+            # Sent again after the reconnect, and again at the next start.
+            logger.warning("source %s: acknowledgement not sent: %s", self.name, exc)
+
+    def _stop_streaming(self) -> None:
+        if self._stream is not None:
+            self._stream.stop(self._acked)
+
+
+_MISSING_TABLE: Any = object()
+# Op members' .value goes through the enum descriptor on every access; the hot path uses this.
+
+_OP_CREATE = Op.CREATE.value
+
+_data_record = data_record
+
+# The frozen dataclass constructor validates every component; the agent builds them from LSNs
+# it decoded itself, so it takes the unchecked constructor the landing path uses.
+
+_position = PostgresPosition._new
