@@ -1,6 +1,6 @@
 """Benchmark: Debezium JSON landed into bronze, events per second and peak RSS, on one core.
 
-Generates a deterministic PostgreSQL-connector stream (capture.synthetic), writes it as JSON
+Generates a deterministic PostgreSQL-connector stream (tests.pgmodel.streams), writes it as JSON
 lines, then lands it with the real agent (DebeziumJsonSource -> BronzeWriter -> Delta commits)
 in a child process pinned to one CPU with ``taskset``. Each configuration runs several times on a
 fresh lake; the median is reported.
@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from capture.synthetic import postgres_stream, write_lines  # noqa: E402
+from tests.pgmodel.streams import postgres_stream, write_lines  # noqa: E402
 
 DRIVER = r"""
 import json, sys, time

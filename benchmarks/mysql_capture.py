@@ -69,7 +69,7 @@ import json, os, sys, time
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
-from pipeline.config import MySqlSourceConfig
+from capture.mysql.config import MySqlSourceConfig
 from pipeline.landing import LandingAgent
 raw = {k: os.path.expandvars(v) if isinstance(v, str) else v
        for k, v in json.loads(sys.argv[1]).items()}

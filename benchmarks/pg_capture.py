@@ -45,7 +45,7 @@ import json, sys, time
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
-from pipeline.config import PostgresSourceConfig
+from capture.postgresql.config import PostgresSourceConfig
 from pipeline.landing import LandingAgent
 config = PostgresSourceConfig.model_validate(json.loads(sys.argv[1]))
 agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),

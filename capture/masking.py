@@ -9,7 +9,7 @@ and ``after`` row image through :meth:`ColumnMasker.apply` before the record is 
     after = masker.apply(collection, after)
 
 The rules come from a source's pattern keys (parsed into
-:attr:`pipeline.config.RelationalFilters.column_rules`):
+:attr:`capture.source_config.RelationalFilters.column_rules`):
 
 * ``column.truncate.to.<N>.chars``: strings (and bytes) longer than N are cut to N.
 * ``column.mask.with.<N>.chars``: strings become N ``*`` characters (N = 0: empty string).
@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.config import ColumnRule, ColumnRuleKind, SourceConfigBase
+from capture.source_config import ColumnRule, ColumnRuleKind, SourceConfigBase
 
 __all__ = ["ColumnMasker", "java_serialized_string", "MASK_CHAR"]
 

@@ -1,21 +1,43 @@
-"""The explicit table of capture sources.
+"""The explicit table of connectors: for each kind, its config model and its loader.
 
-Each loader imports its module (and so its database driver) only when that source is used, so
-a missing optional driver fails with an error that says what to install, and only for the user
-who needs it.
+:data:`CONNECTORS` is the one place a connector is registered. :mod:`pipeline.config` builds the
+``sources[]`` models from it, and :func:`create_source` builds the agent. The config models import
+no driver; each loader imports its agent module (and so its database driver) only when that
+source is used, so a missing optional driver fails with an error that says what to install, and
+only for the user who needs it.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from capture.base import CaptureSource
-from pipeline.config import SourceType
+from capture.db2.config import Db2SourceConfig
+from capture.debezium_json.config import DebeziumJsonSourceConfig
+from capture.mongodb.config import MongoDbSourceConfig
+from capture.mysql.config import MySqlSourceConfig
+from capture.oracle.config import OracleSourceConfig
+from capture.postgresql.config import PostgresSourceConfig
+from capture.source_config import SourceConfigBase, SourceType
+from capture.sqlserver.config import SqlServerSourceConfig
+from capture.yugabytedb.config import YugabyteDbSourceConfig
+from pipeline.config_model import did_you_mean
 from pipeline.errors import ConfigError, NotBuiltError, NotInstalledError
 
-__all__ = ["SourceType", "AVAILABLE_SOURCES", "create_source"]
+if TYPE_CHECKING:
+    # Only for annotations: capture.base pulls in bronze and pyarrow, which loading a config
+    # does not need.
+    from capture.base import CaptureSource
+
+__all__ = [
+    "SourceType",
+    "Connector",
+    "CONNECTORS",
+    "AVAILABLE_SOURCES",
+    "SOURCE_CONFIG_MODELS",
+    "create_source",
+]
 
 
 def load_debezium_json(config: Any) -> CaptureSource:
@@ -57,16 +79,41 @@ def _not_built(kind: SourceType, where: str) -> Callable[[Any], CaptureSource]:
     return load
 
 
-AVAILABLE_SOURCES: dict[SourceType, Callable[[Any], CaptureSource]] = {
-    SourceType.DEBEZIUM_JSON: load_debezium_json,
-    SourceType.POSTGRESQL: load_postgresql,
-    SourceType.MYSQL: load_mysql,
-    SourceType.MONGODB: _not_built(SourceType.MONGODB, "planned"),
-    SourceType.SQLSERVER: _not_built(SourceType.SQLSERVER, "planned"),
-    SourceType.ORACLE: _not_built(SourceType.ORACLE, "planned"),
-    SourceType.DB2: _not_built(SourceType.DB2, "planned"),
-    SourceType.YUGABYTEDB: _not_built(SourceType.YUGABYTEDB, "planned"),
+@dataclass(frozen=True, slots=True)
+class Connector:
+    """One registered connector."""
+
+    config_model: type[SourceConfigBase]
+    """Validates its ``sources[]`` entries: its Debezium property names, defaults and checks.
+    The ``connector`` values it accepts are the ``Literal`` of its ``connector`` field."""
+    load: Callable[[Any], CaptureSource]
+    """Builds the agent from a validated config, importing the agent and its driver lazily."""
+
+
+CONNECTORS: Mapping[SourceType, Connector] = {
+    SourceType.DEBEZIUM_JSON: Connector(DebeziumJsonSourceConfig, load_debezium_json),
+    SourceType.POSTGRESQL: Connector(PostgresSourceConfig, load_postgresql),
+    SourceType.MYSQL: Connector(MySqlSourceConfig, load_mysql),
+    SourceType.MONGODB: Connector(MongoDbSourceConfig, _not_built(SourceType.MONGODB, "planned")),
+    SourceType.SQLSERVER: Connector(
+        SqlServerSourceConfig, _not_built(SourceType.SQLSERVER, "planned")
+    ),
+    SourceType.ORACLE: Connector(OracleSourceConfig, _not_built(SourceType.ORACLE, "planned")),
+    SourceType.DB2: Connector(Db2SourceConfig, _not_built(SourceType.DB2, "planned")),
+    SourceType.YUGABYTEDB: Connector(
+        YugabyteDbSourceConfig, _not_built(SourceType.YUGABYTEDB, "planned")
+    ),
 }
+"""Every connector, by kind. Adding a connector is one line here (docs/extending.md)."""
+
+AVAILABLE_SOURCES: Mapping[SourceType, Callable[[Any], CaptureSource]] = {
+    kind: connector.load for kind, connector in CONNECTORS.items()
+}
+"""The loader of each kind (a view of :data:`CONNECTORS`)."""
+SOURCE_CONFIG_MODELS: Mapping[SourceType, type[SourceConfigBase]] = {
+    kind: connector.config_model for kind, connector in CONNECTORS.items()
+}
+"""The config model of each kind (a view of :data:`CONNECTORS`)."""
 
 
 def create_source(config: Any) -> CaptureSource:
@@ -86,7 +133,7 @@ def create_source(config: Any) -> CaptureSource:
     try:
         source_type = SourceType(kind)
     except ValueError:
-        close = difflib.get_close_matches(kind, [t.value for t in SourceType], n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise ConfigError(f"unknown connector '{kind}'{hint}", key_path="connector") from None
-    return AVAILABLE_SOURCES[source_type](config)
+        hint = did_you_mean(kind, [t.value for t in SourceType])
+        note = f"; {hint}" if hint else ""
+        raise ConfigError(f"unknown connector '{kind}'{note}", key_path="connector") from None
+    return CONNECTORS[source_type].load(config)

@@ -78,6 +78,28 @@ def _frame(spark: Any, name: str, table: Any, frames: Mapping[str, Any]) -> Any:
     return result
 
 
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+"""Delta's session setting for the user metadata of commits made by SQL commands."""
+
+
+def _describe(spark: Any, path: str, description: str, cut_text: str) -> None:
+    """Set the table's Delta description (``gold.tables.<name>.description``).
+
+    A DataFrame write cannot set it, so it is one more commit, made only when the description
+    changed; it carries the cuts like the write does, so every commit of the table names them.
+    """
+    from pipeline.sql import quote_identifier, quote_string_literal
+
+    spark.conf.set(USER_METADATA_CONF, cut_text)
+    try:
+        spark.sql(
+            f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES "
+            f"('comment' = {quote_string_literal(description)})"
+        )
+    finally:
+        spark.conf.unset(USER_METADATA_CONF)
+
+
 def build_derived_tables(
     spark: Any,
     lake_root: Path,
@@ -132,6 +154,8 @@ def build_derived_tables(
         for entry in log.history(1):
             metrics = entry.get("operationMetrics") or {}
             rows = int(metrics.get("numOutputRows", 0))
+        if (log.metadata().description or "") != table.description:
+            _describe(spark, path, table.description, cut_text)
         results.append(DerivedResult(name, rows, version))
         logger.info("gold: %s rebuilt (%s rows, version %s)", name, rows, version)
     return results

@@ -107,9 +107,10 @@ def catch_exception(func: F) -> F:
 
 
 class _State:
-    def __init__(self, config_path: str | None, output: Output) -> None:
+    def __init__(self, config_path: str | None, output: Output, *, log_level_given: bool) -> None:
         self.config_path = config_path
         self.output = output
+        self.log_level_given = log_level_given
         self._config: Any = None
 
     @property
@@ -118,6 +119,10 @@ class _State:
             from pipeline.config import load_config
 
             self._config = load_config(self.config_path)
+            if not self.log_level_given:
+                # The handlers exist before the config is read (so loading it can log); its
+                # logging.level applies from here on, below --log-level / $MEDALLION_LOG_LEVEL.
+                logging.getLogger().setLevel(self._config.logging.level)
         return self._config
 
 
@@ -133,22 +138,28 @@ class _State:
 @click.option(
     "--log-level",
     envvar="MEDALLION_LOG_LEVEL",
-    default="INFO",
-    show_default=True,
+    default=None,
+    help="Log level [default: the config's logging.level, else INFO].",
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
 )
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None, log_level: str, output: str) -> None:
+def cli(ctx: click.Context, config_path: str | None, log_level: str | None, output: str) -> None:
     """medallion: Debezium-compatible change data capture into a Delta Lake medallion."""
+    from pipeline.config import LOG_LEVEL_DEFAULT
+
     logging.basicConfig(
-        level=log_level.upper(),
+        level=(log_level or LOG_LEVEL_DEFAULT).upper(),
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    ctx.obj = _State(config_path, JsonOutput() if output == "json" else TextOutput())
+    ctx.obj = _State(
+        config_path,
+        JsonOutput() if output == "json" else TextOutput(),
+        log_level_given=log_level is not None,
+    )
 
 
 @cli.command()

@@ -60,6 +60,8 @@ class LandingAgent:
         writer: The bronze writer.
         max_events: ``max.batch.size``: soft limit of events per batch.
         max_transaction_events: ``max.transaction.size``: cut a larger transaction.
+        poll_interval_s: ``poll.interval.ms``: wait between reads when following an idle
+            source.
         faults: Crash points for tests; defaults to ``$MEDALLION_FAULTS``.
     """
 
@@ -70,6 +72,7 @@ class LandingAgent:
         *,
         max_events: int = 20_000,
         max_transaction_events: int = 100_000,
+        poll_interval_s: float = 1.0,
         faults: FaultInjector | None = None,
     ) -> None:
         self.source = source
@@ -77,6 +80,7 @@ class LandingAgent:
         self.agent_id = agent_app_id(source.name)
         self.max_events = max_events
         self.max_transaction_events = max_transaction_events
+        self.poll_interval_s = poll_interval_s
         self.faults = faults or FaultInjector.from_env()
 
     def run(
@@ -84,7 +88,7 @@ class LandingAgent:
         *,
         follow: bool = False,
         max_batches: int | None = None,
-        poll_interval_s: float = 1.0,
+        poll_interval_s: float | None = None,
         stop: threading.Event | None = None,
     ) -> LandingResult:
         """Land until the source is exhausted (or forever with ``follow``).
@@ -92,7 +96,8 @@ class LandingAgent:
         Args:
             follow: Keep polling for new records instead of stopping when none are left.
             max_batches: Stop after this many committed batches.
-            poll_interval_s: Sleep between polls when following an idle source.
+            poll_interval_s: Sleep between polls when following an idle source (default: the
+                agent's ``poll_interval_s``).
             stop: Set it to stop a following agent after its current batch.
 
         Returns:
@@ -129,7 +134,7 @@ class LandingAgent:
                 if counts.read == 0:
                     if not follow:
                         break
-                    stop.wait(poll_interval_s)
+                    stop.wait(self.poll_interval_s if poll_interval_s is None else poll_interval_s)
                     continue
                 self.faults.hit("after_read", next_seq)
                 seq = next_seq

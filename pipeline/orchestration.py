@@ -21,6 +21,7 @@ from pipeline.landing import LandingAgent, LandingResult
 __all__ = [
     "SLOT_COLUMNS",
     "land_sources",
+    "landing_agent",
     "bronze_status",
     "bronze_tables",
     "run_silver",
@@ -63,16 +64,34 @@ def land_sources(
         One result per source.
     """
     writer = BronzeWriter(bronze_tables(config, lake_root))
-    results = []
-    for source_config in _select(config, names):
-        agent = LandingAgent(
-            create_source(source_config),
-            writer,
-            max_events=config.bronze.max_batch_size,
-            max_transaction_events=config.bronze.max_transaction_size,
-        )
-        results.append(agent.run(follow=follow, max_batches=max_batches))
-    return results
+    return [
+        landing_agent(config, source_config, writer).run(follow=follow, max_batches=max_batches)
+        for source_config in _select(config, names)
+    ]
+
+
+def landing_agent(config: Any, source_config: Any, writer: BronzeWriter) -> LandingAgent:
+    """The landing agent of one source, with the source's own batch and poll settings.
+
+    Args:
+        config: The pipeline config (``bronze`` section).
+        source_config: One of its sources.
+        writer: The bronze writer.
+
+    Returns:
+        The agent, not yet run: ``max.batch.size`` of the source when set, else
+        ``bronze.max.batch.size``; ``poll.interval.ms`` of the source when it has one.
+    """
+    # Sources without these Debezium engine keys (debezium_json) use the pipeline-wide values.
+    max_events = getattr(source_config, "max_batch_size", None) or config.bronze.max_batch_size
+    poll_ms = getattr(source_config, "poll_interval_ms", None)
+    return LandingAgent(
+        create_source(source_config),
+        writer,
+        max_events=max_events,
+        max_transaction_events=config.bronze.max_transaction_size,
+        poll_interval_s=1.0 if poll_ms is None else poll_ms / 1000,
+    )
 
 
 def _count_by_source(path: Path) -> dict[str, int]:

@@ -6,11 +6,17 @@ The output is deterministic and committed; rerunning must produce no diff.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from capture.synthetic import postgres_stream, write_lines
+ROOT = Path(__file__).resolve().parents[1]
+# The generator is test support (tests/pgmodel), which no install ships: import it from the
+# checkout, as the benchmarks do.
+sys.path.insert(0, str(ROOT))
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "debezium_jsonl"
+from tests.pgmodel.streams import postgres_stream, write_lines  # noqa: E402
+
+OUT = ROOT / "tests" / "fixtures" / "debezium_jsonl"
 
 MALFORMED = [
     b'{"topic": "shop.public.customers", "key": {"id": 9',

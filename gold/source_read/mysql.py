@@ -140,7 +140,7 @@ def column_for(
 def _connect(config: Any) -> Any:
     import pymysql
 
-    from pipeline.config import reveal
+    from pipeline.config_model import reveal
 
     kwargs: dict[str, Any] = {
         "host": config.database_hostname,

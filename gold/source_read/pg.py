@@ -156,7 +156,7 @@ def _none(name: str, type_text: str, what: str) -> SourceColumn:
 def _connect(config: Any) -> Any:
     import psycopg
 
-    from pipeline.config import reveal
+    from pipeline.config_model import reveal
 
     kwargs: dict[str, Any] = {
         "host": config.database_hostname,

@@ -12,8 +12,8 @@ from deltalake import DeltaTable
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import postgres_stream, write_lines
 from pipeline.landing import LandingAgent
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -19,10 +20,10 @@ from psycopg import sql
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.postgresql.slot import parse_lsn
 from capture.registry import create_source
-from capture.synthetic import postgres_stream, write_lines
 from pipeline.cli import EXIT_CONFIG, EXIT_NOT_BUILT, cli
 from pipeline.config import load_config
 from pipeline.landing import LandingAgent
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = pytest.mark.delta
 
@@ -102,6 +103,22 @@ def test_unknown_source_name_suggests(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--config", str(config), "capture", "-s", "shp"])
     assert result.exit_code == EXIT_CONFIG
     assert "did you mean 'shop'" in result.output
+
+
+def test_the_configs_log_level_applies_unless_the_option_is_given(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, "logging: {level: WARNING}\n"))
+    root = logging.getLogger()
+    before = root.level
+    try:
+        root.setLevel(logging.NOTSET)
+        CliRunner().invoke(cli, ["--config", config, "capture", "-s", "shp"])
+        assert root.level == logging.WARNING
+        root.setLevel(logging.NOTSET)
+        args = ["--config", config, "--log-level", "DEBUG", "capture", "-s", "shp"]
+        CliRunner().invoke(cli, args)
+        assert root.level != logging.WARNING  # the option wins over the file
+    finally:
+        root.setLevel(before)
 
 
 def test_unbuilt_source_kind_is_reported(tmp_path: Path) -> None:

@@ -19,9 +19,9 @@ from deltalake import DeltaTable
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import postgres_stream
 from pipeline.errors import StageFailed
 from pipeline.landing import LandingAgent, LandingResult
+from tests.pgmodel.streams import postgres_stream
 
 pytestmark = pytest.mark.delta
 

@@ -35,7 +35,6 @@ from deltalake import DeltaTable, write_deltalake
 from bronze.schema import QUARANTINE_SCHEMA
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import postgres_stream, write_lines
 from gold.checks import LATE_REASON
 from gold.cuts import Cut, TableAtCut, latest_cut
 from gold.outcome import CheckOutcome
@@ -45,6 +44,7 @@ from pipeline.config import PipelineConfig, Severity
 from pipeline.landing import LandingAgent
 from silver import merge
 from silver.job import SilverJob
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from deltalake import DeltaTable
 
 from gold.cuts import cut_at, latest_cut
 from gold.publish import published_cuts
@@ -137,7 +138,10 @@ def test_derived_tables_rebuild_at_each_published_cut(spark: Any, pg: Pg, tmp_pa
         lake,
         gold={
             "tables": {
-                "by_sql": {"sql": f"SELECT count(*) AS n FROM gold.pg__{s}__items"},
+                "by_sql": {
+                    "sql": f"SELECT count(*) AS n FROM gold.pg__{s}__items",
+                    "description": "how many items",
+                },
                 "by_python": {"python": f"{__name__}:revenue"},
             }
         },
@@ -149,6 +153,7 @@ def test_derived_tables_rebuild_at_each_published_cut(spark: Any, pg: Pg, tmp_pa
     assert read.load(str(lake / "gold" / "by_sql")).collect()[0]["n"] == 3
     by_label = {r["label"]: r["qty"] for r in read.load(str(lake / "gold" / "by_python")).collect()}
     assert by_label == {"a": 3, "b": 5}
+    assert DeltaTable(str(lake / "gold" / "by_sql")).metadata().description == "how many items"
     # Nothing new: no rebuild.
     assert refresh_gold(spark, config, lake).derived == ()
     pg.sql(f"DELETE FROM {s}.items WHERE id = 3")

@@ -15,8 +15,8 @@ from bronze import schema as S
 from bronze.positions import decode_position
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import postgres_stream, write_lines
 from pipeline.landing import LandingAgent, LandingResult
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = pytest.mark.delta
 

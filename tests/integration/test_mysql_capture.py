@@ -25,9 +25,9 @@ import pytest
 from deltalake import DeltaTable
 
 from bronze import schema as S
+from capture.mysql.config import MySqlSourceConfig
 from capture.mysql.source import MySqlSource, default_server_id
 from capture.registry import create_source
-from pipeline.config import MySqlSourceConfig
 from pipeline.errors import CaptureError, StageFailed
 from tests.fix_servers import OwnMariaDb
 from tests.integration.test_pg_capture import (  # the bronze readers are not PG-specific

@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from bronze.position_base import Phase
+from capture.mysql.config import MySqlSourceConfig
 from capture.mysql.position import MySqlPosition
 from capture.mysql.source import MySqlSource
 from capture.registry import create_source
 from gold.cuts import Cut, latest_cut
 from gold.reconcile import can_reconcile, reconcile_source
-from pipeline.config import MySqlSourceConfig, PipelineConfig
+from pipeline.config import PipelineConfig
 from silver.job import SilverJob
 from tests.integration.test_mysql_capture import My, land
 

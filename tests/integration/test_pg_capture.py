@@ -31,9 +31,10 @@ from bronze import schema as S
 from bronze.envelope import HEADER_NEW_KEY, HEADER_OLD_KEY, UNAVAILABLE_VALUE
 from bronze.positions import decode_position
 from bronze.writer import BronzeTables, BronzeWriter
+from capture.postgresql.config import PostgresSourceConfig
 from capture.postgresql.source import parse_lsn
 from capture.registry import create_source
-from pipeline.config import PostgresSourceConfig, SourceConfig
+from pipeline.config import SourceConfig
 from pipeline.errors import CaptureError, StageFailed
 from pipeline.landing import LandingAgent, LandingResult
 

@@ -11,7 +11,6 @@ import pytest
 
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import postgres_stream, write_lines
 from pipeline.config import TableOptions
 from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
@@ -27,6 +26,7 @@ from silver.scd2 import (
     history_path,
     truncate_history,
 )
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 

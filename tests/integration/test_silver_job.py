@@ -9,10 +9,10 @@ import pytest
 
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import postgres_stream, write_lines
 from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 

@@ -7,7 +7,7 @@ Also: YugabyteDB ``yboutput``'s ``{"value", "set"}`` column wrapping, where a co
 (``null`` or ``"set": false``) keeps silver's value and ``{"value": null, "set": true}`` sets
 NULL.
 
-The streams are the synthetic PostgreSQL connector's (``capture.synthetic``), landed with the
+The streams are the synthetic PostgreSQL connector's (``tests.pgmodel.streams``), landed with the
 real landing agent; the bad events are written straight into ``bronze/events`` (bronze itself
 refuses most of them at landing, so this is how silver gets to see them: a row landed by an
 older bronze, a schema registry edited by hand, a decoder bug).
@@ -26,10 +26,10 @@ from deltalake import DeltaTable, write_deltalake
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import postgres_stream, write_lines
 from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
+from tests.pgmodel.streams import postgres_stream, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.landing import LandingAgent
-from silver.history import deliveries, histories, to_jsonl
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
+from tests.pgmodel.history import to_jsonl
+from tests.pgmodel.strategies import deliveries, histories
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta, pytest.mark.slow]
 

@@ -14,7 +14,6 @@ import pytest
 
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
-from capture.synthetic import SyntheticStream, postgres_stream, write_lines
 from gold.cuts import latest_cut
 from pipeline.config import load_config
 from pipeline.landing import LandingAgent
@@ -22,6 +21,7 @@ from pipeline.status import pipeline_status
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
 from silver.transactions import waiting_by_source
+from tests.pgmodel.streams import SyntheticStream, postgres_stream, write_lines
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
@@ -51,6 +51,8 @@ def _open_transaction(lines: list[bytes]) -> tuple[int, str, int]:
     found: tuple[int, str, int] | None = None
     for i, line in enumerate(lines):
         value = orjson.loads(line)["value"]
+        if isinstance(value, dict) and "payload" in value:  # schemas.enable=true wraps BEGIN/END
+            value = value["payload"]
         if isinstance(value, dict) and value.get("status") == "END" and value["event_count"] > 2:
             found = (i, str(value["id"]), int(value["event_count"]))
     assert found is not None, "no multi-event transaction"

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import pickle
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -11,22 +15,21 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from capture.debezium_json.config import DebeziumJsonSourceConfig
+from capture.mongodb.config import MongoDbSourceConfig
+from capture.mysql.config import MySqlSourceConfig
+from capture.postgresql.config import PostgresSourceConfig
+from capture.registry import SOURCE_CONFIG_MODELS
+from capture.source_config import ColumnRuleKind, SourceType
 from pipeline.config import (
-    SOURCE_CONFIG_MODELS,
     BronzeConfig,
-    ColumnRuleKind,
-    DebeziumJsonSourceConfig,
     LakeConfig,
     LoggingConfig,
-    MongoDbSourceConfig,
-    MySqlSourceConfig,
     PipelineConfig,
-    PostgresSourceConfig,
-    SourceType,
     SparkConfig,
     load_config,
-    reveal,
 )
+from pipeline.config_model import reveal
 from pipeline.errors import ConfigError, Terminal
 
 pytestmark = pytest.mark.unit
@@ -148,6 +151,36 @@ def test_example_with_every_connector_loads() -> None:
     assert "mongo-secret" not in repr(mongo)
 
 
+_WITHOUT_DRIVERS = """
+import json, sys
+
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"psycopg", "pymysql", "pymysqlreplication"}:
+            raise ImportError(f"refused {name}")
+        return None
+
+sys.meta_path.insert(0, Refuse())
+from pipeline.config import load_config
+
+config = load_config(sys.argv[1], env=json.loads(sys.argv[2]))
+print(len(config.sources))
+"""
+
+
+def test_every_connector_config_validates_without_any_database_driver() -> None:
+    # The config models live next to the agents; importing them must not import a driver.
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_DRIVERS, str(EXAMPLE_CONFIG), json.dumps(EXAMPLE_ENV)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == len(SourceType)
+
+
 def test_every_field_is_documented() -> None:
     models: list[type[BaseModel]] = [
         PipelineConfig,
@@ -265,14 +298,60 @@ def test_missing_required_key(tmp_path: Path) -> None:
     assert error.key_path == "sources[0].database.hostname"
 
 
-def test_cross_field_rules(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("line", "key", "reason"),
+    [
+        ("plugin.name: wal2json", "plugin.name", "only pgoutput is supported"),
+        ("plugin.name: DecoderBufs", "plugin.name", "only pgoutput is supported"),
+        ("max.queue.size: 8192", "max.queue.size", "no queue between them"),
+        ("event.processing.failure.handling.mode: warn", "event.processing", "quarantined"),
+    ],
+)
+def test_debezium_keys_the_agent_does_not_honour_are_rejected(
+    tmp_path: Path, line: str, key: str, reason: str
+) -> None:
+    error = load_error(tmp_path, pg(f"    {line}\n"), env={"PG_PASSWORD": "x"})
+    assert error.key_path is not None and error.key_path.startswith(f"sources[0].{key}")
+    assert reason in error.reason and "did you mean" not in error.reason
+
+
+def test_unsupported_keys_are_rejected_from_every_layer(tmp_path: Path) -> None:
+    env = {"PG_PASSWORD": "x", "MEDALLION__SOURCES__PG__MAX_QUEUE_SIZE": "10"}
+    error = load_error(tmp_path, pg(), env=env)
+    assert error.key_path == "sources[0].max.queue.size"
+    assert "MAX_QUEUE_SIZE: 'max.queue.size' is not supported: the agent reads" in error.reason
     error = load_error(
         tmp_path,
-        pg("    max.batch.size: 100\n    max.queue.size: 100\n"),
+        pg(),
         env={"PG_PASSWORD": "x"},
+        overrides={"sources.pg.event.processing.failure.handling.mode": "skip"},
     )
-    assert error.key_path == "sources[0].max.queue.size"
+    assert error.key_path == "sources[0].event.processing.failure.handling.mode"
+    assert "is not supported: an event that cannot be processed" in error.reason
 
+
+@pytest.mark.parametrize("key", ["gtid.source.includes", "gtid.source.excludes"])
+def test_mysql_keys_the_agent_does_not_honour_are_rejected(tmp_path: Path, key: str) -> None:
+    text = (
+        "sources:\n  - {name: my, connector: mysql, database.hostname: h, database.user: u, "
+        f"{key}: x}}\n"
+    )
+    error = load_error(tmp_path, text)
+    assert error.key_path == f"sources[0].{key}"
+    assert error.reason.startswith("not supported: the agent captures the transactions of every")
+    error = load_error(tmp_path, text.replace(f"{key}: x", "binlog.buffer.size: 0"))
+    assert "no look-ahead buffer" in error.reason
+
+
+def test_quality_severity_names_a_known_check(tmp_path: Path) -> None:
+    config = load(tmp_path, "quality: {severity: {freshness: block}}\n")
+    assert config.quality.severity == {"freshness": "block"}
+    error = load_error(tmp_path, "quality: {severity: {freshnes: block}}\n")
+    assert error.key_path == "quality.severity.freshnes"
+    assert error.reason == "unknown check 'freshnes'; did you mean 'freshness'?"
+
+
+def test_cross_field_rules(tmp_path: Path) -> None:
     error = load_error(
         tmp_path,
         pg("    table.include.list: a\\.b\n    table.exclude.list: c\n"),

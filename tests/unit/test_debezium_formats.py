@@ -18,6 +18,7 @@ from bronze import schema as S
 from bronze.batch import BatchBuilder
 from bronze.envelope import classify, normalize_tx_id
 from bronze.positions import ArrivalPosition, decode_position
+from capture.debezium_json.config import DebeziumJsonSourceConfig
 from capture.debezium_json.formats import from_cloudevent, parse_line
 from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.config import load_config
@@ -668,7 +669,8 @@ def test_order_by_is_a_config_key_with_a_suggestion(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     source = "{name: f, connector: debezium_json, path: data, %s: arrival}"
     config.write_text(f"lake: {{root: lake}}\nsources:\n  - {source % 'order.by'}\n")
-    assert load_config(config).sources[0].order_by == "arrival"  # type: ignore[union-attr]
+    loaded = load_config(config).sources[0]
+    assert isinstance(loaded, DebeziumJsonSourceConfig) and loaded.order_by == "arrival"
     config.write_text(f"lake: {{root: lake}}\nsources:\n  - {source % 'order.bye'}\n")
     with pytest.raises(Exception, match="did you mean 'order.by'"):
         load_config(config)

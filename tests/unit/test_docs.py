@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-PACKAGES = ("pipeline", "capture", "bronze", "silver", "gold")
+PACKAGES = ("pipeline", "capture", "bronze", "silver", "gold", "tests.pgmodel")
 SKIP: set[str] = set()  # every module's examples must run
 
 

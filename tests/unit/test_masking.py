@@ -12,7 +12,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from capture.masking import ColumnMasker, java_serialized_string
-from pipeline.config import ColumnRule, ColumnRuleKind, PostgresSourceConfig, load_config
+from capture.postgresql.config import PostgresSourceConfig
+from capture.source_config import ColumnRule, ColumnRuleKind
+from pipeline.config import load_config
 
 pytestmark = pytest.mark.unit
 

@@ -13,10 +13,10 @@ from capture.captured_table import HEADER_UNREPRESENTABLE, UNREPRODUCIBLE_PARAME
 from capture.column_types import ValueConversionError
 from capture.database_source import data_record
 from capture.masking import ColumnMasker
+from capture.postgresql.config import PostgresSourceConfig
 from capture.postgresql.pgoutput import UNCHANGED_TOAST, BinaryDatum
 from capture.postgresql.schema import CatalogColumn, KeyOverrides, TableFilter, TableSchema
 from capture.postgresql.types import PgType, ValueHandling
-from pipeline.config import PostgresSourceConfig
 
 pytestmark = pytest.mark.unit
 

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from capture.mysql.config import MySqlSourceConfig
+from capture.postgresql.config import PostgresSourceConfig
 from gold.reconcile_lossy import lossy_by_config
 from gold.source_read import Canon, Family, SourceColumn
 from gold.source_read import mysql as my_read
 from gold.source_read import pg as pg_read
-from pipeline.config import MySqlSourceConfig, PostgresSourceConfig
 
 pytestmark = pytest.mark.unit
 

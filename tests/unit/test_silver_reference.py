@@ -1,4 +1,4 @@
-"""Tests for silver.reference (the silver oracle) and silver.history (its history generator).
+"""Tests for tests.pgmodel.reference (the silver oracle) and tests.pgmodel (its history generator).
 
 The central property: for every generated source history, replaying the Debezium records it
 produced gives the source's final state, however the records were delivered (batched, re-sent
@@ -30,21 +30,18 @@ from bronze.envelope import (
     message_record,
 )
 from capture.debezium_json.source import DebeziumJsonSource
-from silver.history import (
+from tests.pgmodel.history import (
     AddColumn,
     Delete,
-    Delivery,
     Insert,
     MoveKey,
     SourceHistory,
     Transaction,
     Truncate,
     Update,
-    deliveries,
-    histories,
     to_jsonl,
 )
-from silver.reference import (
+from tests.pgmodel.reference import (
     LiveRows,
     Problem,
     ProblemKind,
@@ -56,6 +53,7 @@ from silver.reference import (
     ordered,
     replay,
 )
+from tests.pgmodel.strategies import Delivery, deliveries, histories
 
 pytestmark = pytest.mark.unit
 

@@ -1,11 +1,14 @@
-"""Random source histories and the Debezium PostgreSQL records they produce (hypothesis).
+"""Source histories of a small PostgreSQL database and the Debezium records they produce.
 
-A :class:`SourceHistory` is what happened in a small PostgreSQL database: an optional initial
+This is the one Debezium PostgreSQL generator of the tests: :mod:`tests.pgmodel.strategies`
+draws histories with hypothesis, :mod:`tests.pgmodel.streams` walks long ones with a seeded
+``random.Random`` (for fixtures and benchmarks); both emit through :meth:`SourceHistory.records`.
+
+A :class:`SourceHistory` is what happened in a PostgreSQL :class:`Database`: an optional initial
 snapshot, then transactions, in commit order, of inserts, updates, deletes, primary-key moves,
-truncates, updates whose unchanged TOAST-like column (``notes``) arrives as the unavailable-value
+truncates, updates whose unchanged TOAST column (``notes``) arrives as the unavailable-value
 placeholder, and ``ADD COLUMN`` (later rows carry a new nullable column, and the table's value
-schema changes). Tables have an ``int32`` primary key ``id`` drawn from a small range, so keys
-are reused: deleted and re-inserted, moved onto freed keys, moved A->B->A in one transaction.
+schema changes).
 
 Two things come out of a history, computed independently of each other and of silver:
 
@@ -20,8 +23,8 @@ Two things come out of a history, computed independently of each other and of si
   the snapshot; ``before`` images key-only (REPLICA IDENTITY DEFAULT); one value schema per
   table version. ``source`` blocks carry ``lsn`` and ``txId`` plus, per :data:`STYLES`,
   ``sequence`` (``["<lastCommitLsn>","<lsn>"]``, Debezium 2.x), ``commit_lsn``, or nothing more
-  (Debezium 1.2). A transaction may be *interleaved* with the next one: the later-committing
-  transaction started first and their per-row LSNs alternate, so per-row LSN order is not
+  (Debezium 1.2). A transaction may be *interleaved* with the next one: the two ran concurrently,
+  their per-row LSNs alternate, and either may have started first, so per-row LSN order is not
   commit order (bronze positions must get it right anyway).
 
 PostgreSQL's logical decoding carries no DDL: a column added after the last change of its table
@@ -29,10 +32,8 @@ is invisible to every consumer. :meth:`SourceHistory.final_state` therefore show
 the columns of the last value schema emitted for it; :meth:`SourceHistory.source_state` gives the
 unprojected rows.
 
-Strategies: :func:`histories` draws histories; :func:`deliveries` re-delivers a record list the
-way Debezium does after crashes (a :class:`Delivery` of batches). :func:`to_jsonl` writes records
-as ``kafka_json`` lines for the ``debezium_json`` source. Test support: needs ``hypothesis``
-(the ``dev`` extra).
+:func:`to_lines` writes records in the line formats the ``debezium_json`` source reads
+(:data:`LINE_FORMATS`); :func:`to_jsonl` is its ``kafka_json`` form with inline schemas.
 
 Example:
     >>> h = SourceHistory(("customers",), (Transaction((Insert("customers", 1, {"qty": 2}),)),))
@@ -44,14 +45,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 import orjson
-from hypothesis import strategies as st
 
-from bronze.connect_schema import envelope_schema, source_schema, struct
+from bronze.connect_schema import envelope_schema, primitive, source_schema, struct
 from bronze.connect_schema import field as schema_field
 from bronze.envelope import (
     HEADER_NEW_KEY,
@@ -67,17 +67,20 @@ from bronze.envelope import (
     transaction_end,
     truncate_record,
 )
-from silver.reference import LiveRows, canonical_json
+from tests.pgmodel.reference import LiveRows, canonical_json
 
 __all__ = [
-    "SERVER",
     "SCHEMA",
     "TABLES",
     "BASE_COLUMNS",
     "TOAST_COLUMN",
     "STYLES",
-    "KEY_SPACE",
+    "LINE_FORMATS",
+    "Column",
+    "Database",
+    "HIST",
     "Row",
+    "DbState",
     "Insert",
     "Update",
     "Delete",
@@ -87,29 +90,22 @@ __all__ = [
     "Operation",
     "Transaction",
     "SourceHistory",
-    "histories",
-    "Delivery",
-    "deliveries",
+    "to_lines",
     "to_jsonl",
 ]
 
-SERVER: Final = "hist"
-"""Logical server name (``topic.prefix``); topics are ``hist.public.<table>``."""
 SCHEMA: Final = "public"
-DATABASE: Final = "histdb"
 TABLES: Final = ("customers", "orders", "items")
-"""Table names, in the order histories use them."""
+"""Table names of :data:`HIST`, in the order histories use them."""
 BASE_COLUMNS: Final = ("id", "qty", "label", "notes")
-"""Every table's columns before any ADD COLUMN; ``id`` is the primary key."""
+"""Every :data:`HIST` table's columns before any ADD COLUMN; ``id`` is the primary key."""
 TOAST_COLUMN: Final = "notes"
 """The TOAST-like text column: an update that leaves it unchanged may carry the placeholder."""
 STYLES: Final = ("sequence", "commit_lsn", "lsn_only")
 """How ``source`` blocks carry commit order: ``source.sequence`` (Debezium 2.x),
 ``source.commit_lsn``, or only ``lsn``/``txId`` (Debezium 1.2, positions derived by bronze)."""
-KEY_SPACE: Final = 5
-"""Primary keys are drawn from ``range(KEY_SPACE)``: small, so keys get reused."""
-MAX_ADDED_COLUMNS: Final = 2
-"""ADD COLUMNs per table at most."""
+LINE_FORMATS: Final = ("kafka_json", "key_tab_value", "envelope")
+"""Line formats of :func:`to_lines`."""
 
 SNAPSHOT_LSN: Final = 10_000
 """LSN of the snapshot point; streamed LSNs come after it."""
@@ -118,10 +114,74 @@ TXID_START: Final = 500
 TS_START: Final = 1_700_000_000_000
 VERSION: Final = "2.7.0.Final"
 
-_TYPES: Final[Mapping[str, str]] = {"id": "int32", "qty": "int32"}
-"""Connect types of the columns; any other column is an optional string."""
-
 Row: TypeAlias = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a source table, as its Connect field.
+
+    Attributes:
+        name: Column name.
+        type: Connect primitive type.
+        optional: Nullable.
+        logical: Connect logical type name (``io.debezium.time.MicroTimestamp``), if any.
+    """
+
+    name: str
+    type: str = "string"
+    optional: bool = True
+    logical: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """The Connect field schema of the column."""
+        if self.logical is None:
+            return schema_field(self.name, self.type, optional=self.optional)
+        logical = primitive(self.type, optional=self.optional, name=self.logical, version=1)
+        return schema_field(self.name, logical)
+
+
+@dataclass(frozen=True)
+class Database:
+    """The source database a history runs in.
+
+    Attributes:
+        server: Logical server name (``topic.prefix``); topics are ``<server>.public.<table>``.
+        name: Database name (``source.db``).
+        layouts: ``(table, columns)`` pairs; every table's first column is the ``int32``
+            primary key ``id``. Columns added by :class:`AddColumn` are optional strings.
+    """
+
+    server: str
+    name: str
+    layouts: tuple[tuple[str, tuple[Column, ...]], ...]
+
+    def columns(self, table: str) -> tuple[Column, ...]:
+        """The columns ``table`` starts with.
+
+        Raises:
+            KeyError: No such table.
+        """
+        return dict(self.layouts)[table]
+
+
+HIST: Final = Database(
+    "hist",
+    "histdb",
+    tuple(
+        (
+            table,
+            (
+                Column("id", "int32", optional=False),
+                Column("qty", "int32"),
+                Column("label"),
+                Column("notes"),
+            ),
+        )
+        for table in TABLES
+    ),
+)
+"""The hypothesis histories' database: :data:`TABLES`, each with :data:`BASE_COLUMNS`."""
 
 
 # --- operations ----------------------------------------------------------------------------
@@ -211,13 +271,17 @@ class Transaction:
 
     Attributes:
         ops: Its operations, in execution order.
-        interleaved_with_next: The next transaction (which commits after this one) started
-            before it, and their per-row LSNs alternate. Ignored on the last transaction and on
-            a transaction already paired with the one before it.
+        interleaved_with_next: The next transaction (which commits after this one) ran
+            concurrently with this one, and their per-row LSNs alternate. Ignored on the last
+            transaction and on a transaction already paired with the one before it.
+        started_first: With ``interleaved_with_next``: this transaction started first (lower
+            txId, first LSN) and still commits first. By default the next one started first,
+            the harder case: per-row LSN order then puts a later commit's rows first.
     """
 
     ops: tuple[Operation, ...]
     interleaved_with_next: bool = False
+    started_first: bool = False
 
 
 def _tables_of(op: Operation) -> tuple[str, ...]:
@@ -230,16 +294,27 @@ def _tables_of(op: Operation) -> tuple[str, ...]:
 
 
 @dataclass
-class _Db:
-    """The source database: rows per table, columns per table. Applies operations directly."""
+class DbState:
+    """The source database's tables: rows per table, columns per table.
+
+    Applies operations directly (the ground truth), and tells generators what is valid next.
+
+    Attributes:
+        rows: table -> primary key -> row.
+        columns: table -> column names, in order (``ADD COLUMN`` appends).
+    """
 
     rows: dict[str, dict[int, Row]]
     columns: dict[str, list[str]]
 
     @classmethod
-    def empty(cls, tables: Iterable[str]) -> _Db:
+    def empty(cls, database: Database, tables: Iterable[str]) -> DbState:
+        """Empty ``tables`` of ``database``, with their initial columns."""
         names = list(tables)
-        return cls({t: {} for t in names}, {t: list(BASE_COLUMNS) for t in names})
+        return cls(
+            {t: {} for t in names},
+            {t: [c.name for c in database.columns(t)] for t in names},
+        )
 
     def apply(self, op: Operation) -> None:
         """Apply one operation.
@@ -307,20 +382,25 @@ class SourceHistory:
     """What happened in the source, and what Debezium made of it.
 
     Attributes:
-        tables: The tables (1 to 3 of :data:`TABLES`).
+        tables: The tables (some of ``database``'s).
         transactions: Streamed transactions, in commit order.
         snapshot: Rows of the initial snapshot (emitted as ``r``), before any transaction.
         style: One of :data:`STYLES`.
+        database: Server, database and table layouts (:data:`HIST` unless told).
     """
 
     tables: tuple[str, ...]
     transactions: tuple[Transaction, ...]
     snapshot: tuple[Insert, ...] = ()
     style: str = "sequence"
+    database: Database = HIST
 
     def __post_init__(self) -> None:
         if self.style not in STYLES:
             raise ValueError(f"style {self.style!r} is not one of {STYLES}")
+        known = {table for table, _ in self.database.layouts}
+        if not set(self.tables) <= known:
+            raise ValueError(f"tables {sorted(set(self.tables) - known)} are not in the database")
 
     @staticmethod
     def collection(table: str) -> str:
@@ -335,7 +415,7 @@ class SourceHistory:
 
     def source_state(self) -> dict[str, dict[int, Row]]:
         """The source tables after the last transaction: table -> id -> row (all columns)."""
-        db = _Db.empty(self.tables)
+        db = DbState.empty(self.database, self.tables)
         for op in self.operations():
             db.apply(op)
         return db.rows
@@ -346,9 +426,9 @@ class SourceHistory:
         Returns:
             collection -> canonical key JSON -> row, each table projected on the columns of
             the last value schema emitted for it (see the module docstring); tables without
-            rows are left out, as :func:`silver.reference.replay` leaves them out.
+            rows are left out, as :func:`tests.pgmodel.reference.replay` leaves them out.
         """
-        db = _Db.empty(self.tables)
+        db = DbState.empty(self.database, self.tables)
         visible: dict[str, list[str]] = {}
         for op in self.operations():
             db.apply(op)
@@ -380,8 +460,9 @@ def _slots(tx: Transaction) -> int:
 def _plan(transactions: Sequence[Transaction]) -> list[tuple[int, list[int], int]]:
     """``(txId, per-row LSNs, commit LSN)`` per transaction, in commit order.
 
-    An interleaved pair: the second transaction (committing later) started first, so it has the
-    lower txId and the first LSN; then the LSNs alternate; then both commit, in order.
+    An interleaved pair: the transaction that started first has the lower txId and the first
+    LSN (the second, later-committing one unless the first has ``started_first``); then the LSNs
+    alternate; then both commit, in order.
     """
     plans: list[tuple[int, list[int], int]] = []
     lsn, txid, i = SNAPSHOT_LSN, TXID_START, 0
@@ -391,15 +472,17 @@ def _plan(transactions: Sequence[Transaction]) -> list[tuple[int, list[int], int
             a, b = _slots(first), _slots(transactions[i + 1])
             lsns_a: list[int] = []
             lsns_b: list[int] = []
+            starts = [(a, lsns_a), (b, lsns_b)]
+            if not first.started_first:
+                starts.reverse()
             for step in range(max(a, b)):
-                if step < b:
-                    lsn += LSN_STEP
-                    lsns_b.append(lsn)
-                if step < a:
-                    lsn += LSN_STEP
-                    lsns_a.append(lsn)
-            plans.append((txid + 1, lsns_a, lsn + LSN_STEP))
-            plans.append((txid, lsns_b, lsn + 2 * LSN_STEP))
+                for slots, lsns in starts:
+                    if step < slots:
+                        lsn += LSN_STEP
+                        lsns.append(lsn)
+            txid_a, txid_b = (txid, txid + 1) if first.started_first else (txid + 1, txid)
+            plans.append((txid_a, lsns_a, lsn + LSN_STEP))
+            plans.append((txid_b, lsns_b, lsn + 2 * LSN_STEP))
             lsn, txid, i = lsn + 2 * LSN_STEP, txid + 2, i + 2
             continue
         lsns = [lsn + LSN_STEP * (n + 1) for n in range(_slots(first))]
@@ -409,18 +492,17 @@ def _plan(transactions: Sequence[Transaction]) -> list[tuple[int, list[int], int
     return plans
 
 
-def _column_schema(column: str) -> dict[str, Any]:
-    if column == "id":
-        return schema_field("id", "int32")
-    return schema_field(column, _TYPES.get(column, "string"), optional=True)
-
-
 class _Emitter:
     """Walks a history in commit order and emits what the connector would."""
 
     def __init__(self, history: SourceHistory) -> None:
         self.history = history
-        self.db = _Db.empty(history.tables)
+        self.server = history.database.server
+        self.db = DbState.empty(history.database, history.tables)
+        # Columns added later are optional strings (ADD COLUMN ... text).
+        self.columns = {
+            (table, c.name): c for table in history.tables for c in history.database.columns(table)
+        }
         self.out: list[ConnectRecord] = []
         self.ts = TS_START
         self.last_commit: int | None = None
@@ -438,7 +520,7 @@ class _Emitter:
 
     # schemas, topics, source blocks
     def topic(self, table: str) -> str:
-        return f"{SERVER}.{SCHEMA}.{table}"
+        return f"{self.server}.{SCHEMA}.{table}"
 
     def key_schema(self, table: str) -> dict[str, Any]:
         return struct([schema_field("id", "int32")], name=f"{self.topic(table)}.Key")
@@ -448,7 +530,8 @@ class _Emitter:
         cached = self.value_schemas.get((table, len(columns)))
         if cached is None:
             prefix = self.topic(table)
-            row = struct([_column_schema(c) for c in columns], name=f"{prefix}.Value")
+            fields = [self.columns.get((table, c), Column(c)).schema() for c in columns]
+            row = struct(fields, name=f"{prefix}.Value")
             cached = envelope_schema(prefix, row, self.source_schema, with_transaction=True)
             self.value_schemas[(table, len(columns))] = cached
         return cached
@@ -464,10 +547,10 @@ class _Emitter:
         src: dict[str, Any] = {
             "version": VERSION,
             "connector": "postgresql",
-            "name": SERVER,
+            "name": self.server,
             "ts_ms": self.ts,
             "snapshot": snapshot,
-            "db": DATABASE,
+            "db": self.history.database.name,
             "sequence": sequence,
             "ts_us": self.ts * 1000,
             "ts_ns": self.ts * 1_000_000,
@@ -585,7 +668,7 @@ class _Emitter:
             else:
                 body += self.key_move(op, src, block)
         if body:
-            topic = f"{SERVER}.transaction"
+            topic = f"{self.server}.transaction"
             end = transaction_end(tx_id, sum(counts.values()), counts, ts_ms=self.ts, topic=topic)
             begin = transaction_begin(tx_id, ts_ms=self.ts, topic=topic)
             self.out += [begin, *body, end]
@@ -622,230 +705,52 @@ class _Emitter:
         return [delete, tombstone_for(delete), create]
 
 
-# --- strategies ----------------------------------------------------------------------------
+def to_lines(
+    records: Iterable[ConnectRecord], line_format: str = "kafka_json", *, schemas: bool = True
+) -> Iterator[bytes]:
+    """Write records as lines (without the newline) that the ``debezium_json`` source reads.
 
-
-def _values(column: str) -> st.SearchStrategy[Any]:
-    if column == "qty":
-        return st.none() | st.integers(0, 99)
-    if column == TOAST_COLUMN:  # mostly set: only a non-NULL value can be TOASTed
-        return st.one_of(st.none(), *[st.text("xyz", min_size=1, max_size=6)] * 3)
-    return st.none() | st.text("abc", max_size=3)
-
-
-def _draw_values(draw: st.DrawFn, columns: Sequence[str]) -> dict[str, Any]:
-    return {c: draw(_values(c)) for c in columns}
-
-
-_KINDS: Final = (
-    ("insert",) * 3 + ("update",) * 3 + ("move",) * 3 + ("delete",) * 2 + ("truncate", "add_column")
-)
-"""Operation kinds, weighted by repetition; hypothesis shrinks towards the first (insert)."""
-
-
-def _pick(draw: st.DrawFn, candidates: Iterable[int], hot: Sequence[int]) -> int:
-    """One of ``candidates``, with the recently touched keys in ``hot`` three times as likely,
-    so keys come back: re-inserted after a delete, moved back (A->B->A)."""
-    pool = sorted(candidates)
-    return draw(st.sampled_from([k for k in hot if k in pool] * 2 + pool))
-
-
-def _draw_op(
-    draw: st.DrawFn,
-    db: _Db,
-    tables: tuple[str, ...],
-    hot: dict[str, list[int]],
-    toast_on_key_move: bool,
-    placeholders: bool = True,
-) -> Operation:
-    table = draw(st.sampled_from(tables))
-    rows = db.rows[table]
-    recent = hot[table]
-    columns = [c for c in db.columns[table] if c != "id"]
-    free = [i for i in range(KEY_SPACE) if i not in rows]
-    possible = {"truncate"}
-    if free:
-        possible.add("insert")
-    if rows:
-        possible |= {"update", "delete"}
-    if rows and free:
-        possible.add("move")
-    if len(db.columns[table]) < len(BASE_COLUMNS) + MAX_ADDED_COLUMNS:
-        possible.add("add_column")
-    kind = draw(st.sampled_from([k for k in _KINDS if k in possible]))
-    if kind == "insert":
-        return Insert(table, _pick(draw, free, recent), _draw_values(draw, columns))
-    if kind == "truncate":
-        chosen = draw(st.lists(st.sampled_from(tables), min_size=1, unique=True))
-        return Truncate(tuple(t for t in tables if t in chosen))
-    if kind == "add_column":
-        return AddColumn(table, f"extra{len(db.columns[table]) - len(BASE_COLUMNS) + 1}")
-    ident = _pick(draw, rows, recent)
-    if kind == "delete":
-        return Delete(table, ident)
-    changed = draw(st.lists(st.sampled_from(columns), unique=True))
-    changes = _draw_values(draw, changed)
-    can_toast = (
-        placeholders and TOAST_COLUMN not in changes and rows[ident].get(TOAST_COLUMN) is not None
-    )
-    if kind == "update":
-        return Update(table, ident, changes, can_toast and draw(st.booleans()))
-    toast = can_toast and toast_on_key_move and draw(st.booleans())
-    return MoveKey(table, ident, _pick(draw, free, recent), changes, toast)
-
-
-def _touch(hot: dict[str, list[int]], op: Operation) -> None:
-    """Remember the keys ``op`` touched, most recent last (three per table)."""
-    if isinstance(op, Insert | Update | Delete):
-        touched = [op.id]
-    elif isinstance(op, MoveKey):
-        touched = [op.new_id, op.old_id]
-    else:
-        return
-    keys = hot[op.table]
-    for ident in touched:
-        if ident in keys:
-            keys.remove(ident)
-        keys.append(ident)
-    del keys[:-3]
-
-
-@st.composite
-def histories(
-    draw: st.DrawFn,
-    *,
-    max_tables: int = 3,
-    max_transactions: int = 6,
-    max_ops: int = 5,
-    max_snapshot_rows: int = 3,
-    styles: Sequence[str] = STYLES,
-    toast_on_key_move: bool = True,
-    placeholders: bool = True,
-) -> SourceHistory:
-    """Random :class:`SourceHistory` values, each operation valid against the state before it.
-
-    Covered: 1-3 tables; an optional initial snapshot (``r`` rows); 1-``max_transactions``
-    transactions of 1-``max_ops`` operations each: insert, update of some columns (or none),
-    update with the TOAST placeholder, delete (and re-insert of the key later), primary-key move
-    (onto a freed key, A->B->A, with a placeholder in its ``c`` when ``toast_on_key_move``),
-    truncate of one or several tables, ADD COLUMN (up to two per table); transactions
-    interleaved with the next one; every source style of :data:`STYLES`.
+    Key and value are written as JsonConverter writes them
+    (:func:`bronze.envelope.to_json_converter`: ``{"schema", "payload"}`` with ``schemas``, the
+    bare payload without; a null key or a tombstone's value is ``null``).
 
     Args:
-        draw: Hypothesis' draw function (supplied by ``st.composite``).
-        max_tables: Most tables (at most 3).
-        max_transactions: Most streamed transactions.
-        max_ops: Most operations per transaction.
-        max_snapshot_rows: Most snapshot rows per table.
-        styles: Source styles to draw from.
-        toast_on_key_move: Let primary-key moves carry the placeholder (PostgreSQL does: the
-            new tuple of a key-changing UPDATE still holds unchanged TOAST values as pointers).
-        placeholders: Let updates and moves carry the placeholder at all (off for deliveries
-            that reorder events: a placeholder needs the value's event to arrive first).
+        records: The records, in emission order.
+        line_format: One of :data:`LINE_FORMATS`: ``kafka_json`` (one object ``{"topic", "key",
+            "value"[, "headers"]}``, headers as ``[{"key", "value"}]``), ``key_tab_value`` (key
+            JSON, a tab, value JSON), or ``envelope`` (the value alone, without tombstones, as
+            Debezium Server's value-only output).
+        schemas: JsonConverter's ``schemas.enable``.
 
-    Returns:
-        The strategy.
+    Yields:
+        One line per record (``envelope``: per record with a value).
+
+    Raises:
+        ValueError: Unknown ``line_format``.
     """
-    tables = TABLES[: draw(st.integers(1, min(max_tables, len(TABLES))))]
-    style = draw(st.sampled_from(list(styles)))
-    db = _Db.empty(tables)
-    snapshot: list[Insert] = []
-    for table in tables:
-        count = draw(st.integers(0, max_snapshot_rows))
-        idents = draw(st.lists(st.integers(0, KEY_SPACE - 1), unique=True, max_size=count))
-        for ident in idents:
-            insert = Insert(table, ident, _draw_values(draw, BASE_COLUMNS[1:]))
-            db.apply(insert)
-            snapshot.append(insert)
-    transactions: list[Transaction] = []
-    hot: dict[str, list[int]] = {t: [] for t in tables}
-    for _ in range(draw(st.integers(1, max_transactions))):
-        ops: list[Operation] = []
-        for _ in range(draw(st.integers(1, max_ops))):
-            op = _draw_op(draw, db, tables, hot, toast_on_key_move, placeholders)
-            db.apply(op)
-            _touch(hot, op)
-            ops.append(op)
-        transactions.append(Transaction(tuple(ops), draw(st.booleans())))
-    return SourceHistory(tables, tuple(transactions), tuple(snapshot), style)
-
-
-class Delivery(list[list[ConnectRecord]]):
-    """Batches of records in arrival order (a list of lists), with a short repr.
-
-    Attributes:
-        spans: ``(start, end)`` slice of the emitted record list each batch holds; a repr of
-            the records themselves would run to hundreds of kilobytes in hypothesis reports.
-    """
-
-    spans: tuple[tuple[int, int], ...]
-
-    def __init__(self, records: Sequence[ConnectRecord], spans: Iterable[tuple[int, int]]):
-        self.spans = tuple(spans)
-        super().__init__(list(records[a:b]) for a, b in self.spans)
-
-    def __repr__(self) -> str:
-        return f"Delivery(spans={list(self.spans)!r})"
-
-    def records(self) -> list[ConnectRecord]:
-        """The records in arrival order."""
-        return [record for batch in self for record in batch]
-
-
-@st.composite
-def deliveries(
-    draw: st.DrawFn,
-    records: Sequence[ConnectRecord],
-    *,
-    max_batches: int = 8,
-    max_crashes: int = 3,
-) -> Delivery:
-    """Deliver ``records`` as Debezium does: consecutive batches, and re-sends after crashes.
-
-    The records are cut into up to ``max_batches`` consecutive batches (files), delivered in
-    order. After any batch the connector may crash (up to ``max_crashes`` times): it restarts
-    from its last flushed offset, which lies at a batch boundary no earlier than the previous
-    restart point, and re-sends every batch from there up to the crash, in the original order,
-    then goes on. That is the only duplication Debezium produces (at least once, spec §4).
-
-    The order matters: bronze assigns positions in arrival order (a tombstone or BEGIN/END takes
-    the previous record's position, a record sharing a source position takes the next
-    ``seq``), and a re-sent stretch gets the positions it got the first time, or positions that
-    repeat the same changes. An arbitrary shuffle of records is *not* a delivery: it would make
-    bronze give tombstones and key-move triples other positions than Debezium's order implies.
-    To test order independence of silver, shuffle positioned events instead.
-
-    Args:
-        draw: Hypothesis' draw function (supplied by ``st.composite``).
-        records: The records in emission order.
-        max_batches: Most batches before duplication.
-        max_crashes: Most crashes (re-sent stretches).
-
-    Returns:
-        The strategy of deliveries: batches (lists of records) whose concatenation is the
-        arrival order.
-    """
-    count = len(records)
-    cuts = draw(st.sets(st.integers(1, count - 1), max_size=max_batches - 1)) if count > 1 else ()
-    bounds = [0, *sorted(cuts), count] if count else [0]
-    batches = list(zip(bounds, bounds[1:], strict=False))
-    spans: list[tuple[int, int]] = []
-    flushed = crashes = 0
-    for i, batch in enumerate(batches):
-        spans.append(batch)
-        if crashes < max_crashes and draw(st.booleans()):
-            flushed = draw(st.integers(flushed, i))
-            spans += batches[flushed : i + 1]
-            crashes += 1
-    return Delivery(records, spans)
+    if line_format not in LINE_FORMATS:
+        raise ValueError(f"unknown line format {line_format!r}")
+    for record in records:
+        key_text, value_text = to_json_converter(record, schemas_enable=schemas)
+        key = b"null" if key_text is None else key_text.encode()
+        value = b"null" if value_text is None else value_text.encode()
+        if line_format == "envelope":
+            if record.value is not None:
+                yield value
+        elif line_format == "key_tab_value":
+            yield key + b"\t" + value
+        else:
+            # Assembled from the converter's text, not re-parsed: benchmarks write 10^5+ lines.
+            line = b'{"topic":' + orjson.dumps(record.topic) + b',"key":' + key
+            line += b',"value":' + value
+            if record.headers:
+                headers = [{"key": k, "value": v} for k, v in record.headers]
+                line += b',"headers":' + orjson.dumps(headers)
+            yield line + b"}"
 
 
 def to_jsonl(records: Iterable[ConnectRecord]) -> list[bytes]:
-    """Write records as ``kafka_json`` lines (no trailing newline), as ``debezium_json`` reads.
-
-    Each line is ``{"topic", "key", "value"[, "headers"]}``: key and value as JsonConverter
-    writes them with ``schemas.enable=true`` (``{"schema", "payload"}``; null for a null key or a
-    tombstone's value), headers as ``[{"key", "value"}]`` (values are JSON text).
+    """Write records as ``kafka_json`` lines with inline schemas (see :func:`to_lines`).
 
     Args:
         records: The records.
@@ -853,15 +758,4 @@ def to_jsonl(records: Iterable[ConnectRecord]) -> list[bytes]:
     Returns:
         One line per record.
     """
-    lines: list[bytes] = []
-    for record in records:
-        key_text, value_text = to_json_converter(record, schemas_enable=True)
-        line: dict[str, Any] = {
-            "topic": record.topic,
-            "key": None if key_text is None else orjson.loads(key_text),
-            "value": None if value_text is None else orjson.loads(value_text),
-        }
-        if record.headers:
-            line["headers"] = [{"key": k, "value": v} for k, v in record.headers]
-        lines.append(orjson.dumps(line))
-    return lines
+    return list(to_lines(records, "kafka_json", schemas=True))
