@@ -11,23 +11,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from bronze.position_base import (
-    FORMAT_VERSION,
-    PHASE_NAMES,
     U32_MAX,
     Phase,
     Position,
     bad_field,
     check_json_connector,
-    check_version,
+    install_layout,
     is_incremental,
     json_field,
     json_phase,
     missing_field,
     parse_uint,
-    phase_from_byte,
     phase_of,
-    range_error,
-    slot_setters,
 )
 from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
 from pipeline.errors import PositionError
@@ -110,8 +105,7 @@ class Db2Position(Position):
     seq: int = 0
     _encoded: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        self._check_phase()
+    def _check_components(self) -> None:
         if not (
             type(self.commit_lsn) is bytes
             and len(self.commit_lsn) == 16
@@ -119,41 +113,6 @@ class Db2Position(Position):
             and len(self.change_lsn) == 16
         ):
             raise PositionError(f"{self.CONNECTOR} LSNs must be 16 bytes: {self!r}")
-        twin = self._new(self.commit_lsn, self.phase, self.change_lsn, self.seq)
-        _DB2_SETTERS[-1](self, twin._encoded)
-
-    @classmethod
-    def _new(cls, commit_lsn: bytes, phase: Phase, change_lsn: bytes, seq: int) -> Self:
-        try:
-            encoded = _DB2.pack(FORMAT_VERSION, commit_lsn, phase, change_lsn, seq)
-        except struct.error as exc:
-            raise range_error(cls.CONNECTOR, exc, (commit_lsn, phase, change_lsn, seq)) from None
-        self = object.__new__(cls)
-        set_commit, set_phase, set_change, set_seq, set_encoded = _DB2_SETTERS
-        set_commit(self, commit_lsn)
-        set_phase(self, phase)
-        set_change(self, change_lsn)
-        set_seq(self, seq)
-        set_encoded(self, encoded)
-        return self
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray) -> Self:
-        check_version(data, cls.CONNECTOR, _DB2.size)
-        _, commit_lsn, phase, change_lsn, seq = _DB2.unpack(data)
-        return cls._new(commit_lsn, phase_from_byte(phase, cls.CONNECTOR), change_lsn, seq)
-
-    def with_seq(self, seq: int) -> Self:
-        return self._new(self.commit_lsn, self.phase, self.change_lsn, seq)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "connector": self.CONNECTOR,
-            "commit_lsn": _format_db2_lsn(self.commit_lsn),
-            "phase": PHASE_NAMES[self.phase],
-            "change_lsn": _format_db2_lsn(self.change_lsn),
-            "seq": self.seq,
-        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
@@ -197,4 +156,9 @@ class Db2Position(Position):
 
 _DB2_ZERO_LSN = bytes(16)
 
-_DB2_SETTERS = slot_setters(Db2Position, "commit_lsn", "phase", "change_lsn", "seq", "_encoded")
+install_layout(
+    Db2Position,
+    _DB2,
+    ("commit_lsn", "phase", "change_lsn", "seq"),
+    {"commit_lsn": _format_db2_lsn, "change_lsn": _format_db2_lsn},
+)

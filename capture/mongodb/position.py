@@ -11,21 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from bronze.position_base import (
-    FORMAT_VERSION,
-    PHASE_NAMES,
     U32_MAX,
     Phase,
     Position,
     check_json_connector,
-    check_version,
+    install_layout,
     json_field,
     json_phase,
     missing_field,
     parse_uint,
-    phase_from_byte,
     phase_of,
-    range_error,
-    slot_setters,
 )
 from bronze.source_block import SourceBlock, SourceField
 
@@ -80,47 +75,6 @@ class MongoDbPosition(Position):
     seq: int = 0
     _encoded: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        self._check_phase()
-        twin = self._new(self.seconds, self.ord, self.phase, self.txn_number, self.seq)
-        _MONGO_SETTERS[-1](self, twin._encoded)
-
-    @classmethod
-    def _new(cls, seconds: int, ordinal: int, phase: Phase, txn_number: int, seq: int) -> Self:
-        try:
-            encoded = _MONGO.pack(FORMAT_VERSION, seconds, ordinal, phase, txn_number, seq)
-        except struct.error as exc:
-            components = (seconds, ordinal, phase, txn_number, seq)
-            raise range_error(cls.CONNECTOR, exc, components) from None
-        self = object.__new__(cls)
-        set_seconds, set_ord, set_phase, set_txn, set_seq, set_encoded = _MONGO_SETTERS
-        set_seconds(self, seconds)
-        set_ord(self, ordinal)
-        set_phase(self, phase)
-        set_txn(self, txn_number)
-        set_seq(self, seq)
-        set_encoded(self, encoded)
-        return self
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray) -> Self:
-        check_version(data, cls.CONNECTOR, _MONGO.size)
-        _, seconds, ordinal, phase, txn_number, seq = _MONGO.unpack(data)
-        return cls._new(seconds, ordinal, phase_from_byte(phase, cls.CONNECTOR), txn_number, seq)
-
-    def with_seq(self, seq: int) -> Self:
-        return self._new(self.seconds, self.ord, self.phase, self.txn_number, seq)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "connector": self.CONNECTOR,
-            "sec": self.seconds,
-            "ord": self.ord,
-            "phase": PHASE_NAMES[self.phase],
-            "txn_number": self.txn_number,
-            "seq": self.seq,
-        }
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         c = cls.CONNECTOR
@@ -166,6 +120,10 @@ class MongoDbPosition(Position):
         )
 
 
-_MONGO_SETTERS = slot_setters(
-    MongoDbPosition, "seconds", "ord", "phase", "txn_number", "seq", "_encoded"
+install_layout(
+    MongoDbPosition,
+    _MONGO,
+    ("seconds", "ord", "phase", "txn_number", "seq"),
+    attributes={"sec": "seconds"},
+    json_keys=("sec", "ord", "phase", "txn_number", "seq"),
 )

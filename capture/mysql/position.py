@@ -14,22 +14,17 @@ from functools import lru_cache
 from typing import Any, ClassVar, Self
 
 from bronze.position_base import (
-    FORMAT_VERSION,
-    PHASE_NAMES,
     U32_MAX,
     Phase,
     Position,
     bad_field,
     check_json_connector,
-    check_version,
+    install_layout,
     json_field,
     json_phase,
     missing_field,
     parse_uint,
-    phase_from_byte,
     phase_of,
-    range_error,
-    slot_setters,
 )
 from bronze.source_block import SourceBlock, SourceField
 from pipeline.errors import PositionError
@@ -104,65 +99,6 @@ class MySqlPosition(Position):
     """The event's GTID, informational (not encoded)."""
     _encoded: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        self._check_phase()
-        twin = self._new(self.file_number, self.pos, self.phase, self.row, self.seq, None, None)
-        _MYSQL_SETTERS[-1](self, twin._encoded)
-
-    @classmethod
-    def _new(
-        cls,
-        file_number: int,
-        pos: int,
-        phase: Phase,
-        row: int,
-        seq: int,
-        file: str | None,
-        gtid: str | None,
-    ) -> Self:
-        try:
-            encoded = _MYSQL.pack(FORMAT_VERSION, file_number, pos, phase, row, seq)
-        except struct.error as exc:
-            raise range_error(cls.CONNECTOR, exc, (file_number, pos, phase, row, seq)) from None
-        self = object.__new__(cls)
-        set_number, set_pos, set_phase, set_row, set_seq, set_file, set_gtid, set_encoded = (
-            _MYSQL_SETTERS
-        )
-        set_number(self, file_number)
-        set_pos(self, pos)
-        set_phase(self, phase)
-        set_row(self, row)
-        set_seq(self, seq)
-        set_file(self, file)
-        set_gtid(self, gtid)
-        set_encoded(self, encoded)
-        return self
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray) -> Self:
-        check_version(data, cls.CONNECTOR, _MYSQL.size)
-        _, file_number, pos, phase, row, seq = _MYSQL.unpack(data)
-        return cls._new(
-            file_number, pos, phase_from_byte(phase, cls.CONNECTOR), row, seq, None, None
-        )
-
-    def with_seq(self, seq: int) -> Self:
-        return self._new(
-            self.file_number, self.pos, self.phase, self.row, seq, self.file, self.gtid
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "connector": self.CONNECTOR,
-            "file": self.file,
-            "file_number": self.file_number,
-            "pos": self.pos,
-            "phase": PHASE_NAMES[self.phase],
-            "row": self.row,
-            "seq": self.seq,
-            "gtid": self.gtid,
-        }
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         c = cls.CONNECTOR
@@ -213,6 +149,10 @@ class MySqlPosition(Position):
         )
 
 
-_MYSQL_SETTERS = slot_setters(
-    MySqlPosition, "file_number", "pos", "phase", "row", "seq", "file", "gtid", "_encoded"
+install_layout(
+    MySqlPosition,
+    _MYSQL,
+    ("file_number", "pos", "phase", "row", "seq"),
+    informational=("file", "gtid"),
+    json_keys=("file", "file_number", "pos", "phase", "row", "seq", "gtid"),
 )

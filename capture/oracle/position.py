@@ -13,12 +13,12 @@ from typing import Any, ClassVar, NamedTuple, Self
 
 from bronze.position_base import (
     FORMAT_VERSION,
-    PHASE_NAMES,
     U32_MAX,
     Phase,
     Position,
     check_json_connector,
     check_version,
+    install_layout,
     is_incremental,
     json_field,
     json_phase,
@@ -150,13 +150,10 @@ class OraclePosition(Position):
     seq: int = 0
     _encoded: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        self._check_phase()
+    def _check_components(self) -> None:
         rs_id = self.rs_id
         if not (rs_id is None or isinstance(rs_id, RsId | str)):
             raise PositionError(f"{self.CONNECTOR} rs_id must be RsId, str or None: {self!r}")
-        twin = self._new(self.commit_scn, self.phase, self.scn, rs_id, self.ssn, self.seq)
-        _ORACLE_SETTERS[-1](self, twin._encoded)
 
     @classmethod
     def _new(
@@ -213,20 +210,6 @@ class OraclePosition(Position):
         ssn, seq = _ORACLE_TAIL.unpack_from(data, index)
         return cls._new(commit_scn, phase_from_byte(phase, c), scn, rs_id, ssn, seq)
 
-    def with_seq(self, seq: int) -> Self:
-        return self._new(self.commit_scn, self.phase, self.scn, self.rs_id, self.ssn, seq)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "connector": self.CONNECTOR,
-            "commit_scn": str(self.commit_scn),
-            "phase": PHASE_NAMES[self.phase],
-            "scn": str(self.scn),
-            "rs_id": None if self.rs_id is None else str(self.rs_id),
-            "ssn": self.ssn,
-            "seq": self.seq,
-        }
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         c = cls.CONNECTOR
@@ -272,4 +255,16 @@ class OraclePosition(Position):
 
 _ORACLE_SETTERS = slot_setters(
     OraclePosition, "commit_scn", "phase", "scn", "rs_id", "ssn", "seq", "_encoded"
+)
+
+
+def _format_rs_id(value: RsId | str | None) -> str | None:
+    return None if value is None else str(value)
+
+
+install_layout(
+    OraclePosition,
+    None,
+    ("commit_scn", "phase", "scn", "rs_id", "ssn", "seq"),
+    {"commit_scn": str, "scn": str, "rs_id": _format_rs_id},
 )

@@ -13,23 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from bronze.position_base import (
-    FORMAT_VERSION,
-    PHASE_NAMES,
     U32_MAX,
     U64_MAX,
     Phase,
     Position,
     bad_field,
     check_json_connector,
-    check_version,
+    install_layout,
     json_field,
     json_phase,
     missing_field,
     parse_uint,
-    phase_from_byte,
     phase_of,
-    range_error,
-    slot_setters,
 )
 from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
 from pipeline.errors import PositionError
@@ -155,43 +150,6 @@ class PostgresPosition(Position):
     seq: int = 0
     _encoded: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        self._check_phase()
-        _PG_SETTERS[-1](self, self._new(self.commit_lsn, self.phase, self.lsn, self.seq)._encoded)
-
-    @classmethod
-    def _new(cls, commit_lsn: int, phase: Phase, lsn: int, seq: int) -> Self:
-        try:
-            encoded = _PG.pack(FORMAT_VERSION, commit_lsn, phase, lsn, seq)
-        except struct.error as exc:
-            raise range_error(cls.CONNECTOR, exc, (commit_lsn, phase, lsn, seq)) from None
-        self = object.__new__(cls)
-        set_commit_lsn, set_phase, set_lsn, set_seq, set_encoded = _PG_SETTERS
-        set_commit_lsn(self, commit_lsn)
-        set_phase(self, phase)
-        set_lsn(self, lsn)
-        set_seq(self, seq)
-        set_encoded(self, encoded)
-        return self
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray) -> Self:
-        check_version(data, cls.CONNECTOR, _PG.size)
-        _, commit_lsn, phase, lsn, seq = _PG.unpack(data)
-        return cls._new(commit_lsn, phase_from_byte(phase, cls.CONNECTOR), lsn, seq)
-
-    def with_seq(self, seq: int) -> Self:
-        return self._new(self.commit_lsn, self.phase, self.lsn, seq)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "connector": self.CONNECTOR,
-            "commit_lsn": format_pg_lsn(self.commit_lsn),
-            "phase": PHASE_NAMES[self.phase],
-            "lsn": format_pg_lsn(self.lsn),
-            "seq": self.seq,
-        }
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         c = cls.CONNECTOR
@@ -266,7 +224,12 @@ class PostgresPosition(Position):
         return cls._new(last_commit, phase, lsn, seq)
 
 
-_PG_SETTERS = slot_setters(PostgresPosition, "commit_lsn", "phase", "lsn", "seq", "_encoded")
+install_layout(
+    PostgresPosition,
+    _PG,
+    ("commit_lsn", "phase", "lsn", "seq"),
+    {"commit_lsn": format_pg_lsn, "lsn": format_pg_lsn},
+)
 
 
 class PgCommitOrder:

@@ -13,23 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from bronze.position_base import (
-    FORMAT_VERSION,
-    PHASE_NAMES,
     U32_MAX,
     Phase,
     Position,
     bad_field,
     check_json_connector,
-    check_version,
+    install_layout,
     is_incremental,
     json_field,
     json_phase,
     missing_field,
     parse_uint,
-    phase_from_byte,
     phase_of,
-    range_error,
-    slot_setters,
 )
 from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
 from pipeline.errors import PositionError
@@ -112,8 +107,7 @@ class SqlServerPosition(Position):
     seq: int = 0
     _encoded: bytes = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        self._check_phase()
+    def _check_components(self) -> None:
         if not (
             type(self.commit_lsn) is bytes
             and len(self.commit_lsn) == 10
@@ -122,52 +116,6 @@ class SqlServerPosition(Position):
         ):
             # struct's "10s" would silently pad or cut a wrong-sized value.
             raise PositionError(f"{self.CONNECTOR} LSNs must be 10 bytes: {self!r}")
-        twin = self._new(
-            self.commit_lsn, self.phase, self.change_lsn, self.event_serial_no, self.seq
-        )
-        _MSSQL_SETTERS[-1](self, twin._encoded)
-
-    @classmethod
-    def _new(
-        cls, commit_lsn: bytes, phase: Phase, change_lsn: bytes, event_serial_no: int, seq: int
-    ) -> Self:
-        try:
-            encoded = _MSSQL.pack(
-                FORMAT_VERSION, commit_lsn, phase, change_lsn, event_serial_no, seq
-            )
-        except struct.error as exc:
-            components = (commit_lsn, phase, change_lsn, event_serial_no, seq)
-            raise range_error(cls.CONNECTOR, exc, components) from None
-        self = object.__new__(cls)
-        set_commit, set_phase, set_change, set_serial, set_seq, set_encoded = _MSSQL_SETTERS
-        set_commit(self, commit_lsn)
-        set_phase(self, phase)
-        set_change(self, change_lsn)
-        set_serial(self, event_serial_no)
-        set_seq(self, seq)
-        set_encoded(self, encoded)
-        return self
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray) -> Self:
-        check_version(data, cls.CONNECTOR, _MSSQL.size)
-        _, commit_lsn, phase, change_lsn, serial, seq = _MSSQL.unpack(data)
-        return cls._new(commit_lsn, phase_from_byte(phase, cls.CONNECTOR), change_lsn, serial, seq)
-
-    def with_seq(self, seq: int) -> Self:
-        return self._new(self.commit_lsn, self.phase, self.change_lsn, self.event_serial_no, seq)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "connector": self.CONNECTOR,
-            "commit_lsn": _format_mssql_lsn(self.commit_lsn),
-            "phase": PHASE_NAMES[self.phase],
-            "change_lsn": (
-                None if self.change_lsn == _MSSQL_ZERO_LSN else _format_mssql_lsn(self.change_lsn)
-            ),
-            "event_serial_no": self.event_serial_no,
-            "seq": self.seq,
-        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
@@ -207,6 +155,13 @@ class SqlServerPosition(Position):
         )
 
 
-_MSSQL_SETTERS = slot_setters(
-    SqlServerPosition, "commit_lsn", "phase", "change_lsn", "event_serial_no", "seq", "_encoded"
+def _format_change_lsn(value: bytes) -> str | None:
+    return None if value == _MSSQL_ZERO_LSN else _format_mssql_lsn(value)
+
+
+install_layout(
+    SqlServerPosition,
+    _MSSQL,
+    ("commit_lsn", "phase", "change_lsn", "event_serial_no", "seq"),
+    {"commit_lsn": _format_mssql_lsn, "change_lsn": _format_change_lsn},
 )
