@@ -25,6 +25,7 @@ __all__ = [
     "PHASE_NAMES",
     "CommitOrder",
     "Phase",
+    "Parser",
     "Position",
     "Setter",
     "bad_field",
@@ -35,6 +36,7 @@ __all__ = [
     "json_field",
     "json_phase",
     "missing_field",
+    "parse_u32",
     "parse_uint",
     "phase_from_byte",
     "phase_of",
@@ -206,6 +208,14 @@ _STREAM = Phase.STREAM
 Setter = Callable[[Any, Any], None]
 """Sets one slot of an instance (see :func:`slot_setters`)."""
 
+Parser = Callable[[Any, str, str, str | None], Any]
+"""Parses one field: ``(value, connector, name, origin) -> component`` (see :func:`parse_uint`)."""
+
+
+def parse_u32(value: object, connector: str, name: str, origin: str | None) -> int:
+    """A u32 field (:func:`parse_uint` with the u32 limit)."""
+    return parse_uint(value, connector, name, origin, U32_MAX)
+
 
 def slot_setters(cls: type, *names: str) -> tuple[Setter, ...]:
     """Member-descriptor setters of a slotted class's fields.
@@ -226,6 +236,8 @@ def install_layout(
     informational: tuple[str, ...] = (),
     json_keys: tuple[str, ...] | None = None,
     attributes: Mapping[str, str] | None = None,
+    parsers: Mapping[str, Parser] | None = None,
+    optional: tuple[str, ...] = (),
 ) -> None:
     """Give a position class its ``_new``, ``decode``, ``with_seq`` and ``to_json``.
 
@@ -247,12 +259,18 @@ def install_layout(
         json_keys: The keys of :meth:`Position.to_json` after ``connector``, in order, when
             they are not the fields.
         attributes: The attribute of each key that names it differently.
+        parsers: The parser of each JSON key that is not a u64 (``seq`` is a u32, ``phase`` a
+            name); without it the class writes its own ``from_json``.
+        optional: JSON keys that may be absent (their parser then gets None).
     """
     names = (*components, *informational)
     args = ", ".join(names)
     env: dict[str, Any] = {
         "phase_from_byte": phase_from_byte,
         "check_version": check_version,
+        "check_json_connector": check_json_connector,
+        "json_field": json_field,
+        "json_phase": json_phase,
         "range_error": range_error,
         "struct_error": struct.error,
         "new_object": object.__new__,
@@ -302,12 +320,32 @@ def install_layout(
         "def to_json(self):",
         f"    return {{'connector': self.CONNECTOR, {', '.join(items)}}}",
     ]
+    if parsers is not None:
+        parsers = {"seq": parse_u32, **parsers}
+        by_attribute = {(attributes or {}).get(key, key): key for key in json_keys or names}
+        values = []
+        for name in names:
+            key = by_attribute[name]
+            if key == "phase":
+                values.append("json_phase(data, c)")
+                continue
+            env[f"parse_{name}"] = parsers.get(key, parse_uint)
+            read = f"data.get({key!r})" if key in optional else f"json_field(data, c, {key!r})"
+            values.append(f"parse_{name}({read}, c, {key!r}, None)")
+        lines += [
+            "def from_json(cls, data):",
+            "    c = cls.CONNECTOR",
+            "    check_json_connector(data, c)",
+            f"    return cls({', '.join(values)})",
+        ]
     exec("\n".join(lines), env)  # noqa: S102 - our own text, built from the class's field names
     if layout is not None:
         cls._new = classmethod(env["_new"])  # type: ignore[method-assign, assignment]
         cls.decode = classmethod(env["decode"])  # type: ignore[method-assign, assignment]
     cls.with_seq = env["with_seq"]  # type: ignore[method-assign]
     cls.to_json = env["to_json"]  # type: ignore[method-assign]
+    if parsers is not None:
+        cls.from_json = classmethod(env["from_json"])  # type: ignore[method-assign, assignment]
 
 
 def check_version(data: bytes | bytearray, connector: str, size: int | None = None) -> None:
@@ -452,7 +490,6 @@ class Position(ABC):
         raise NotImplementedError(f"{type(self).__name__} has no layout (see install_layout)")
 
     @classmethod
-    @abstractmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         """Rebuild a position from :meth:`to_json` output.
 
@@ -462,6 +499,7 @@ class Position(ABC):
         Raises:
             PositionError: A field is missing or malformed, or the JSON names another connector.
         """
+        raise NotImplementedError(f"{cls.__name__} has no layout (see install_layout)")
 
     @classmethod
     @abstractmethod

@@ -14,11 +14,9 @@ from bronze.position_base import (
     U32_MAX,
     Phase,
     Position,
-    check_json_connector,
     install_layout,
-    json_field,
-    json_phase,
     missing_field,
+    parse_u32,
     parse_uint,
     phase_of,
 )
@@ -76,18 +74,6 @@ class MongoDbPosition(Position):
     _encoded: bytes = field(init=False, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        c = cls.CONNECTOR
-        check_json_connector(data, c)
-        return cls(
-            parse_uint(json_field(data, c, "sec"), c, "sec", None, U32_MAX),
-            parse_uint(json_field(data, c, "ord"), c, "ord", None, U32_MAX),
-            json_phase(data, c),
-            parse_uint(json_field(data, c, "txn_number"), c, "txn_number", None),
-            parse_uint(json_field(data, c, "seq"), c, "seq", None, U32_MAX),
-        )
-
-    @classmethod
     def from_source(
         cls, source: Mapping[str, Any], *, seq: int = 0, origin: str | None = None
     ) -> Self:
@@ -126,4 +112,5 @@ install_layout(
     ("seconds", "ord", "phase", "txn_number", "seq"),
     attributes={"sec": "seconds"},
     json_keys=("sec", "ord", "phase", "txn_number", "seq"),
+    parsers={"sec": parse_u32, "ord": parse_u32},
 )

@@ -16,12 +16,9 @@ from bronze.position_base import (
     U32_MAX,
     Phase,
     Position,
-    check_json_connector,
     check_version,
     install_layout,
     is_incremental,
-    json_field,
-    json_phase,
     missing_field,
     parse_uint,
     phase_from_byte,
@@ -211,20 +208,6 @@ class OraclePosition(Position):
         return cls._new(commit_scn, phase_from_byte(phase, c), scn, rs_id, ssn, seq)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        c = cls.CONNECTOR
-        check_json_connector(data, c)
-        rs_id = data.get("rs_id")
-        return cls(
-            parse_uint(json_field(data, c, "commit_scn"), c, "commit_scn", None),
-            json_phase(data, c),
-            parse_uint(json_field(data, c, "scn"), c, "scn", None),
-            None if rs_id is None else _parse_rs_id(str(rs_id)),
-            parse_uint(json_field(data, c, "ssn"), c, "ssn", None),
-            parse_uint(json_field(data, c, "seq"), c, "seq", None, U32_MAX),
-        )
-
-    @classmethod
     def from_source(
         cls, source: Mapping[str, Any], *, seq: int = 0, origin: str | None = None
     ) -> Self:
@@ -258,6 +241,10 @@ _ORACLE_SETTERS = slot_setters(
 )
 
 
+def _json_rs_id(value: object, connector: str, name: str, origin: str | None) -> RsId | str | None:
+    return None if value is None else _parse_rs_id(str(value))
+
+
 def _format_rs_id(value: RsId | str | None) -> str | None:
     return None if value is None else str(value)
 
@@ -267,4 +254,6 @@ install_layout(
     None,
     ("commit_scn", "phase", "scn", "rs_id", "ssn", "seq"),
     {"commit_scn": str, "scn": str, "rs_id": _format_rs_id},
+    parsers={"rs_id": _json_rs_id},
+    optional=("rs_id",),
 )

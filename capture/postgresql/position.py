@@ -18,10 +18,7 @@ from bronze.position_base import (
     Phase,
     Position,
     bad_field,
-    check_json_connector,
     install_layout,
-    json_field,
-    json_phase,
     missing_field,
     parse_uint,
     phase_of,
@@ -151,17 +148,6 @@ class PostgresPosition(Position):
     _encoded: bytes = field(init=False, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        c = cls.CONNECTOR
-        check_json_connector(data, c)
-        return cls(
-            _pg_lsn(json_field(data, c, "commit_lsn"), c, "commit_lsn", None),
-            json_phase(data, c),
-            _pg_lsn(json_field(data, c, "lsn"), c, "lsn", None),
-            parse_uint(json_field(data, c, "seq"), c, "seq", None, U32_MAX),
-        )
-
-    @classmethod
     def commit_order(cls, state: Mapping[str, Any] | None) -> PgCommitOrder:
         """Return the commit-order derivation of a stream of this connector.
 
@@ -229,6 +215,7 @@ install_layout(
     _PG,
     ("commit_lsn", "phase", "lsn", "seq"),
     {"commit_lsn": format_pg_lsn, "lsn": format_pg_lsn},
+    parsers={"commit_lsn": _pg_lsn, "lsn": _pg_lsn},
 )
 
 

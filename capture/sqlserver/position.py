@@ -13,15 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from bronze.position_base import (
-    U32_MAX,
     Phase,
     Position,
     bad_field,
-    check_json_connector,
     install_layout,
     is_incremental,
-    json_field,
-    json_phase,
     missing_field,
     parse_uint,
     phase_of,
@@ -118,19 +114,6 @@ class SqlServerPosition(Position):
             raise PositionError(f"{self.CONNECTOR} LSNs must be 10 bytes: {self!r}")
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        c = cls.CONNECTOR
-        check_json_connector(data, c)
-        change = data.get("change_lsn")
-        return cls(
-            _mssql_lsn(json_field(data, c, "commit_lsn"), "commit_lsn", None),
-            json_phase(data, c),
-            _MSSQL_ZERO_LSN if change is None else _mssql_lsn(change, "change_lsn", None),
-            parse_uint(json_field(data, c, "event_serial_no"), c, "event_serial_no", None),
-            parse_uint(json_field(data, c, "seq"), c, "seq", None, U32_MAX),
-        )
-
-    @classmethod
     def from_source(
         cls, source: Mapping[str, Any], *, seq: int = 0, origin: str | None = None
     ) -> Self:
@@ -155,6 +138,14 @@ class SqlServerPosition(Position):
         )
 
 
+def _json_lsn(value: object, connector: str, name: str, origin: str | None) -> bytes:
+    return _mssql_lsn(value, name, origin)
+
+
+def _json_change_lsn(value: object, connector: str, name: str, origin: str | None) -> bytes:
+    return _MSSQL_ZERO_LSN if value is None else _mssql_lsn(value, name, origin)
+
+
 def _format_change_lsn(value: bytes) -> str | None:
     return None if value == _MSSQL_ZERO_LSN else _format_mssql_lsn(value)
 
@@ -164,4 +155,6 @@ install_layout(
     _MSSQL,
     ("commit_lsn", "phase", "change_lsn", "event_serial_no", "seq"),
     {"commit_lsn": _format_mssql_lsn, "change_lsn": _format_change_lsn},
+    parsers={"commit_lsn": _json_lsn, "change_lsn": _json_change_lsn},
+    optional=("change_lsn",),
 )
