@@ -8,6 +8,8 @@ VENV := .venv
 PYTEST_ARGS ?=
 # Two pytest workers (pytest-xdist), a module's tests kept together on one worker, so that one
 # worker's waits on the servers, the JVM or the Debezium runner overlap the other's CPU work.
+# Modules go out in the order tests/conftest.py gives them (slow ones first), not xdist's
+# most-tests-first, which started the longest modules (few tests each) last.
 # PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 
@@ -33,7 +35,8 @@ bootstrap-debezium: ## only Debezium Embedded + the tests' runner in .cache/debe
 	@bash scripts/bootstrap.sh debezium
 
 test: bootstrap ## the whole test suite (PYTEST_ARGS=... to narrow it); no tests = failure
-	@rc=0; $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+		$(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; exit 1; fi; \
 	exit $$rc
 

@@ -109,6 +109,116 @@ class _Part:
     """The data columns the schema decodes to."""
 
 
+@dataclass(frozen=True, slots=True)
+class _SourceProgress:
+    """What a micro-batch consumed of one source (its ``silver/_progress`` row)."""
+
+    position: bytes | None
+    source_ts_ms: int | None
+    events: int
+    open_tx: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _BatchSummary:
+    """What a micro-batch's ready rows hold, from one aggregate over them.
+
+    Attributes:
+        counts: Rows per ``kind``.
+        tables: ``(source, collection)`` of its data rows, in Spark's ascending order (nulls
+            first).
+        per_source: Per source, what its ``silver/_progress`` row says.
+    """
+
+    counts: dict[str | None, int]
+    tables: list[tuple[str, str | None]]
+    per_source: dict[str, _SourceProgress]
+
+    @classmethod
+    def of(cls, batch: DataFrame) -> _BatchSummary:
+        """Summarize ``batch`` (one Spark job: it used to take one per question)."""
+        data_position = F.when(F.col(B.KIND) == "data", F.col(B.POSITION))
+        groups = (
+            batch.groupBy(B.KIND, B.SOURCE, B.COLLECTION)
+            .agg(
+                F.count("*").alias("n"),
+                F.max(B.POSITION).alias("position"),
+                F.max(B.SOURCE_TS_MS).alias("source_ts_ms"),
+                F.max(data_position).alias("data_top"),
+                # A transaction without BEGIN/END is not held back (silver cannot know its
+                # size), but bronze flags the rows of one it had to cut: when the newest data
+                # row applied is such a row, the rest of its transaction is still to come.
+                F.max_by(B.TX_PARTIAL, data_position).alias("open_tx"),
+            )
+            .collect()
+        )
+        counts: dict[str | None, int] = {}
+        tables: set[tuple[str, str | None]] = set()
+        sources: dict[str, list[Any]] = {}
+        for g in groups:
+            kind, source, collection = g[B.KIND], g[B.SOURCE], g[B.COLLECTION]
+            counts[kind] = counts.get(kind, 0) + g["n"]
+            if kind == "data":
+                tables.add((source, collection))
+            sources.setdefault(source, []).append(g)
+
+        def nulls_first(value: str | None) -> tuple[bool, str]:
+            return (value is not None, value or "")
+
+        def newest(values: list[Any]) -> Any:
+            present = [bytes(v) for v in values if v is not None]
+            return max(present) if present else None
+
+        per_source = {}
+        for source, mine in sources.items():
+            with_data = [g for g in mine if g["data_top"] is not None]
+            last = max(with_data, key=lambda g: bytes(g["data_top"])) if with_data else None
+            stamps = [g["source_ts_ms"] for g in mine if g["source_ts_ms"] is not None]
+            per_source[source] = _SourceProgress(
+                position=newest([g["position"] for g in mine]),
+                source_ts_ms=max(stamps) if stamps else None,
+                events=sum(g["n"] for g in mine),
+                open_tx=bool(last is not None and last["open_tx"]),
+            )
+        return cls(
+            counts,
+            sorted(tables, key=lambda t: (nulls_first(t[0]), nulls_first(t[1]))),
+            per_source,
+        )
+
+
+def _first_waiting(waiting: DataFrame) -> dict[str, bytes]:
+    """Per source, the first position of its data rows still waiting for their transaction.
+
+    Only data rows hold a cut back: an END waiting for data (reordered delivery) holds nothing
+    that is missing from silver.
+    """
+    return {
+        r[0]: bytes(r[1])
+        for r in waiting.where(F.col(B.KIND) == "data")
+        .groupBy(B.SOURCE)
+        .agg(F.min(B.POSITION))
+        .collect()
+    }
+
+
+def _registered_json(registry: Path, schema_id: str) -> list[Any] | None:
+    """The JSON registered in bronze ``schemas`` under ``schema_id``; None without the table.
+
+    Read with deltalake: bronze's registry is a small table written by deltalake, and a Spark
+    read of it cost a job per schema in every micro-batch.
+    """
+    from deltalake import DeltaTable as LogTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        table = LogTable(str(registry))
+    except TableNotFoundError:
+        return None
+    found = table.to_pyarrow_table(columns=[B.SCHEMA_JSON], filters=[(B.SCHEMA_ID, "=", schema_id)])
+    return list(found.column(0).to_pylist())
+
+
 def _canonical_key(text: Column) -> Column:
     """One spelling per key: the JSON of its fields as strings (a ``{schema, payload}`` wrapper,
     as a header converter may write, is unwrapped first). A key that is not a JSON object (a
@@ -371,35 +481,29 @@ class SilverJob:
         batch = split.ready.select(*columns).cache()
         try:
             self.result.batches += 1
-            counts = {
-                r["kind"]: r["n"]
-                for r in batch.groupBy(B.KIND).agg(F.count("*").alias("n")).collect()
-            }
+            summary = _BatchSummary.of(batch)
             self.result.ignored += sum(
-                n for kind, n in counts.items() if kind not in ("data", "message")
+                n for kind, n in summary.counts.items() if kind not in ("data", "message")
             )
-            if counts.get("message"):
+            if summary.counts.get("message"):
                 self._append_messages(batch.where(F.col(B.KIND) == "message"))
             data = batch.where(F.col(B.KIND) == "data")
-            tables = (
-                data.select(B.SOURCE, B.COLLECTION)
-                .distinct()
-                .orderBy(B.SOURCE, B.COLLECTION)
-                .collect()
-            )
-            self.result.read += counts.get("data", 0)
-            for row in tables:
+            # Where each source's waiting data starts, for its cuts and its progress row; an
+            # empty split (nothing held) needs no job to say so.
+            first_waiting = _first_waiting(waiting) if split.held else {}
+            self.result.read += summary.counts.get("data", 0)
+            for source, collection in summary.tables:
                 self._apply_table_or_quarantine(
                     data.where(
-                        (F.col(B.SOURCE) == row[B.SOURCE])
-                        & F.col(B.COLLECTION).eqNullSafe(row[B.COLLECTION])
+                        (F.col(B.SOURCE) == source)
+                        & F.col(B.COLLECTION).eqNullSafe(F.lit(collection))
                     ),
-                    row[B.SOURCE],
-                    row[B.COLLECTION],
+                    source,
+                    collection,
                     batch_id,
-                    waiting,
+                    first_waiting.get(source),
                 )
-            self._record_progress(batch, waiting, batch_id)
+            self._record_progress(summary, first_waiting, batch_id)
             # Last, so that a replay of this micro-batch still sees the rows it applies.
             (
                 waiting.write.format("delta")
@@ -417,7 +521,7 @@ class SilverJob:
         source: str,
         collection: str | None,
         batch_id: int,
-        waiting: DataFrame,
+        waiting_from: bytes | None,
     ) -> None:
         """Apply one table's events; when that fails on what the events hold, quarantine them.
 
@@ -433,7 +537,7 @@ class SilverJob:
             self._quarantine(_refusals(events, unnamed), source, "", "_unnamed", version=batch_id)
             return
         try:
-            self._apply_table(events, source, collection, batch_id, waiting)
+            self._apply_table(events, source, collection, batch_id, waiting_from)
         except PipelineError:
             raise
         except _DATA_ERRORS as exc:
@@ -455,22 +559,56 @@ class SilverJob:
         source: str,
         collection: str,
         batch_id: int,
-        waiting: DataFrame,
+        waiting_from: bytes | None,
     ) -> None:
+        """Apply one table's events of the micro-batch (``waiting_from``: where its source's
+        data still waiting for a transaction starts, for the cut)."""
         name = silver_table_name(source, collection)
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
         options = self.table_options(source, collection)
         known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
         row_ops = F.col(B.OP).isin("c", "u", "d", "r")
-        stats = events.agg(
-            F.count_if(~known).alias("unknown"),
-            F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
-            F.collect_list(F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))).alias(
-                "truncates"
+        # One job screens the table's events for everything below (per schema: the parts to
+        # decode); each check used to be a job of its own, in every micro-batch.
+        per_schema = (
+            events.groupBy(B.VALUE_SCHEMA_ID)
+            .agg(
+                F.count_if(~known).alias("unknown"),
+                F.count_if(known).alias("known"),
+                F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
+                F.collect_list(
+                    F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))
+                ).alias("truncates"),
+                F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
+                F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias(
+                    "documents"
+                ),
+                F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
+                F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
+                F.max(F.when(known, F.col(B.POSITION))).alias("top"),
+            )
+            .collect()
+        )
+        stats = {
+            k: sum(r[k] for r in per_schema)
+            for k in ("unknown", "known", "unrepresentable", "keyless", "documents")
+        }
+        known_positions = [
+            (bytes(r["oldest"]), bytes(r["top"])) for r in per_schema if r["top"] is not None
+        ]
+        # Of the events applied (known ops): the oldest (defaults) and the newest (the cut).
+        oldest = min((p[0] for p in known_positions), default=None)
+        top = max((p[1] for p in known_positions), default=None)
+        # The schemas of the row events, in the order of their first event.
+        schema_ids = sorted(
+            (
+                (r[B.VALUE_SCHEMA_ID], bytes(r["first"]))
+                for r in per_schema
+                if r["first"] is not None
             ),
-            F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
-        ).collect()[0]
+            key=lambda p: p[1],
+        )
         if stats["unknown"]:
             op = F.coalesce(F.col(B.OP), F.lit("null"))
             unknown = _refusals(
@@ -478,11 +616,11 @@ class SilverJob:
             )
             self._quarantine(unknown, source, collection, name, version=batch_id, kind="ops")
             events = events.where(known)
-        if D.is_document_collection(events):  # MongoDB: documents, not rows (silver/documents.py)
+        if stats["documents"]:  # MongoDB: documents, not rows (silver/documents.py)
             quarantined = self.result.quarantined
             D.apply_documents(self, events, source, collection, batch_id, _STEPS_PER_BATCH)
-            self.result.applied += events.count() - (self.result.quarantined - quarantined)
-            self._record_cut(name, source, collection, batch_id, events, waiting)
+            self.result.applied += stats["known"] - (self.result.quarantined - quarantined)
+            self._record_cut(name, source, collection, batch_id, top, waiting_from)
             return
         if stats["unrepresentable"]:  # C1: the row applies with NULL, each value is reported
             self.result.quarantined_values += Q.write(
@@ -495,9 +633,9 @@ class SilverJob:
                 version=batch_id,
                 batch_id=batch_id,
             )
-        truncated_at = {bytes(t[0]): t[1] for t in stats["truncates"]}
+        truncated_at = {bytes(t[0]): t[1] for r in per_schema for t in r["truncates"]}
         truncates = sorted(truncated_at)
-        parts, undecoded = self._decode(events.where(row_ops))
+        parts, undecoded = self._decode(events.where(row_ops), schema_ids)
         changes, data_columns, refused = self._conform(
             path, parts, options.schema_evolution, name=name, batch_id=batch_id
         )
@@ -579,8 +717,8 @@ class SilverJob:
                     )
                 step += 1
             lower = upper
-        self._fill_defaults(path, source, collection, name, options.history, events)
-        self._record_cut(name, source, collection, batch_id, events, waiting)
+        self._fill_defaults(path, source, collection, name, options.history, oldest)
+        self._record_cut(name, source, collection, batch_id, top, waiting_from)
 
     def _fill_defaults(
         self,
@@ -589,10 +727,13 @@ class SilverJob:
         collection: str,
         name: str,
         history: bool,
-        events: DataFrame,
+        oldest: bytes | None,
     ) -> None:
         """Rows older than an added column get its default, or the table is recorded as
-        needing a re-snapshot (:mod:`silver.defaults`, :mod:`silver.resnapshot`)."""
+        needing a re-snapshot (:mod:`silver.defaults`, :mod:`silver.resnapshot`).
+
+        ``oldest`` is the oldest position among the table's events of the micro-batch.
+        """
         from delta.tables import DeltaTable
 
         from silver.resnapshot import record_unreproducible
@@ -603,7 +744,7 @@ class SilverJob:
             self.spark,
             path,
             history=S.history_path(path) if history else None,
-            oldest=events.agg(F.min(B.POSITION)).collect()[0][0],
+            oldest=oldest,
             on_unreproducible=functools.partial(
                 record_unreproducible,
                 self.spark,
@@ -616,8 +757,15 @@ class SilverJob:
         )
 
     # --- decoding ---------------------------------------------------------------------------
-    def _decode(self, events: DataFrame) -> tuple[list[_Part], DataFrame | None]:
+    def _decode(
+        self, events: DataFrame, schema_ids: list[tuple[str | None, bytes]] | None = None
+    ) -> tuple[list[_Part], DataFrame | None]:
         """Decode every event with its own schema: one part per schema, in source order.
+
+        Args:
+            events: The row events of one table.
+            schema_ids: Their value schema ids with the position of each one's first event,
+                in that order, when the caller knows them already (else a job finds them).
 
         Returns:
             The parts, and the events refused (with ``__reason``): those whose schema cannot be
@@ -625,10 +773,15 @@ class SilverJob:
             decode (a non-null JSON value that would become NULL).
         """
         ids = (
-            events.groupBy(B.VALUE_SCHEMA_ID)
-            .agg(F.min(B.POSITION).alias("first"))
-            .orderBy("first")
-            .collect()
+            schema_ids
+            if schema_ids is not None
+            else [
+                (r[0], bytes(r[1]))
+                for r in events.groupBy(B.VALUE_SCHEMA_ID)
+                .agg(F.min(B.POSITION).alias("first"))
+                .orderBy("first")
+                .collect()
+            ]
         )
         parts: list[_Part] = []
         refused: list[DataFrame] = []
@@ -903,16 +1056,19 @@ class SilverJob:
         if schema_id is not None:
             if schema_id not in self._schemas:
                 registry = self.root / "bronze" / "schemas"
-                found = (
-                    self.spark.read.format("delta")
-                    .load(str(registry))
-                    .where(F.col(B.SCHEMA_ID) == schema_id)
-                    .select(B.SCHEMA_JSON)
-                    .collect()
-                )
+                found = _registered_json(registry, schema_id)
+                if found is None:  # no registry table: Spark says why, as it always did
+                    found = [
+                        r[0]
+                        for r in self.spark.read.format("delta")
+                        .load(str(registry))
+                        .where(F.col(B.SCHEMA_ID) == schema_id)
+                        .select(B.SCHEMA_JSON)
+                        .collect()
+                    ]
                 if not found:
                     raise LookupError(f"schema {schema_id} is not in {registry}")
-                self._schemas[schema_id] = orjson.loads(found[0][0])
+                self._schemas[schema_id] = orjson.loads(found[0])
             return self._schemas[schema_id]
         registered = self._registered_schema(subset)
         if registered is not None:
@@ -1015,9 +1171,11 @@ class SilverJob:
         source: str,
         collection: str,
         batch_id: int,
-        events: DataFrame,
-        waiting: DataFrame,
+        top: bytes | None,
+        waiting_from: bytes | None,
     ) -> None:
+        """One ``silver/_cuts`` row: the table's newest position applied (``top``) and where its
+        source's data still waiting for a transaction starts (``waiting_from``)."""
         from delta.tables import DeltaTable
 
         path = str(self.silver / name)
@@ -1026,58 +1184,30 @@ class SilverJob:
         from deltalake import DeltaTable as LogTable
 
         version = LogTable(path).version()
-        top = events.agg(F.max(B.POSITION)).collect()[0][0]
-        first_waiting = (
-            # Only data rows hold the cut back: an END waiting for data (reordered delivery)
-            # holds nothing that is missing from silver.
-            waiting.where((F.col(B.SOURCE) == source) & (F.col(B.KIND) == "data"))
-            .agg(F.min(B.POSITION))
-            .collect()[0][0]
-        )
         cut = self.spark.createDataFrame(
-            [(batch_id, source, collection, name, top, first_waiting, version)],
+            [(batch_id, source, collection, name, top, waiting_from, version)],
             "silver_batch long, source string, collection string, silver_table string, "
             "position binary, waiting_from binary, table_version long",
         ).withColumn("recorded_at", F.current_timestamp())
         cut.write.format("delta").mode("append").save(str(self.silver / "_cuts"))
 
-    def _record_progress(self, batch: DataFrame, waiting: DataFrame, batch_id: int) -> None:
+    def _record_progress(
+        self, summary: _BatchSummary, first_waiting: Mapping[str, bytes], batch_id: int
+    ) -> None:
         """One ``silver/_progress`` row per source with rows in this micro-batch (after every
         MERGE of it committed, so a row never names data that is not in silver)."""
-        consumed = {
-            r[B.SOURCE]: r
-            for r in batch.groupBy(B.SOURCE)
-            .agg(
-                F.max(B.POSITION).alias("position"),
-                F.max(B.SOURCE_TS_MS).alias("source_ts_ms"),
-                F.count("*").alias("events"),
-                # A transaction without BEGIN/END is not held back (silver cannot know its
-                # size), but bronze flags the rows of one it had to cut: when the newest data
-                # row applied is such a row, the rest of its transaction is still to come.
-                F.max_by(B.TX_PARTIAL, F.when(F.col(B.KIND) == "data", F.col(B.POSITION))).alias(
-                    "open_tx"
-                ),
-            )
-            .collect()
-        }
+        consumed = summary.per_source
         if not consumed:
             return
-        first_waiting = {
-            r[B.SOURCE]: r["waiting_from"]
-            for r in waiting.where(F.col(B.KIND) == "data")
-            .groupBy(B.SOURCE)
-            .agg(F.min(B.POSITION).alias("waiting_from"))
-            .collect()
-        }
         rows = [
             (
                 batch_id,
                 source,
-                r["position"],
-                r["source_ts_ms"],
+                r.position,
+                r.source_ts_ms,
                 first_waiting.get(source),
-                bool(r["open_tx"]),
-                r["events"],
+                r.open_tx,
+                r.events,
             )
             for source, r in sorted(consumed.items())
         ]

@@ -72,11 +72,13 @@ class TransactionSplit:
         ready: Rows to apply now (ungated rows, complete and timed-out transactions).
         waiting: Rows of transactions still incomplete (data rows and their END records).
         timed_out: Transactions released by the timeout in this split.
+        held: Transactions held (0: ``waiting`` is empty).
     """
 
     ready: DataFrame
     waiting: DataFrame
     timed_out: int
+    held: int = 0
 
 
 def _counted() -> Column:
@@ -227,21 +229,29 @@ def split_complete(
             (F.coalesce(F.col("__first"), F.col("__end_first")) < cutoff).alias("__expired"),
         )
         .withColumn("__complete", F.coalesce("__complete", F.lit(False)))
-        .cache()
+        # Computed once, here: its joins over every row are the costliest part of a silver
+        # batch, and the tally and both sides of the split (each evaluated by the caller)
+        # read it. A cache unpersisted before the caller evaluates the split would not do.
+        .localCheckpoint()
     )
-    held = status.where(~F.col("__complete") & ~F.col("__expired")).select(
-        *txn, F.lit(True).alias("__held")
-    )
-    timed_out = status.where(
-        F.col("__has_data") & ~F.col("__complete") & F.col("__expired")
-    ).count()
+    is_waiting = ~F.col("__complete") & ~F.col("__expired")
+    tally = status.agg(
+        F.count_if(F.col("__has_data") & ~F.col("__complete") & F.col("__expired")).alias(
+            "timed_out"
+        ),
+        F.count_if(is_waiting).alias("held"),
+    ).collect()[0]
+    timed_out = int(tally["timed_out"])
+    if not tally["held"]:
+        # Nothing waits (the usual case): every row is ready, no join over them is needed.
+        return TransactionSplit(rows, rows.where(F.lit(False)), timed_out, 0)
+    held = status.where(is_waiting).select(*txn, F.lit(True).alias("__held"))
     marked = rows.join(held, txn, "left")
     is_held = F.coalesce(F.col("__held"), F.lit(False))
     holds_row = is_held & (gated | (F.col(B.KIND) == "transaction"))
     ready = marked.where(~holds_row).drop("__held")
     waiting = marked.where(holds_row).drop("__held")
-    status.unpersist()
-    return TransactionSplit(ready, waiting, timed_out)
+    return TransactionSplit(ready, waiting, timed_out, int(tally["held"]))
 
 
 # --- what waits, read without Spark ------------------------------------------------------------

@@ -27,3 +27,28 @@ def _isolate_medallion_env() -> Iterator[None]:
             del os.environ[key]
     yield
     os.environ.update(saved)
+
+
+_HEAVY = ("spark", "postgres", "mysql")
+"""Markers of tests that start or drive a JVM or a database server."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run modules with slow tests first, then those using Spark or a server, then the rest.
+
+    ``make test`` hands whole modules to two workers in this order (``--dist loadfile``
+    ``--no-loadscope-reorder``); the longest ones started last would leave one worker running
+    them alone at the end, so they start first and the many short modules fill the gaps. Only
+    the order changes; within a module it is the collection order.
+    """
+
+    def weight(item: pytest.Item) -> int:
+        marks = {m.name for m in item.iter_markers()}
+        return 2 if "slow" in marks else 1 if marks.intersection(_HEAVY) else 0
+
+    modules: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        modules[module] = max(modules.get(module, 0), weight(item))
+    first = {module: i for i, module in enumerate(modules)}
+    items.sort(key=lambda item: (-modules[m := item.nodeid.split("::", 1)[0]], first[m]))

@@ -21,6 +21,7 @@ from pipeline.spark import (
     register_lake_tables,
 )
 from pipeline.sql import qualified, quote_identifier, quote_string_literal
+from tests.fix_spark import TEST_SPARK_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,7 +46,10 @@ def test_session_is_configured_for_delta(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.catalog.spark_catalog") == DELTA_CATALOG
     assert spark.conf.get("spark.sql.catalogImplementation") == "in-memory"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
-    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert (
+        spark.conf.get("spark.sql.shuffle.partitions")
+        == TEST_SPARK_CONF["spark.sql.shuffle.partitions"]
+    )
     assert spark.sparkContext.master == "local[2]"
     assert spark.sparkContext.getConf().get("spark.driver.memory") == "1g"
     assert spark.sparkContext.uiWebUrl is None  # spark.ui.enabled=false
@@ -143,7 +147,10 @@ def test_building_again_reuses_the_running_session(spark: SparkSession, tmp_path
     lake = tmp_path / "lake"
     _write(spark, lake / "bronze" / "offsets", [(1, "a")])
     again = build_spark_session(
-        lake_root=lake, master="local[8]", conf={"spark.sql.shuffle.partitions": "2"}
+        lake_root=lake,
+        master="local[8]",
+        # the test value again: runtime settings apply to the session every later test shares
+        conf={"spark.sql.shuffle.partitions": TEST_SPARK_CONF["spark.sql.shuffle.partitions"]},
     )
     assert again.sparkContext is spark.sparkContext
     assert again.sparkContext.master == "local[2]"  # the running session's master wins
