@@ -642,7 +642,8 @@ class SilverJob:
         refused = _union([r for r in (undecoded, refused) if r is not None])
         if stats["keyless"] and changes is not None:
             # A row without a key cannot be matched to the row it changes (R10 of
-            # tests/pgmodel/reference.py): quarantined with the reason, never merged under a null key.
+            # tests/pgmodel/reference.py): quarantined with the reason, never merged under a
+            # null key.
             keyless = changes.where(F.col(M.KEY).isNull())
             changes = changes.where(F.col(M.KEY).isNotNull())
             refused = _union(
