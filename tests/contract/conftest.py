@@ -11,7 +11,7 @@ One module per guarantee, each test parametrized over the drivers of ``tests/con
 ``test_snapshot_handover``    snapshot -> stream with no gap and no overlap
 ``test_resume``               each agent resumes from the offset bronze committed
 ``test_reconnect``            a following agent reconnects after a server restart
-``test_quarantine``           what cannot be landed is quarantined with its reason
+``test_quarantine_reasons``   what cannot be landed is quarantined with its reason
 ``test_status``               ``medallion status`` fields
 ``test_silver``               silver equals the source after the history
 ``test_capabilities``         which of these apply to which connector
