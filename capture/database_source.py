@@ -23,7 +23,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import orjson
 
@@ -80,6 +80,10 @@ VERSION = _version()
 """``source.version`` of every record the agents write."""
 
 
+PointT = TypeVar("PointT")
+"""The type of a connector's log point (an LSN, a binlog coordinate...)."""
+
+
 @dataclass(slots=True)
 class OpenTransaction:
     """The source transaction being read.
@@ -121,6 +125,27 @@ class OpenTransaction:
         """Count a data event of ``collection`` for END and the next blocks."""
         self.data_events += 1
         self.per_collection[collection] = self.per_collection.get(collection, 0) + 1
+
+
+@dataclass(slots=True)
+class SnapshotProgress(Generic[PointT]):
+    """Progress of an agent's initial snapshot (saved in the offset).
+
+    Attributes:
+        point: The log point the snapshot is consistent at (the connector's own type).
+        tables: ``(schema or database, table)`` of every table to read, in order.
+        index: The table being read.
+        after: Key of the last row read in that table (the next chunk starts after it).
+        seq: Snapshot records emitted so far.
+        ts_ms: When the snapshot started (ms since the epoch).
+    """
+
+    point: PointT
+    tables: list[tuple[str, str]]
+    index: int = 0
+    after: list[Any] | None = None
+    seq: int = 0
+    ts_ms: int = 0
 
 
 class DatabaseSource(CaptureSource):
@@ -188,6 +213,50 @@ class DatabaseSource(CaptureSource):
         self, max_events: int, max_transaction_events: int, until: Mapping[str, Any] | None
     ) -> SourceBatch:
         """Read one batch (see :meth:`CaptureSource.read_batch`)."""
+
+    def _cut_inside(self, builder: BatchBuilder, tx: Any) -> None:
+        """End the batch inside ``tx``: bronze marks it partial, the offset resumes inside it."""
+        raise NotImplementedError(f"{type(self).__name__} cuts no transaction")
+
+    def _batch_ends(
+        self,
+        builder: BatchBuilder,
+        tx: OpenTransaction | None,
+        *,
+        reached: bool,
+        rereading: bool,
+        max_events: int,
+        max_transaction_events: int,
+    ) -> bool:
+        """Whether the stream batch ends before the next log record; cuts ``tx`` where it must.
+
+        Args:
+            builder: The batch being read.
+            tx: The transaction being read, if any.
+            reached: A re-read of a half-landed batch has come to where that batch ended.
+            rereading: The batch re-reads a half-landed one, so it ends where that one ended,
+                never at ``max_events``.
+            max_events: Records per batch; a transaction is never cut below it.
+            max_transaction_events: Records of one transaction per batch before it is cut.
+
+        Returns:
+            True when the batch ends here.
+        """
+        if reached:
+            if tx is not None:
+                # The half-landed batch ended inside this transaction: the re-read batch must
+                # carry the same cut, or its offset would resume at the transaction's start
+                # and land its first part twice.
+                self._cut_inside(builder, tx)
+            return True
+        if rereading or len(builder) < max_events:
+            return False
+        if tx is None:
+            return True
+        if tx.in_batch >= max_transaction_events:
+            self._cut_inside(builder, tx)
+            return True
+        return False
 
     def read_batch(
         self,
