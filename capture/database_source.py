@@ -167,6 +167,8 @@ class DatabaseSource(CaptureSource):
         super().__init__(name)
         self._offset: dict[str, Any] | None = None
         self._batch_schemas: set[str] = set()
+        self._phase = "stream"
+        """``snapshot``, ``stream`` or ``done`` (a snapshot-only source that has finished)."""
         self.partition: str | None = None
         """``source_partition`` of every landed record (the logical server name)."""
         self._last_heartbeat = 0.0
@@ -208,11 +210,51 @@ class DatabaseSource(CaptureSource):
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         """Connect and position at ``offset``; called again to reconnect after an outage."""
 
-    @abstractmethod
     def _read_batch(
         self, max_events: int, max_transaction_events: int, until: Mapping[str, Any] | None
     ) -> SourceBatch:
-        """Read one batch (see :meth:`CaptureSource.read_batch`)."""
+        """Read one batch (see :meth:`CaptureSource.read_batch`): snapshot rows while the
+        snapshot runs (its end marker once it is done), then the log."""
+        builder = BatchBuilder(self.name)
+        self._batch_schemas = set()
+        now = dt.datetime.now(dt.UTC)
+        if self._phase == "snapshot":
+            done = self._read_snapshot(builder, max_events, now)
+            if done and len(builder) == 0:
+                self._end_marker(builder, now)
+            exhausted = done and self._stops_after_snapshot()
+            return SourceBatch(builder, self._offset_now(), exhausted)
+        if self._phase == "done":
+            return SourceBatch(builder, self._offset_now(), True)
+        exhausted = self._read_stream(builder, max_events, max_transaction_events, until, now)
+        return SourceBatch(builder, self._offset_now(), exhausted)
+
+    def _stops_after_snapshot(self) -> bool:
+        """Whether the source is exhausted for good once its snapshot is read."""
+        return False
+
+    def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
+        """Add up to ``max_events`` snapshot records; True when the snapshot is complete."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        """Add the record that closes the snapshot (Debezium's ``snapshot: last``)."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _read_stream(
+        self,
+        builder: BatchBuilder,
+        max_events: int,
+        max_transaction_events: int,
+        until: Mapping[str, Any] | None,
+        now: dt.datetime,
+    ) -> bool:
+        """Add streamed records to ``builder``; True when the log is exhausted for now."""
+        raise NotImplementedError(f"{type(self).__name__} reads no log")
+
+    def _offset_now(self) -> dict[str, Any]:
+        """The offset that resumes right after what was read so far."""
+        raise NotImplementedError(f"{type(self).__name__} has no offset")
 
     def _cut_inside(self, builder: BatchBuilder, tx: Any) -> None:
         """End the batch inside ``tx``: bronze marks it partial, the offset resumes inside it."""

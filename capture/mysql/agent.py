@@ -101,7 +101,6 @@ class MySqlAgent(DatabaseSource):
         self._snap_conn: Any = None
         self._stream: Any = None
         self._dialect: ServerDialect | None = None
-        self._phase = "stream"
         self._snapshot: SnapshotProgress[BinlogPoint] | None = None
         self._resume: BinlogPoint | None = None
         self._gtids: str | None = None

@@ -72,7 +72,6 @@ class PostgresAgent(DatabaseSource):
         self._repl: psycopg.Connection[Any] | None = None
         self._snap_conn: psycopg.Connection[Any] | None = None
         self._stream: ReplicationStream | None = None
-        self._phase = "stream"
         self._snapshot: SnapshotProgress[int] | None = None
         self._snap_rows: Iterator[tuple[int, TableSchema, list[str | None], bool]] | None = None
         self._resume_lsn = 0
