@@ -23,7 +23,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import orjson
 
@@ -80,6 +80,10 @@ VERSION = _version()
 """``source.version`` of every record the agents write."""
 
 
+PointT = TypeVar("PointT")
+"""The type of a connector's log point (an LSN, a binlog coordinate...)."""
+
+
 @dataclass(slots=True)
 class OpenTransaction:
     """The source transaction being read.
@@ -123,6 +127,27 @@ class OpenTransaction:
         self.per_collection[collection] = self.per_collection.get(collection, 0) + 1
 
 
+@dataclass(slots=True)
+class SnapshotProgress(Generic[PointT]):
+    """Progress of an agent's initial snapshot (saved in the offset).
+
+    Attributes:
+        point: The log point the snapshot is consistent at (the connector's own type).
+        tables: ``(schema or database, table)`` of every table to read, in order.
+        index: The table being read.
+        after: Key of the last row read in that table (the next chunk starts after it).
+        seq: Snapshot records emitted so far.
+        ts_ms: When the snapshot started (ms since the epoch).
+    """
+
+    point: PointT
+    tables: list[tuple[str, str]]
+    index: int = 0
+    after: list[Any] | None = None
+    seq: int = 0
+    ts_ms: int = 0
+
+
 class DatabaseSource(CaptureSource):
     """A capture source that reads a database's log; see the module docstring.
 
@@ -142,6 +167,8 @@ class DatabaseSource(CaptureSource):
         super().__init__(name)
         self._offset: dict[str, Any] | None = None
         self._batch_schemas: set[str] = set()
+        self._phase = "stream"
+        """``snapshot``, ``stream`` or ``done`` (a snapshot-only source that has finished)."""
         self.partition: str | None = None
         """``source_partition`` of every landed record (the logical server name)."""
         self._last_heartbeat = 0.0
@@ -183,11 +210,95 @@ class DatabaseSource(CaptureSource):
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         """Connect and position at ``offset``; called again to reconnect after an outage."""
 
-    @abstractmethod
     def _read_batch(
         self, max_events: int, max_transaction_events: int, until: Mapping[str, Any] | None
     ) -> SourceBatch:
-        """Read one batch (see :meth:`CaptureSource.read_batch`)."""
+        """Read one batch (see :meth:`CaptureSource.read_batch`): snapshot rows while the
+        snapshot runs (its end marker once it is done), then the log."""
+        builder = BatchBuilder(self.name)
+        self._batch_schemas = set()
+        now = dt.datetime.now(dt.UTC)
+        if self._phase == "snapshot":
+            done = self._read_snapshot(builder, max_events, now)
+            if done and len(builder) == 0:
+                self._end_marker(builder, now)
+            exhausted = done and self._stops_after_snapshot()
+            return SourceBatch(builder, self._offset_now(), exhausted)
+        if self._phase == "done":
+            return SourceBatch(builder, self._offset_now(), True)
+        exhausted = self._read_stream(builder, max_events, max_transaction_events, until, now)
+        return SourceBatch(builder, self._offset_now(), exhausted)
+
+    def _stops_after_snapshot(self) -> bool:
+        """Whether the source is exhausted for good once its snapshot is read."""
+        return False
+
+    def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
+        """Add up to ``max_events`` snapshot records; True when the snapshot is complete."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        """Add the record that closes the snapshot (Debezium's ``snapshot: last``)."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _read_stream(
+        self,
+        builder: BatchBuilder,
+        max_events: int,
+        max_transaction_events: int,
+        until: Mapping[str, Any] | None,
+        now: dt.datetime,
+    ) -> bool:
+        """Add streamed records to ``builder``; True when the log is exhausted for now."""
+        raise NotImplementedError(f"{type(self).__name__} reads no log")
+
+    def _offset_now(self) -> dict[str, Any]:
+        """The offset that resumes right after what was read so far."""
+        raise NotImplementedError(f"{type(self).__name__} has no offset")
+
+    def _cut_inside(self, builder: BatchBuilder, tx: Any) -> None:
+        """End the batch inside ``tx``: bronze marks it partial, the offset resumes inside it."""
+        raise NotImplementedError(f"{type(self).__name__} cuts no transaction")
+
+    def _batch_ends(
+        self,
+        builder: BatchBuilder,
+        tx: OpenTransaction | None,
+        *,
+        reached: bool,
+        rereading: bool,
+        max_events: int,
+        max_transaction_events: int,
+    ) -> bool:
+        """Whether the stream batch ends before the next log record; cuts ``tx`` where it must.
+
+        Args:
+            builder: The batch being read.
+            tx: The transaction being read, if any.
+            reached: A re-read of a half-landed batch has come to where that batch ended.
+            rereading: The batch re-reads a half-landed one, so it ends where that one ended,
+                never at ``max_events``.
+            max_events: Records per batch; a transaction is never cut below it.
+            max_transaction_events: Records of one transaction per batch before it is cut.
+
+        Returns:
+            True when the batch ends here.
+        """
+        if reached:
+            if tx is not None:
+                # The half-landed batch ended inside this transaction: the re-read batch must
+                # carry the same cut, or its offset would resume at the transaction's start
+                # and land its first part twice.
+                self._cut_inside(builder, tx)
+            return True
+        if rereading or len(builder) < max_events:
+            return False
+        if tx is None:
+            return True
+        if tx.in_batch >= max_transaction_events:
+            self._cut_inside(builder, tx)
+            return True
+        return False
 
     def read_batch(
         self,

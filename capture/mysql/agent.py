@@ -21,6 +21,7 @@ from capture.captured_table import CapturedTable
 from capture.database_source import (
     DatabaseSource,
     OpenTransaction,
+    SnapshotProgress,
 )
 from capture.mysql.ddl import SchemaState
 from capture.mysql.history import HistoryEntry, SchemaHistory
@@ -67,18 +68,6 @@ class MySqlTx(OpenTransaction):
     query: str | None = None
 
 
-@dataclass(slots=True)
-class SnapshotProgress:
-    """Progress of a snapshot (saved in the offset)."""
-
-    point: BinlogPoint
-    tables: list[tuple[str, str]]
-    index: int = 0
-    after: list[Any] | None = None
-    seq: int = 0
-    ts_ms: int = 0
-
-
 class MySqlTable(CapturedTable):
     """A captured table with the definition (from the schema history) it was built from."""
 
@@ -112,8 +101,7 @@ class MySqlAgent(DatabaseSource):
         self._snap_conn: Any = None
         self._stream: Any = None
         self._dialect: ServerDialect | None = None
-        self._phase = "stream"
-        self._snapshot: SnapshotProgress | None = None
+        self._snapshot: SnapshotProgress[BinlogPoint] | None = None
         self._resume: BinlogPoint | None = None
         self._gtids: str | None = None
         self._cut: tuple[str, int, int] | None = None

@@ -50,14 +50,11 @@ would silently misdecode every later row of that table).
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bronze.batch import BatchBuilder
-from capture.base import SourceBatch
 from capture.mysql.agent import CONNECTOR, MySqlTable, SnapshotProgress
 from capture.mysql.current import CurrentReader
 from capture.mysql.history import SchemaHistory
@@ -256,20 +253,6 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
                 "ts_ms": snap.ts_ms,
             },
         }
-
-    def _read_batch(
-        self, max_events: int, max_transaction_events: int, until: Mapping[str, Any] | None
-    ) -> SourceBatch:
-        builder = BatchBuilder(self.name)
-        self._batch_schemas = set()
-        now = dt.datetime.now(dt.UTC)
-        if self._phase == "snapshot":
-            done = self._read_snapshot(builder, max_events, now)
-            if done and len(builder) == 0:
-                self._end_marker(builder, now)
-            return SourceBatch(builder, self._offset_now(), False)
-        exhausted = self._read_stream(builder, max_events, max_transaction_events, until, now)
-        return SourceBatch(builder, self._offset_now(), exhausted)
 
     def close(self) -> None:
         """Close the connections."""

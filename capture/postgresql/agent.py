@@ -19,6 +19,7 @@ import psycopg
 from capture.database_source import (
     DatabaseSource,
     OpenTransaction,
+    SnapshotProgress,
 )
 from capture.postgresql import catalog as pg_catalog
 from capture.postgresql import slot as pg_slot
@@ -51,18 +52,6 @@ class PgTx(OpenTransaction):
     seq: int = 0
 
 
-@dataclass(slots=True)
-class SnapshotProgress:
-    """Progress of the initial snapshot (saved in the offset)."""
-
-    point: int
-    tables: list[tuple[str, str]]
-    index: int = 0
-    after: list[str | None] | None = None
-    seq: int = 0
-    ts_ms: int = 0
-
-
 class PostgresAgent(DatabaseSource):
     """State, connections, setup and table schemas of one PostgreSQL agent.
 
@@ -83,8 +72,7 @@ class PostgresAgent(DatabaseSource):
         self._repl: psycopg.Connection[Any] | None = None
         self._snap_conn: psycopg.Connection[Any] | None = None
         self._stream: ReplicationStream | None = None
-        self._phase = "stream"
-        self._snapshot: SnapshotProgress | None = None
+        self._snapshot: SnapshotProgress[int] | None = None
         self._snap_rows: Iterator[tuple[int, TableSchema, list[str | None], bool]] | None = None
         self._resume_lsn = 0
         self._last_commit: int | None = None

@@ -52,7 +52,6 @@ is delete + tombstone + create with ``__debezium.newkey``/``__debezium.oldkey``;
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,8 +62,6 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from bronze import schema as S
-from bronze.batch import BatchBuilder
-from capture.base import SourceBatch
 from capture.postgresql import slot as pg_slot
 from capture.postgresql.agent import SnapshotProgress
 from capture.postgresql.current import CurrentReader
@@ -272,22 +269,8 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
             },
         }
 
-    def _read_batch(
-        self, max_events: int, max_transaction_events: int, until: Mapping[str, Any] | None
-    ) -> SourceBatch:
-        builder = BatchBuilder(self.name)
-        self._batch_schemas = set()
-        now = dt.datetime.now(dt.UTC)
-        if self._phase == "snapshot":
-            done = self._read_snapshot(builder, max_events, now)
-            if done and len(builder) == 0:
-                self._end_marker(builder, now)
-            exhausted = done and self.settings.snapshot_mode == "initial_only"
-            return SourceBatch(builder, self._offset_now(), exhausted)
-        if self._phase == "done":
-            return SourceBatch(builder, self._offset_now(), True)
-        exhausted = self._read_stream(builder, max_events, max_transaction_events, until, now)
-        return SourceBatch(builder, self._offset_now(), exhausted)
+    def _stops_after_snapshot(self) -> bool:
+        return self.settings.snapshot_mode == "initial_only"
 
     def close(self) -> None:
         """Close the connections (and drop the slot with ``slot.drop.on.stop``)."""

@@ -126,22 +126,14 @@ class StreamReader(PostgresAgent):
         last_reply = 0.0
         while True:
             tx = self._tx
-            if until_lsn is not None and self._reached(until_lsn, until_cut):
-                if tx is not None:
-                    # The half-landed batch ended inside this transaction: the re-read batch
-                    # must carry the same cut, or its offset would resume at the transaction's
-                    # start and land its first part twice.
-                    self._cut_inside(builder, tx)
-                break
-            if tx is None and until is None and len(builder) >= max_events:
-                break
-            if (
-                tx is not None
-                and until is None
-                and len(builder) >= max_events
-                and tx.in_batch >= max_transaction_events
+            if self._batch_ends(
+                builder,
+                tx,
+                reached=until_lsn is not None and self._reached(until_lsn, until_cut),
+                rereading=until is not None,
+                max_events=max_events,
+                max_transaction_events=max_transaction_events,
             ):
-                self._cut_inside(builder, tx)
                 break
             if tx is None and self._server_end >= target:
                 if until is not None:
