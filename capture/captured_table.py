@@ -47,6 +47,7 @@ __all__ = [
     "KeyOverrides",
     "TableFilter",
     "field_with_default",
+    "shared_settings",
 ]
 
 HEADER_UNREPRESENTABLE: Final = "__medallion.unrepresentable"
@@ -475,3 +476,24 @@ class CapturedTable:
         if self._key_in_row:
             return dict(key)
         return {k: v for k, v in key.items() if self.names.index(k) in self.value_idx}
+
+
+def shared_settings(config: Any) -> dict[str, Any]:
+    """What every database agent reads alike off its source config: key overrides, column
+    rules, tombstones, transaction metadata, skipped operations and heartbeats.
+
+    Args:
+        config: A database source's config model (:mod:`capture.source_config`).
+
+    Returns:
+        Keyword arguments for the agent's settings class.
+    """
+    return {
+        "key_overrides": KeyOverrides.parse(config.message_key_columns),
+        "masker": ColumnMasker.from_source(config),
+        "tombstones_on_delete": bool(config.tombstones_on_delete),
+        "provide_transaction_metadata": bool(config.provide_transaction_metadata),
+        "skipped_operations": frozenset(str(op) for op in config.skipped_operations),
+        "heartbeat_interval_ms": int(config.heartbeat_interval_ms),
+        "heartbeat_action_query": config.heartbeat_action_query,
+    }

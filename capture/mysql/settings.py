@@ -6,7 +6,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from capture.captured_table import KeyOverrides, TableFilter
+from capture.captured_table import KeyOverrides, TableFilter, shared_settings
 from capture.masking import ColumnMasker
 from capture.mysql.types import (
     MySqlHandling,
@@ -74,14 +74,8 @@ class MySqlSettings:
             snapshot_mode=str(config.snapshot_mode),
             snapshot_locking_mode=str(config.snapshot_locking_mode),
             table_filter=TableFilter.from_config(config, SYSTEM_DATABASES),
-            key_overrides=KeyOverrides.parse(config.message_key_columns),
             handling=MySqlHandling.from_config(config),
-            masker=ColumnMasker.from_source(config),
-            tombstones_on_delete=bool(config.tombstones_on_delete),
-            provide_transaction_metadata=bool(config.provide_transaction_metadata),
-            skipped_operations=frozenset(str(op) for op in config.skipped_operations),
-            heartbeat_interval_ms=int(config.heartbeat_interval_ms),
-            heartbeat_action_query=config.heartbeat_action_query,
+            **shared_settings(config),
             include_schema_changes=bool(config.include_schema_changes),
             include_query=bool(config.include_query),
             connect_timeout_s=int(config.connect_timeout_ms) / 1000,

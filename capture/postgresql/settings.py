@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from capture.captured_table import shared_settings
 from capture.masking import ColumnMasker
 from capture.postgresql.schema import KeyOverrides, TableFilter
 from capture.postgresql.types import ValueHandling
@@ -61,14 +62,8 @@ class PgSourceSettings:
             publication_autocreate_mode=str(config.publication_autocreate_mode),
             snapshot_mode=str(config.snapshot_mode),
             table_filter=TableFilter.from_config(config),
-            key_overrides=KeyOverrides.parse(config.message_key_columns),
             handling=ValueHandling.from_config(config),
-            masker=ColumnMasker.from_source(config),
-            tombstones_on_delete=bool(config.tombstones_on_delete),
-            provide_transaction_metadata=bool(config.provide_transaction_metadata),
-            skipped_operations=frozenset(str(op) for op in config.skipped_operations),
-            heartbeat_interval_ms=int(config.heartbeat_interval_ms),
-            heartbeat_action_query=config.heartbeat_action_query,
+            **shared_settings(config),
             toasted_value_placeholder=str(config.toasted_value_placeholder),
             slot_drop_on_stop=bool(config.slot_drop_on_stop),
         )
