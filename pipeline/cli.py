@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from pipeline.errors import ConfigError, NotBuiltError, PipelineError, Retryable
+from pipeline.errors import ConfigError, NotBuiltError, PipelineError, Retryable, Terminal
 
 __all__ = ["run", "cli"]
 
@@ -80,6 +80,22 @@ def _cell(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def is_retryable(exc: BaseException) -> bool:
+    """Whether running again may help: the first error in the ``__cause__`` chain that carries
+    a marker decides, so a terminal error (a wrong password) wrapped by a stage stays terminal
+    and a retryable one (a lost connection) stays retryable."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, Terminal):
+            return False
+        if isinstance(current, Retryable):
+            return True
+        current = current.__cause__
+    return False
+
+
 def catch_exception(func: F) -> F:
     """Report PipelineErrors as a message and an exit code instead of a traceback."""
 
@@ -98,7 +114,7 @@ def catch_exception(func: F) -> F:
             cause = exc.__cause__
             if cause is not None and not isinstance(cause, PipelineError):
                 click.echo(f"  caused by {type(cause).__name__}: {cause}", err=True)
-            if isinstance(exc, Retryable) or isinstance(cause, Retryable):
+            if is_retryable(exc):
                 click.echo("  this error is transient: run the command again", err=True)
                 sys.exit(EXIT_RETRYABLE)
             sys.exit(EXIT_ERROR)

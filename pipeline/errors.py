@@ -93,6 +93,9 @@ class NotBuiltError(PipelineError, Terminal):
 class CaptureError(PipelineError):
     """A capture agent failed while reading its source."""
 
+    code: str | None = None
+    """The server's own code (SQLSTATE, errno) when the error came from the server."""
+
 
 class SourceUnavailable(CaptureError, Retryable):
     """The source database or input cannot be reached right now."""

@@ -20,6 +20,11 @@ start)
   if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$DIR"; fi
   as_pg "$PGBIN/initdb" -D "$DIR/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync \
     >"$DIR/initdb.log" 2>&1 || { cat "$DIR/initdb.log" >&2; exit 1; }
+  # Members of the role 'medallion_password' must give their password (tests of wrong
+  # passwords and of secrets in messages); everyone else keeps trust.
+  { echo "host all +medallion_password 127.0.0.1/32 scram-sha-256"; cat "$DIR/data/pg_hba.conf"; } \
+    >"$DIR/data/pg_hba.conf.new" && mv "$DIR/data/pg_hba.conf.new" "$DIR/data/pg_hba.conf"
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$DIR/data/pg_hba.conf"; fi
   cat >>"$DIR/data/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
 port = $PORT

@@ -12,6 +12,10 @@ Fixtures, all session-scoped:
   the whole run: pass ``dict(mariadb_conn)`` to anything that changes it (``BinLogStreamReader``
   adds a ``charset`` key).
 * ``mariadb_dsn``: the same server as a ``mysql://`` URL.
+* ``pg_password_user`` / ``mariadb_password_user`` (per test): a capture user that must give a
+  random password (the private PostgreSQL asks members of ``medallion_password`` for one, see
+  ``scripts/pg_test_cluster.sh``), for wrong-password tests and for hunting the password in
+  messages. Dropped afterwards.
 * ``own_mariadb``: a private MariaDB for one test (always private: the test may restart it,
   which a shared or given server must not suffer), with ``settings`` and ``restart()``.
 
@@ -19,20 +23,23 @@ Fixtures, all session-scoped:
 tests that prove an agent reconnects use it on the session's private cluster.
 
 A missing server binary or driver fails the test with a message naming ``make bootstrap``; an
-unreachable ``--pg-dsn``/``--mysql-dsn`` fails it too. Nothing here ever skips.
+unreachable ``--pg-dsn``/``--mysql-dsn`` fails it too. Nothing here ever skips. Messages name a
+server through :func:`redact_dsn`: a DSN's password never reaches the test output.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import secrets
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
@@ -178,6 +185,73 @@ def restart_postgres(dsn: str) -> None:
     subprocess.run(command, check=True, capture_output=True, timeout=120)
 
 
+_URL_PASSWORD = re.compile(r"(?P<head>^[a-z][a-z0-9+.-]*://[^:/@]*:)[^@]*(?=@)", re.IGNORECASE)
+_KEYWORD_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
+
+
+def redact_dsn(dsn: str) -> str:
+    """``dsn`` with its password replaced by ``***`` (URL or ``key=value`` form).
+
+    >>> redact_dsn("mysql://root:s3cret@127.0.0.1:3306/db")
+    'mysql://root:***@127.0.0.1:3306/db'
+    >>> redact_dsn("host=h user=u password='a b' dbname=d")
+    'host=h user=u password=*** dbname=d'
+    """
+    return _KEYWORD_PASSWORD.sub(r"\g<head>***", _URL_PASSWORD.sub(r"\g<head>***", dsn))
+
+
+@dataclass(frozen=True)
+class PasswordUser:
+    """A server user that must give its password; ``password`` stays out of the repr."""
+
+    user: str
+    password: str = field(repr=False)
+
+
+@pytest.fixture
+def pg_password_user(pg_dsn: str) -> Iterator[PasswordUser]:
+    """A PostgreSQL login role with REPLICATION that must give a random password."""
+    import psycopg
+    from psycopg import sql
+
+    user = PasswordUser(f"medallion_pw_{secrets.token_hex(4)}", secrets.token_urlsafe(18))
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            "DO $$ BEGIN CREATE ROLE medallion_password NOLOGIN; EXCEPTION "
+            "WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+        )
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN REPLICATION SUPERUSER PASSWORD {} IN ROLE {}").format(
+                sql.Identifier(user.user),
+                sql.Literal(user.password),
+                sql.Identifier("medallion_password"),
+            )
+        )
+    try:
+        yield user
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(user.user)))
+
+
+@pytest.fixture
+def mariadb_password_user(mariadb_conn: dict[str, Any]) -> Iterator[PasswordUser]:
+    """A MariaDB user with every privilege that must give a random password."""
+    import pymysql
+
+    user = PasswordUser(f"medallion_pw_{secrets.token_hex(4)}", secrets.token_urlsafe(18))
+    conn = pymysql.connect(**mariadb_conn, autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user.user, user.password))
+            cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'%%'", (user.user,))
+        yield user
+    finally:
+        with conn.cursor() as cur:
+            cur.execute("DROP USER IF EXISTS %s@'%%'", (user.user,))
+        conn.close()
+
+
 def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
     """Turn ``mysql://user:password@host:port/database`` into PyMySQL keyword arguments.
 
@@ -192,7 +266,7 @@ def parse_mysql_dsn(dsn: str) -> dict[str, Any]:
     """
     url = urlparse(dsn)
     if url.scheme not in ("mysql", "mariadb") or not url.hostname:
-        raise ValueError(f"not a mysql://user:password@host:port/db URL: {dsn!r}")
+        raise ValueError(f"not a mysql://user:password@host:port/db URL: {redact_dsn(dsn)!r}")
     settings: dict[str, Any] = {
         "host": url.hostname,
         "port": url.port or 3306,
@@ -280,7 +354,9 @@ def _check_pg(dsn: str, *, origin: str) -> None:
         with psycopg.connect(dsn, connect_timeout=10, autocommit=True) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
-        pytest.fail(f"cannot connect to PostgreSQL from {origin} ({dsn}): {exc}", pytrace=False)
+        pytest.fail(
+            f"cannot connect to PostgreSQL from {origin} ({redact_dsn(dsn)}): {exc}", pytrace=False
+        )
 
 
 def _check_mysql(settings: dict[str, Any], *, origin: str) -> None:
