@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Final
 
 from bronze import connect_schema as cs
 from capture.column_types import ColumnType, Unrepresentable, ValueConversionError
-from capture.masking import ColumnMasker
+from capture.masking import ColumnMasker, canonical_text
 
 __all__ = [
     "HEADER_UNREPRESENTABLE",
@@ -49,6 +49,9 @@ __all__ = [
     "field_with_default",
     "shared_settings",
 ]
+
+_PLAIN_STRING: Final = {"type": "string"}
+"""The Connect schema of a masked column that was not plain text (see :meth:`_masked_types`)."""
 
 HEADER_UNREPRESENTABLE: Final = "__medallion.unrepresentable"
 """Record header naming the values written as null because they have no representation
@@ -272,7 +275,8 @@ class CapturedTable:
         self.columns = tuple(columns)
         self.names = tuple(c.name for c in columns)
         self.replica_identity = replica_identity
-        self.types: tuple[ColumnType, ...] = tuple(types)
+        self.masker = masker if masker is not None and masker.applies_to(self.collection) else None
+        self.types: tuple[ColumnType, ...] = tuple(self._masked_types(types))
         self.converters = tuple(t.convert for t in self.types)
         # Text types convert with str(); skipping that call is most of a text column's cost.
         self._fast_converters = tuple(None if c is str else c for c in self.converters)
@@ -292,7 +296,9 @@ class CapturedTable:
             if i in self.key_idx or column_filter.column(self.collection, c.name)
         )
         self._key_in_row = all(i in self.value_idx for i in self.key_idx)
-        self.masker = masker if masker is not None and masker.applies_to(self.collection) else None
+        if self.masker is not None:
+            for i in self.key_idx:
+                self.masker.check_key(self.collection, self.names[i])
         self.placeholder = placeholder
         placeholder_bytes = (
             bytes.fromhex(placeholder[4:])
@@ -308,8 +314,8 @@ class CapturedTable:
             if self.key_idx
             else None
         )
-        self.defaults: tuple[ColumnDefault | None, ...] = (
-            tuple(defaults) if defaults is not None else (None,) * len(self.columns)
+        self.defaults: tuple[ColumnDefault | None, ...] = tuple(
+            self._masked_defaults(defaults if defaults is not None else (None,) * len(columns))
         )
         row = cs.struct(
             [
@@ -330,6 +336,36 @@ class CapturedTable:
         self.key_schema_id = None if self.key_schema is None else cs.schema_id(self.key_schema)
         self.envelope_schema_id = cs.schema_id(self.envelope_schema)
 
+    def _masked(self, column: str) -> bool:
+        return self.masker is not None and self.masker.covers(self.collection, column)
+
+    def _masked_types(self, types: Sequence[ColumnType]) -> Iterator[ColumnType]:
+        """``types``, with every masked column that is not plain text made a Connect string
+        whose value is the canonical text of the converted value (the mask then rewrites it):
+        a mask covers every value type, and the schema says what the value is."""
+        for name, column_type in zip(self.names, types, strict=True):
+            if not self._masked(name) or column_type.schema == _PLAIN_STRING:
+                yield column_type
+                continue
+            convert = column_type.convert
+
+            def as_text(value: Any, convert: Callable[[Any], Any] = convert) -> Any:
+                converted = convert(value)
+                return None if converted is None else canonical_text(converted)
+
+            yield ColumnType(dict(_PLAIN_STRING), as_text, column_type.type_name)
+
+    def _masked_defaults(
+        self, defaults: Sequence[ColumnDefault | None]
+    ) -> Iterator[ColumnDefault | None]:
+        """A masked column's default goes into the schema masked, like its values."""
+        for name, default in zip(self.names, defaults, strict=True):
+            if default is None or default.value is None or self.masker is None:
+                yield default
+                continue
+            masked = self.masker.apply(self.collection, {name: default.value})
+            yield replace(default, value=None if masked is None else masked[name])
+
     @property
     def has_key(self) -> bool:
         """Whether records of this table have a key (a primary key or an override)."""
@@ -344,10 +380,13 @@ class CapturedTable:
         except Unrepresentable:
             raise
         except (ValueError, ArithmeticError, IndexError, TypeError) as exc:
+            # A masked column's value, and the converter's message that may quote it, stay out
+            # of the error: it lands in the quarantine table.
+            shown = "its value" if self._masked(self.names[i]) else f"{value!r:.80}: {exc}"
             raise ValueConversionError(
                 f"{self.collection}.{self.names[i]} ({self.types[i].type_name}): cannot convert "
-                f"{value!r:.80}: {exc}"
-            ) from None
+                f"{shown}"
+            ) from exc
 
     def _fast(self, idx: tuple[int, ...], values: Sequence[Any]) -> dict[str, Any] | None:
         """Convert the columns ``idx`` of a row; None if the row needs care.
@@ -400,16 +439,15 @@ class CapturedTable:
         text = exc.text if exc.text is not None else value if value.__class__ is str else None
         return {"reason": exc.reason} if text is None else {"reason": exc.reason, "text": text}
 
-    def _masked(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _masked_row(self, row: dict[str, Any]) -> dict[str, Any]:
         """``row`` through the column masks; an :class:`Image` stays one, and the ``text`` of a
         masked, hashed or truncated column is dropped from its issues (C1)."""
         masker = self.masker
         if masker is None:
             return row
         masked = masker.apply(self.collection, row)
-        if row.__class__ is not Image:
+        if not isinstance(row, Image):
             return row if masked is None else masked
-        assert isinstance(row, Image)
         image = Image(row if masked is None else masked)
         image.issues = {
             name: ({"reason": issue["reason"]} if masker.covers(self.collection, name) else issue)
@@ -423,7 +461,7 @@ class CapturedTable:
         row = self._fast(self.value_idx, values)
         if row is None:
             row = self._careful(self.value_idx, values)
-        return row if self.masker is None else self._masked(row)
+        return row if self.masker is None else self._masked_row(row)
 
     def row_and_key(self, values: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """:meth:`row` and :meth:`key` of one row, converting the key columns once."""
@@ -433,7 +471,7 @@ class CapturedTable:
         names = self.names
         key = {names[i]: converted[names[i]] for i in self.key_idx} if self.key_idx else None
         if self.masker is not None:
-            return self._masked(converted), key
+            return self._masked_row(converted), self._masked_row(key) if key else key
         return converted, key
 
     def key(self, values: Sequence[Any]) -> dict[str, Any] | None:
@@ -448,14 +486,14 @@ class CapturedTable:
         key = self._fast(self.key_idx, values)
         if key is None:
             key = self._careful(self.key_idx, values)
-            if key.__class__ is Image:
-                assert isinstance(key, Image)
+            if isinstance(key, Image):
                 name, issue = next(iter(key.issues.items()))
+                text = "" if self._masked(name) else f" {issue.get('text', '')!r:.80}"
                 raise ValueConversionError(
-                    f"{self.collection}.{name}: key column value {issue.get('text', '')!r:.80} "
+                    f"{self.collection}.{name}: key column value{text} "
                     f"has no representation ({issue['reason']}); a key cannot be null"
                 )
-        return key
+        return key if self.masker is None else self._masked_row(key)
 
     def identity_row(self, values: Sequence[Any]) -> dict[str, Any]:
         """A ``K`` old tuple: only the replica-identity columns the server sent, masked."""
@@ -467,7 +505,7 @@ class CapturedTable:
             and values[i] is not None
         ]
         row = self._careful(sent, values)
-        return row if self.masker is None else self._masked(row)
+        return row if self.masker is None else self._masked_row(row)
 
     def key_only_row(self, key: dict[str, Any] | None) -> dict[str, Any] | None:
         """A ``before`` image holding only the key (REPLICA IDENTITY DEFAULT, key unchanged)."""

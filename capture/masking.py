@@ -33,12 +33,18 @@ for a literal comma) matched case-insensitively against the *whole* fully-qualif
 does not match ``inventory.orders.customerNameX``. When several rules match a column the first
 wins, in Debezium's order: truncations, then character masks, then hashes, then v2 hashes.
 
-Differences from Debezium, because a row image here is a plain dict without column types:
+Differences from Debezium, because nothing masked may reach bronze in clear:
 
-* Debezium masks and hashes only character columns (CHAR, VARCHAR, TEXT, CLOB, ...). Here a rule
-  rewrites ``str`` values only; any other value of a matched column (a number, a dict) is left as
-  it is and a warning is logged once per column, since a non-string value usually means the rule
-  names a non-character column, which Debezium would not mask either.
+* Debezium masks and hashes only character columns (CHAR, VARCHAR, TEXT, CLOB, ...) and leaves
+  a rule on any other column without effect. Here a rule rewrites **every** value of a matched
+  column: a value that is not a string (a number, a date as epoch days, a JSON document, a
+  boolean) is rewritten from its canonical text (:func:`canonical_text`), so ``id = 42`` hashes
+  like the string ``"42"``. The capture agents declare such a column as a plain Connect
+  ``string`` in the record schemas (:class:`capture.captured_table.CapturedTable`), so schema
+  and value agree.
+* Key columns are masked like any other (the same rule, the same digest, so a hashed key still
+  identifies its row in silver); a character mask or a truncation on a key column would merge
+  distinct keys and is refused when the table is built (:meth:`ColumnMasker.check_key`).
 * Debezium shortens a hash to the column's declared length; the length is unknown here, so the
   full digest is kept (declare hashed columns wide enough in silver).
 * Truncation counts Python characters (code points); Java counts UTF-16 units, which differs only
@@ -57,11 +63,15 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
-from capture.source_config import ColumnRule, ColumnRuleKind, SourceConfigBase
+import orjson
 
-__all__ = ["ColumnMasker", "java_serialized_string", "MASK_CHAR"]
+from capture.source_config import ColumnRule, ColumnRuleKind, SourceConfigBase
+from pipeline.errors import ConfigError
+
+__all__ = ["ColumnMasker", "canonical_text", "java_serialized_string", "MASK_CHAR"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +121,34 @@ def java_serialized_string(text: str) -> bytes:
     return _JAVA_STREAM_HEADER + _TC_LONGSTRING + len(utf).to_bytes(8, "big") + utf
 
 
+def canonical_text(value: Any) -> str:
+    """The text a mask, hash or truncation of a non-string value works on.
+
+    Booleans as JSON (``true``), numbers as Python prints them (``42``, ``1.5``), bytes as lower
+    hex, lists and objects as compact JSON with sorted keys; anything else through ``str()``.
+
+    >>> canonical_text(42), canonical_text(True), canonical_text({"b": 1, "a": [1.5]})
+    ('42', 'true', '{"a":[1.5],"b":1}')
+    """
+    if value.__class__ is str:
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    if isinstance(value, dict | list | tuple):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        except TypeError:  # an integer beyond 64 bits, or a value orjson does not know
+            return str(value)
+    return str(value)
+
+
 def _hasher(rule: ColumnRule) -> Callable[[str], str]:
-    assert rule.salt is not None
+    if rule.salt is None:
+        raise ConfigError(f"{rule.key}: a hash rule needs a salt", key_path=rule.key)
     salted = hashlib.new(rule.hashlib_algorithm)
     salted.update(rule.salt.encode("utf-8"))
     if rule.kind is ColumnRuleKind.HASH:
@@ -180,17 +216,17 @@ class _CompiledRule:
         prefixes = tuple(_literal_prefix(p) for p in rule.columns)
         transform: Callable[[Any], Any]
         accepts: tuple[type, ...] = (str,)
+        if rule.kind in (ColumnRuleKind.TRUNCATE, ColumnRuleKind.MASK) and rule.length is None:
+            raise ConfigError(f"{rule.key}: the rule needs a length", key_path=rule.key)
         if rule.kind is ColumnRuleKind.TRUNCATE:
-            assert rule.length is not None
-            limit = rule.length
+            limit = rule.length or 0
             accepts = (str, bytes, bytearray)
 
             def transform(value: Any) -> Any:
                 return value[:limit] if len(value) > limit else value
 
         elif rule.kind is ColumnRuleKind.MASK:
-            assert rule.length is not None
-            mask = MASK_CHAR * rule.length
+            mask = MASK_CHAR * (rule.length or 0)
 
             def transform(value: Any) -> Any:
                 return mask
@@ -238,7 +274,6 @@ class ColumnMasker:
         """
         self._rules = tuple(_CompiledRule.build(rule) for rule in rules)
         self._plans: dict[str, _Plan | None] = {}
-        self._warned: set[tuple[str, str, str]] = set()
 
     @classmethod
     def from_source(cls, source: SourceConfigBase) -> ColumnMasker:
@@ -302,8 +337,7 @@ class ColumnMasker:
             if rule is None or value is None:
                 continue
             if not isinstance(value, rule.accepts):
-                self._warn_unmasked(collection, column, rule, value)
-                continue
+                value = canonical_text(value)
             if out is None:
                 out = dict(row)
             out[column] = rule.transform(value)
@@ -325,16 +359,28 @@ class ColumnMasker:
         plan.columns[column] = rule
         return rule
 
-    def _warn_unmasked(self, collection: str, column: str, rule: _CompiledRule, value: Any) -> None:
-        marker = (collection, column, rule.rule.key)
-        if marker in self._warned:
+    def check_key(self, collection: str, column: str) -> None:
+        """Refuse a rule on key column ``collection.column`` that would merge distinct keys.
+
+        Hashes keep keys apart (the same value gives the same digest, different values
+        different digests); a character mask makes every key equal and a truncation merges keys
+        that share a prefix, so silver would fold distinct rows into one.
+
+        Raises:
+            ConfigError: A ``column.mask.with`` or ``column.truncate.to`` rule matches it.
+        """
+        plan = self._plan(collection)
+        if plan is None:
             return
-        self._warned.add(marker)
-        logger.warning(
-            "column %s.%s matches %s but holds a %s, not a string: left unchanged, as Debezium "
-            "does for non-character columns",
-            collection,
-            column,
-            rule.rule.key,
-            type(value).__name__,
+        if column in plan.columns:
+            rule = plan.columns[column]
+        else:
+            rule = self._rule_for(plan, collection, column)
+        if rule is None or rule.rule.kind in (ColumnRuleKind.HASH, ColumnRuleKind.HASH_V2):
+            return
+        raise ConfigError(
+            f"{collection}.{column} is a key column: {rule.rule.key} would make distinct keys "
+            "equal and merge their rows in silver; mask it with column.mask.hash.<ALG>.with.salt."
+            "<salt> (a hash keeps keys apart) or pick other key columns (message.key.columns)",
+            key_path=rule.rule.key,
         )

@@ -574,11 +574,32 @@ class DebeziumJsonSource(CaptureSource):
         ):
             return event, parsed
         masked = dict(value)
+        retyped: set[str] = set()
         for image in ("before", "after"):
             row = value.get(image)
             if isinstance(row, dict):
                 masked[image] = masker.apply(event.collection, row)
-        record = dataclasses.replace(record, value=masked)
+                retyped |= _retyped(masker, event.collection, row)
+        key = record.key
+        key_schema = record.key_schema
+        if isinstance(key, dict):
+            key_retyped = _retyped(masker, event.collection, key)
+            key = masker.apply(event.collection, key)
+            if key_retyped and isinstance(key_schema, dict):
+                key_schema = _as_strings(key_schema, key_retyped)
+        value_schema = record.value_schema
+        if retyped and isinstance(value_schema, dict):
+            # A masked number or document is text now: its schema field must say so.
+            value_schema = {
+                **value_schema,
+                "fields": [
+                    _as_strings(f, retyped) if f.get("field") in ("before", "after") else f
+                    for f in value_schema.get("fields", [])
+                ],
+            }
+        record = dataclasses.replace(
+            record, key=key, key_schema=key_schema, value=masked, value_schema=value_schema
+        )
         # The verbatim value text is unmasked: drop it so bronze stores the masked payload.
         event = classify(
             record,
@@ -590,6 +611,28 @@ class DebeziumJsonSource(CaptureSource):
 
 
 # --- helpers -----------------------------------------------------------------------------------
+def _retyped(masker: ColumnMasker, collection: str, row: Mapping[str, Any]) -> set[str]:
+    """Columns of ``row`` a mask turns from a non-string value into text."""
+    return {
+        name
+        for name, value in row.items()
+        if value is not None
+        and not isinstance(value, str | bytes)
+        and masker.covers(collection, name)
+    }
+
+
+def _as_strings(struct: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+    """``struct`` (a Connect struct schema) with the fields ``names`` made optional-or-not
+    strings, as the masked values are."""
+    fields = []
+    for f in struct.get("fields", []):
+        if isinstance(f, dict) and f.get("field") in names:
+            f = {"type": "string", "optional": bool(f.get("optional")), "field": f["field"]}
+        fields.append(f)
+    return {**struct, "fields": fields}
+
+
 def _partition(connector: str, source: Mapping[str, Any]) -> str:
     fields = _PARTITION_FIELDS.get(connector, _DEFAULT_PARTITION_FIELDS)
     return "/".join(str(source.get(f, "")) for f in fields)

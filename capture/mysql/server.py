@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from capture.server_errors import SourceRefused
 from pipeline.errors import CaptureError
 
 __all__ = [
@@ -85,7 +86,7 @@ def check_server(conn: Any, dialect: ServerDialect, source: str) -> None:
     """Refuse a server whose binlog cannot feed the agent, saying exactly what to change.
 
     Raises:
-        CaptureError: A setting is wrong (one message listing every wrong setting).
+        SourceRefused: A setting is wrong (terminal; one message listing every wrong setting).
     """
     wanted = {
         "log_bin": "ON",
@@ -113,8 +114,11 @@ def check_server(conn: Any, dialect: ServerDialect, source: str) -> None:
     if found.get("log_bin_compress", "OFF").upper() == "ON":
         problems.append("log_bin_compress is ON; compressed events are not read: set it OFF")
     if problems:
-        raise CaptureError(
-            f"source {source}: the server cannot be captured: " + "; ".join(problems)
+        raise SourceRefused(
+            source,
+            "server settings",
+            "the server cannot be captured: " + "; ".join(problems),
+            "change the settings named above and start the agent again",
         )
 
 

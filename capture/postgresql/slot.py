@@ -23,6 +23,7 @@ from psycopg import sql
 from capture.postgresql.pgoutput import LogicalMessage, ProtocolError, decode_message
 from capture.postgresql.replication import publication_option
 from capture.postgresql.schema import TableFilter
+from capture.server_errors import SourceRefused
 from pipeline.errors import CaptureError
 
 __all__ = [
@@ -83,16 +84,20 @@ def check_server(conn: psycopg.Connection[Any], source: str) -> int:
     """Check that the server can decode logically; return ``server_version_num``.
 
     Raises:
-        CaptureError: ``wal_level`` is not ``logical`` or the server predates pgoutput.
+        SourceRefused: ``wal_level`` is not ``logical`` (terminal, SQLSTATE 55000).
+        CaptureError: The server predates pgoutput.
     """
     row = conn.execute(
         "SELECT current_setting('wal_level'), current_setting('server_version_num')"
     ).fetchone()
     assert row is not None
     if row[0] != "logical":
-        raise CaptureError(
-            f"source {source}: wal_level is {row[0]!r}; logical decoding needs "
-            "wal_level=logical in postgresql.conf (and a server restart)"
+        # 55000 is what the server itself answers when a slot is created below wal_level=logical.
+        raise SourceRefused(
+            source,
+            "55000",
+            f"wal_level is {row[0]!r} (SQLSTATE 55000: logical decoding needs wal_level=logical)",
+            "set wal_level=logical in postgresql.conf and restart the server",
         )
     version = int(row[1])
     if version < 100000:

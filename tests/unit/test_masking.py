@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from capture.masking import ColumnMasker, java_serialized_string
 from capture.postgresql.config import PostgresSourceConfig
 from capture.source_config import ColumnRule, ColumnRuleKind
 from pipeline.config import load_config
+from pipeline.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 
@@ -204,13 +204,35 @@ def test_escaped_comma_in_a_rule_value(tmp_path: Path) -> None:
     }
 
 
-def test_non_string_values_are_left_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    masker = ColumnMasker([hash_rule("db.t.n")])
-    with caplog.at_level(logging.WARNING, logger="capture.masking"):
-        assert masker.apply("db.t", {"n": 42}) == {"n": 42}
-        assert masker.apply("db.t", {"n": 43}) == {"n": 43}
-    assert len(caplog.records) == 1
-    assert "db.t.n" in caplog.records[0].getMessage()
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (42, "42"),
+        (-1.5, "-1.5"),
+        (True, "true"),
+        (b"\x00\xff", "00ff"),
+        ({"b": 1, "a": [2, None]}, '{"a":[2,null],"b":1}'),
+        ([3, "x"], '[3,"x"]'),
+    ],
+)
+def test_every_value_type_is_masked_from_its_canonical_text(value: Any, text: str) -> None:
+    hashed = ColumnMasker([hash_rule("db.t.n", v2=True)])
+    assert hashed.apply("db.t", {"n": value}) == hashed.apply("db.t", {"n": text})
+    assert hashed.apply("db.t", {"n": value}) != {"n": value}
+    masked = ColumnMasker([rule(ColumnRuleKind.MASK, "db.t.n", length=3)])
+    assert masked.apply("db.t", {"n": value}) == {"n": "***"}
+    truncated = ColumnMasker([rule(ColumnRuleKind.TRUNCATE, "db.t.n", length=2)])
+    cut = value if isinstance(value, bytes) else text[:2]  # bytes are cut as bytes
+    assert truncated.apply("db.t", {"n": value}) == {"n": cut}
+
+
+def test_a_key_column_refuses_rules_that_would_merge_keys() -> None:
+    ColumnMasker([hash_rule("db.t.id")]).check_key("db.t", "id")  # a hash keeps keys apart
+    ColumnMasker([rule(ColumnRuleKind.MASK, "db.t.other", length=3)]).check_key("db.t", "id")
+    for kind in (ColumnRuleKind.MASK, ColumnRuleKind.TRUNCATE):
+        masker = ColumnMasker([rule(kind, "db.t.id", length=3)])
+        with pytest.raises(ConfigError, match=r"db\.t\.id is a key column.*column\.mask\.hash"):
+            masker.check_key("db.t", "id")
 
 
 def test_sources_without_rules_get_a_no_op_masker() -> None:

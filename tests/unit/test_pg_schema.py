@@ -17,6 +17,7 @@ from capture.postgresql.config import PostgresSourceConfig
 from capture.postgresql.pgoutput import UNCHANGED_TOAST, BinaryDatum
 from capture.postgresql.schema import CatalogColumn, KeyOverrides, TableFilter, TableSchema
 from capture.postgresql.types import PgType, ValueHandling
+from pipeline.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 
@@ -320,3 +321,30 @@ def test_an_added_column_whose_old_rows_are_unknown_is_flagged() -> None:
     # the same columns, not seen being added: Debezium's constant defaults only
     assert defaults_of(table(columns=columns))["r"] == (None, None)
     assert defaults_of(table(columns=columns))["c"] == ("x", None)
+
+
+def test_a_masked_key_and_a_masked_number_leave_no_clear_value() -> None:
+    hashed = r"public\.t\.(id|qty|email)"
+    ts = table(masker=masker(**{"column.mask.hash.v2.SHA-256.with.salt.s": hashed}))
+    after, key = ts.row_and_key(("7", "a@x", None, None, "3"))
+    rule_masker = masker(**{"column.mask.hash.v2.SHA-256.with.salt.s": hashed})
+    expected = rule_masker.apply("public.t", {"id": "7", "qty": "3", "email": "a@x"})
+    assert expected is not None
+    assert key == {"id": expected["id"]}
+    assert after["id"] == expected["id"] and after["qty"] == expected["qty"]
+    assert after["email"] == expected["email"] and "a@x" not in str(after)
+    assert ts.key(("7", "a@x", None, None, "3")) == key  # the slow path masks the key too
+    # The schemas say what the values now are: text.
+    assert ts.key_schema is not None
+    assert [f["type"] for f in ts.key_schema["fields"]] == ["string"]
+    fields = {f["field"]: f for f in ts.row_schema["fields"]}
+    assert fields["qty"]["type"] == "string" and fields["blob"]["type"] == "bytes"
+    # A key that cannot convert names the column, not the value.
+    with pytest.raises(ValueConversionError) as caught:
+        ts.row_and_key(("not-a-number", "a@x", None, None, "3"))
+    assert "not-a-number" not in str(caught.value)
+
+
+def test_a_character_mask_on_a_key_column_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"public\.t\.id is a key column"):
+        table(masker=masker(**{"column.mask.with.3.chars": r"public\.t\.id"}))
