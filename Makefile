@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: help bootstrap bootstrap-system bootstrap-venv bootstrap-jars bootstrap-debezium test demo \
+.PHONY: help bootstrap bootstrap-system bootstrap-venv bootstrap-jars bootstrap-debezium test test-properties-deep demo \
 	lint lock
 
 help: ## list the targets
@@ -39,6 +39,12 @@ test: bootstrap ## the whole test suite (PYTEST_ARGS=... to narrow it); no tests
 		$(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; failing" >&2; exit 1; fi; \
 	exit $$rc
+
+test-properties-deep: bootstrap ## every Hypothesis property test with the deep profile (hundreds of examples each)
+	HYPOTHESIS_PROFILE=deep $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile \
+		tests/unit/test_positions.py tests/unit/test_envelope.py tests/unit/test_silver_reference.py \
+		tests/unit/test_masking.py tests/unit/test_sql.py tests/integration/test_cli.py \
+		tests/integration/test_silver_properties.py $(PYTEST_ARGS)
 
 demo: bootstrap ## run the end-to-end demo through the CLI
 	$(VENV)/bin/medallion demo

@@ -8,11 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.property_profiles import register as _register_property_profiles
+
 pytest_plugins = ("tests.fix_spark", "tests.fix_servers", "tests.fix_debezium")
 
 # A pytest-xdist worker runs under execnet, whose ``__main__`` has neither ``__spec__`` nor
 # ``__file__``. pyspark.sql.connect (imported by great_expectations) reads that as "running
 # doctests" and calls sys.exit(0), which would end a quality run, and the demo, silently.
+_register_property_profiles()
+
 _main = sys.modules["__main__"]
 if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
     _main.__file__ = "<pytest-xdist worker>"

@@ -6,12 +6,21 @@ answered with libpq's copy calls (``test-servers.md`` §1b). This class owns tha
 state: it sends standby status updates, reads CopyData messages with a timeout, and ends the
 COPY cleanly so the server applies the last acknowledgement. What the messages mean is the
 caller's business (:mod:`capture.postgresql.pgoutput` decodes them).
+
+**Keepalive whatever the traffic.** The walsender drops a client it has not heard from for
+``wal_sender_timeout`` (60 s by default; "terminating walsender process due to replication
+timeout"). The agent reads the stream only inside a batch: between batches (the landing loop's
+poll wait, a long bronze commit) nobody would answer. So a daemon thread sends a standby status
+update, confirming the last acknowledged LSN again, whenever none was sent for a quarter of the
+server's ``wal_sender_timeout`` (at most :data:`KEEPALIVE_MAX_S`). Every use of the libpq
+connection holds one lock, so the thread never interleaves with the reader.
 """
 
 from __future__ import annotations
 
 import logging
 import select
+import threading
 import time
 from typing import Any
 
@@ -30,6 +39,8 @@ SEND_TIMEOUT_S = 10.0
 """How long a status update may wait for the socket before the connection counts as lost."""
 STOP_TIMEOUT_S = 5.0
 """How long a clean stop waits for the server to end the COPY."""
+KEEPALIVE_MAX_S = 10.0
+"""Longest gap between two status updates the keepalive thread allows."""
 
 
 def publication_option(publication: str, conn: psycopg.Connection[Any]) -> str:
@@ -45,12 +56,21 @@ class ReplicationStream:
         source: The source name, for messages.
     """
 
-    def __init__(self, conn: psycopg.Connection[Any], source: str) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], source: str, *, keepalive_s: float | None = None
+    ) -> None:
         self.conn = conn
         self.source = source
         self.streaming = False
         self.last_status = 0.0
         """``time.monotonic()`` of the last status update sent."""
+        self.keepalive_s = keepalive_s
+        """Gap after which the keepalive thread sends a status update; None: from the server's
+        ``wal_sender_timeout``; 0: no keepalive thread."""
+        self._flushed = 0
+        self._lock = threading.RLock()
+        self._stop_keepalive = threading.Event()
+        self._keepalive: threading.Thread | None = None
 
     def start(self, slot: str, lsn: int, publication: str, *, messages: bool) -> None:
         """``START_REPLICATION SLOT slot LOGICAL lsn`` with pgoutput protocol 1.
@@ -77,8 +97,12 @@ class ReplicationStream:
         command = sql.SQL("START_REPLICATION SLOT {} LOGICAL {} ({})").format(
             sql.Identifier(slot), sql.SQL(format_pg_lsn(lsn)), sql.SQL(", ").join(options)
         )
+        interval = self.keepalive_s
+        if interval is None:
+            interval = self._keepalive_interval()
         try:
-            self.conn.execute(command)
+            with self._lock:
+                self.conn.execute(command)
         except psycopg.errors.ObjectInUse as exc:
             # A killed predecessor's walsender holds the slot until it notices the dead socket.
             raise SourceUnavailable(f"source {self.source}: {str(exc).strip()}") from None
@@ -89,6 +113,55 @@ class ReplicationStream:
         except psycopg.Error as exc:
             raise CaptureError(f"source {self.source}: START_REPLICATION failed: {exc}") from None
         self.streaming = True
+        self.last_status = time.monotonic()
+        if interval > 0:
+            self._stop_keepalive.clear()
+            self._keepalive = threading.Thread(
+                target=self._keep_alive,
+                args=(interval,),
+                name=f"medallion-keepalive-{self.source}",
+                daemon=True,
+            )
+            self._keepalive.start()
+
+    def _keepalive_interval(self) -> float:
+        """A quarter of the server's ``wal_sender_timeout`` (0 = never times out), capped."""
+        try:
+            with self._lock:
+                row = self.conn.execute(
+                    "SELECT setting::bigint FROM pg_settings WHERE name = 'wal_sender_timeout'"
+                ).fetchone()
+        except psycopg.Error as exc:
+            logger.debug("source %s: wal_sender_timeout unknown: %s", self.source, exc)
+            return KEEPALIVE_MAX_S
+        timeout_ms = int(row[0]) if row is not None else 0
+        if timeout_ms <= 0:
+            return KEEPALIVE_MAX_S
+        return min(KEEPALIVE_MAX_S, timeout_ms / 4000)
+
+    def _keep_alive(self, interval: float) -> None:
+        """The keepalive thread: a status update whenever none went out for ``interval``."""
+        while not self._stop_keepalive.wait(interval / 4):
+            if time.monotonic() - self.last_status < interval:
+                continue
+            if not self._lock.acquire(blocking=False):
+                continue  # the reader holds the connection, and answers the server itself
+            try:
+                if not self.streaming or self.conn.closed:
+                    return
+                self.send_status(self._flushed)
+            except SourceUnavailable as exc:
+                # The reader sees the same loss on its next read and reconnects.
+                logger.debug("source %s: keepalive stopped: %s", self.source, exc)
+                return
+            finally:
+                self._lock.release()
+
+    def _end_keepalive(self) -> None:
+        thread, self._keepalive = self._keepalive, None
+        if thread is not None and thread is not threading.current_thread():
+            self._stop_keepalive.set()
+            thread.join()
 
     def send_status(self, flush_lsn: int, *, reply: bool = False) -> None:
         """Send a standby status update confirming ``flush_lsn`` (written = flushed = applied).
@@ -100,10 +173,15 @@ class ReplicationStream:
         Raises:
             SourceUnavailable: The connection is lost.
         """
+        with self._lock:
+            self._send_status(flush_lsn, reply=reply)
+
+    def _send_status(self, flush_lsn: int, *, reply: bool) -> None:
         if not self.streaming:
             return
         pg = self.conn.pgconn
         lsn = flush_lsn
+        self._flushed = max(self._flushed, lsn)
         try:
             pg.put_copy_data(
                 standby_status_update(lsn, lsn, lsn, time.time_ns() // 1000, reply=reply)
@@ -127,6 +205,10 @@ class ReplicationStream:
         Raises:
             SourceUnavailable: The connection is lost or the server ended the stream.
         """
+        with self._lock:
+            return self._read(timeout)
+
+    def _read(self, timeout: float) -> bytes | None:
         pg = self.conn.pgconn
         try:
             n, data = pg.get_copy_data(1)
@@ -156,11 +238,16 @@ class ReplicationStream:
         status update before it saw the connection go. Never raises: a stream that cannot stop
         cleanly is closed anyway.
         """
+        self._end_keepalive()
+        with self._lock:
+            self._stop(flush_lsn)
+
+    def _stop(self, flush_lsn: int) -> None:
         if not self.streaming or self.conn.closed:
             return
         pg = self.conn.pgconn
         try:
-            self.send_status(flush_lsn)
+            self._send_status(flush_lsn, reply=False)
             pg.put_copy_end()
             pg.flush()
             deadline = time.monotonic() + STOP_TIMEOUT_S
@@ -180,8 +267,10 @@ class ReplicationStream:
 
     def close(self) -> None:
         """Close the connection (without a clean stop; see :meth:`stop`)."""
-        self.streaming = False
-        try:
-            self.conn.close()
-        except psycopg.Error:
-            pass  # already gone; nothing to release
+        self._end_keepalive()
+        with self._lock:
+            self.streaming = False
+            try:
+                self.conn.close()
+            except psycopg.Error:
+                pass  # already gone; nothing to release

@@ -281,9 +281,7 @@ def test_large_transaction_is_cut_and_lands_once(pg: Pg, tmp_path: Path) -> None
         f"INSERT INTO {s}.big SELECT g, md5(g::text) FROM generate_series(1, 5000) g",
         f"INSERT INTO {s}.big VALUES (0, 'after')",
     )
-    started = time.monotonic()
     result = land(config, lake, max_events=1000, max_tx=1500)
-    assert time.monotonic() - started < 30
     events = rows(lake)
     inserts = [r for r in events if r[S.KIND] == "data"]
     assert Counter(r["key"]["id"] for r in inserts) == Counter(range(5001))

@@ -24,6 +24,7 @@ from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
 from tests.pgmodel.history import to_jsonl
 from tests.pgmodel.strategies import deliveries, histories
+from tests.property_profiles import examples
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta, pytest.mark.slow]
 
@@ -74,7 +75,7 @@ def as_expected(expected: dict[str, dict[str, dict[str, Any]]]) -> Any:
 
 
 @settings(
-    max_examples=3,
+    max_examples=examples(3, 200),
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
@@ -124,7 +125,7 @@ def reordered_arrival(
 
 
 @settings(
-    max_examples=2,
+    max_examples=examples(2, 100),
     deadline=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,

@@ -35,6 +35,7 @@ from bronze.envelope import (
     truncate_record,
 )
 from pipeline.errors import EnvelopeError
+from tests.property_profiles import examples
 
 pytestmark = pytest.mark.unit
 
@@ -418,7 +419,7 @@ _JSON_SCALARS = (
 _ROWS = st.dictionaries(st.text(min_size=1, max_size=10), _JSON_SCALARS, min_size=1, max_size=6)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60, 600))
 @given(before=_ROWS, after=_ROWS, schemas=st.booleans())
 def test_any_row_survives_the_json_converter(
     before: dict[str, Any], after: dict[str, Any], schemas: bool

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import time
 
 import pytest
 
@@ -1171,25 +1170,30 @@ def test_from_json_of_table_defs_only() -> None:
     assert (state.table(DB, "t") or pytest.fail()).unique_keys == (("uac", ("a", "c")),)
 
 
-def test_a_large_statement_format_insert_is_skipped_quickly() -> None:
+def test_a_large_statement_format_insert_is_skipped() -> None:
+    # How fast it is skipped is measured by benchmarks/ddl_parse.py, not asserted here.
     state = state_with(BASE)
     sql = "INSERT INTO t VALUES " + ",".join(["(1, 'CREATE TABLE x (a INT)', 3)"] * 50_000)
-    started = time.perf_counter()
+    before = state.table(DB, "t")
     assert state.apply(sql, DB) == []
-    assert time.perf_counter() - started < 0.05
+    assert state.table(DB, "t") == before and state.table(DB, "x") is None
 
 
-def test_applying_an_alter_is_fast() -> None:
-    state = state_with(
-        "CREATE TABLE t (" + ", ".join(f"c{i} VARCHAR(20) NOT NULL" for i in range(40)) + ", "
-        "PRIMARY KEY (c0), UNIQUE KEY u (c1, c2))"
-    )
-    alter = "ALTER TABLE t ADD COLUMN extra INT UNSIGNED NOT NULL DEFAULT 0 AFTER c3"
-    undo = "ALTER TABLE `t` DROP COLUMN `extra`"
-    rounds = 200
-    started = time.perf_counter()
-    for _ in range(rounds):
-        state.apply(alter, DB)
-        state.apply(undo, DB)
-    per_statement = (time.perf_counter() - started) / (2 * rounds)
-    assert per_statement < 0.001
+def test_an_alter_and_its_undo_leave_the_table_as_it_was() -> None:
+    # The time per ALTER is measured by benchmarks/ddl_parse.py, not asserted here.
+    state = state_with(ALTER_BASE)
+    before = state.table(DB, "t")
+    for _ in range(3):
+        state.apply(ALTER_ADD, DB)
+        assert [c.name for c in (state.table(DB, "t") or pytest.fail()).columns][4] == "extra"
+        state.apply(ALTER_UNDO, DB)
+    assert state.table(DB, "t") == before
+
+
+ALTER_BASE = (
+    "CREATE TABLE t ("
+    + ", ".join(f"c{i} VARCHAR(20) NOT NULL" for i in range(40))
+    + ", PRIMARY KEY (c0), UNIQUE KEY u (c1, c2))"
+)
+ALTER_ADD = "ALTER TABLE t ADD COLUMN extra INT UNSIGNED NOT NULL DEFAULT 0 AFTER c3"
+ALTER_UNDO = "ALTER TABLE `t` DROP COLUMN `extra`"

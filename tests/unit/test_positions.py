@@ -34,12 +34,13 @@ from capture.postgresql.position import DERIVED_TXN_MEMORY, PostgresPosition, fo
 from capture.sqlserver.position import SqlServerPosition
 from capture.yugabytedb.position import YugabyteDBPosition
 from pipeline.errors import PositionError
+from tests.property_profiles import examples
 
 pytestmark = pytest.mark.unit
 
-PROPERTY = settings(max_examples=200, deadline=None)
-ORDERING = settings(max_examples=120, deadline=None)
-FEWER = settings(max_examples=100, deadline=None)
+PROPERTY = settings(max_examples=examples(200, 2000))
+ORDERING = settings(max_examples=examples(120, 1200))
+FEWER = settings(max_examples=examples(100, 1000))
 
 U16 = (1 << 16) - 1
 U32 = (1 << 32) - 1

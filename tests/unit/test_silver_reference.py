@@ -54,11 +54,12 @@ from tests.pgmodel.reference import (
     replay,
 )
 from tests.pgmodel.strategies import Delivery, deliveries, histories
+from tests.property_profiles import examples
 
 pytestmark = pytest.mark.unit
 
-PROPERTY = settings(max_examples=100, deadline=None)
-FEWER = settings(max_examples=40, deadline=None)
+PROPERTY = settings(max_examples=examples(100, 1000))
+FEWER = settings(max_examples=examples(40, 400))
 
 T = "public.customers"
 
