@@ -660,7 +660,10 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.Node) -> dict[Any, Any]:
-    assert isinstance(node, yaml.MappingNode)
+    if not isinstance(node, yaml.MappingNode):
+        raise yaml.constructor.ConstructorError(
+            None, None, f"expected a mapping, found {node.tag}", node.start_mark
+        )
     seen: set[Any] = set()
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":

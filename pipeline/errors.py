@@ -31,6 +31,7 @@ __all__ = [
     "BronzeCommitConflict",
     "OffsetError",
     "StageFailed",
+    "InternalError",
     "SilverError",
     "SchemaEvolutionError",
     "GoldError",
@@ -161,6 +162,11 @@ class GoldError(PipelineError, Terminal):
 
 class ReconcileError(PipelineError, Terminal):
     """A source cannot be reconciled with gold (no database, table missing, ...)."""
+
+
+class InternalError(PipelineError, Terminal):
+    """A medallion invariant does not hold (a bug): raised where a bare ``assert`` would have
+    been, because ``python -O`` drops asserts and the code would go on with a wrong value."""
 
 
 class StageFailed(PipelineError):

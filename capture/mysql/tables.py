@@ -24,7 +24,7 @@ from capture.mysql.types import (
     column_default,
     column_type,
 )
-from pipeline.errors import CaptureError, PipelineError
+from pipeline.errors import CaptureError, InternalError, PipelineError
 from pipeline.sql import qualified, quote_identifier
 
 __all__ = ["TableTracker"]
@@ -37,7 +37,8 @@ class TableTracker(MySqlAgent):
 
     def _replay_history(self) -> None:
         """Rebuild the table definitions from the history entries below the resume point."""
-        assert self._history is not None and self._resume is not None
+        if self._history is None or self._resume is None:
+            raise InternalError(f"source {self.name}: schema history replay before the resume")
         limit = _position(
             self._resume.file_number, self._resume.pos, Phase.STREAM, 0, 0, None, None
         )
@@ -59,13 +60,15 @@ class TableTracker(MySqlAgent):
     def _record_history(self, entries: list[HistoryEntry]) -> None:
         # Written before the batch is committed: the replay ignores entries beyond bronze's
         # offset, and a re-read writes nothing twice (deduplicated by position).
-        assert self._history is not None
+        if self._history is None:
+            raise InternalError(f"source {self.name}: schema history written before it opened")
         self._history.append(entries)
 
     def _recover_schema(self) -> None:
         """``schema_only_recovery``: rebuild the history from the tables as they are now, at the
         offset (unsafe if DDL ran since the offset, as Debezium warns)."""
-        assert self._resume is not None
+        if self._resume is None:
+            raise InternalError(f"source {self.name}: schema recovery without an offset")
         logger.warning(
             "source %s: schema_only_recovery: recording the current table definitions at %s:%d",
             self.name,

@@ -112,7 +112,7 @@ from capture.column_types import (
 )
 from capture.mysql.ddl import tokenize
 from capture.mysql.schema import ColumnDef, TableDef
-from pipeline.errors import CaptureError
+from pipeline.errors import CaptureError, InternalError
 
 __all__ = [
     "SNAPSHOT_SESSION_SQL",
@@ -1083,7 +1083,8 @@ def column_default(
             return None
         value = _implicit(column, name)
     else:
-        assert literal is not None
+        if literal is None:
+            raise InternalError(f"column {column.name}: a default without its literal")
         if literal[0] == "null":
             return None
         if literal[0] == "now":

@@ -24,7 +24,7 @@ from capture.postgresql.pgoutput import LogicalMessage, ProtocolError, decode_me
 from capture.postgresql.replication import publication_option
 from capture.postgresql.schema import TableFilter
 from capture.server_errors import SourceRefused
-from pipeline.errors import CaptureError
+from pipeline.errors import CaptureError, InternalError
 
 __all__ = [
     "SLOT_MARKER_PREFIX",
@@ -90,7 +90,8 @@ def check_server(conn: psycopg.Connection[Any], source: str) -> int:
     row = conn.execute(
         "SELECT current_setting('wal_level'), current_setting('server_version_num')"
     ).fetchone()
-    assert row is not None
+    if row is None:
+        raise InternalError(f"source {source}: current_setting() returned no row")
     if row[0] != "logical":
         # 55000 is what the server itself answers when a slot is created below wal_level=logical.
         raise SourceRefused(
@@ -236,7 +237,8 @@ def create_slot(
         sql.Identifier(slot), sql.SQL("EXPORT_SNAPSHOT" if export else "NOEXPORT_SNAPSHOT")
     )
     row = repl.execute(command).fetchone()
-    assert row is not None
+    if row is None:
+        raise InternalError(f"source {source}: CREATE_REPLICATION_SLOT returned no row")
     logger.info("source %s: created slot %s at %s", source, slot, row[1])
     conn.execute(
         "SELECT pg_logical_emit_message(false, %s, %s)",
