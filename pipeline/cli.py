@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from pipeline.errors import ConfigError, NotBuiltError, PipelineError, Retryable, Terminal
+from pipeline.shutdown import Shutdown, ShutdownRequested
 
 __all__ = ["run", "cli"]
 
@@ -29,6 +30,9 @@ EXIT_ERROR = 1
 EXIT_CONFIG = 2
 EXIT_NOT_BUILT = 3
 EXIT_RETRYABLE = 75  # EX_TEMPFAIL: schedulers may retry
+
+SHUTDOWN = Shutdown()
+"""SIGTERM/SIGINT handling of this process (see :mod:`pipeline.shutdown`)."""
 
 
 class Output(ABC):
@@ -103,6 +107,9 @@ def catch_exception(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except ShutdownRequested as exc:
+            logger.warning("stopped on %s", exc.signal_name)
+            sys.exit(exc.exit_code)
         except ConfigError as exc:
             click.echo(f"configuration error: {exc}", err=True)
             sys.exit(EXIT_CONFIG)
@@ -171,6 +178,7 @@ def cli(ctx: click.Context, config_path: str | None, log_level: str | None, outp
     )
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    SHUTDOWN.install()
     ctx.obj = _State(
         config_path,
         JsonOutput() if output == "json" else TextOutput(),
@@ -188,7 +196,15 @@ def capture(state: _State, sources: tuple[str, ...], follow: bool, max_batches: 
     """Land change records from the configured sources into bronze, exactly once."""
     from pipeline.orchestration import land_sources
 
-    results = land_sources(state.config, sources, follow=follow, max_batches=max_batches)
+    SHUTDOWN.cooperative = True
+    try:
+        results = land_sources(
+            state.config, sources, follow=follow, max_batches=max_batches, stop=SHUTDOWN.stop
+        )
+    finally:
+        SHUTDOWN.cooperative = False
+    if SHUTDOWN.received is not None:
+        logger.warning("capture stopped on %s after its last committed batch", SHUTDOWN.received)
     state.output.result(
         "landed",
         [

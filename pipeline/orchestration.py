@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -50,6 +51,7 @@ def land_sources(
     follow: bool = False,
     max_batches: int | None = None,
     lake_root: Path | None = None,
+    stop: threading.Event | None = None,
 ) -> list[LandingResult]:
     """Run the landing agent of each selected source, one after the other.
 
@@ -59,14 +61,20 @@ def land_sources(
         follow: Keep polling (only sensible for one source per process).
         max_batches: Stop each agent after this many batches.
         lake_root: Override the config's lake root.
+        stop: Set it to stop after the batch in flight (a SIGTERM); sources not started yet
+            are skipped.
 
     Returns:
         One result per source.
     """
     writer = BronzeWriter(bronze_tables(config, lake_root))
+    stop = stop or threading.Event()
     return [
-        landing_agent(config, source_config, writer).run(follow=follow, max_batches=max_batches)
+        landing_agent(config, source_config, writer).run(
+            follow=follow, max_batches=max_batches, stop=stop
+        )
         for source_config in _select(config, names)
+        if not stop.is_set()
     ]
 
 
