@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Final
 from bronze import connect_schema as cs
 from capture.column_types import ColumnType, Unrepresentable, ValueConversionError
 from capture.masking import ColumnMasker, canonical_text
+from capture.server_errors import RetryPolicy
 
 __all__ = [
     "AgentRules",
@@ -529,6 +530,7 @@ class AgentRules:
         skipped_operations: ``skipped.operations`` (op letters).
         heartbeat_interval_ms: ``heartbeat.interval.ms`` (0: none).
         heartbeat_action_query: ``heartbeat.action.query``.
+        retry: ``errors.max.retries`` and the retry delays.
     """
 
     key_overrides: KeyOverrides = field(default_factory=KeyOverrides)
@@ -538,6 +540,7 @@ class AgentRules:
     skipped_operations: frozenset[str] = frozenset({"t"})
     heartbeat_interval_ms: int = 0
     heartbeat_action_query: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @classmethod
     def from_config(cls, config: Any) -> AgentRules:
@@ -550,4 +553,5 @@ class AgentRules:
             skipped_operations=frozenset(str(op) for op in config.skipped_operations),
             heartbeat_interval_ms=int(config.heartbeat_interval_ms),
             heartbeat_action_query=config.heartbeat_action_query,
+            retry=RetryPolicy.from_config(config),
         )

@@ -23,7 +23,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar
 
 import orjson
 
@@ -46,7 +46,9 @@ from bronze.positions import Position
 from capture.base import CaptureSource, SourceBatch, gc_paused
 from capture.captured_table import HEADER_UNREPRESENTABLE, AgentRules, CapturedTable, Image
 from capture.column_types import ValueConversionError
-from pipeline.errors import PipelineError, SourceUnavailable
+from capture.masking import ColumnMasker
+from capture.server_errors import RetryPolicy, ServerErrors
+from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
 
 __all__ = [
     "VERSION",
@@ -65,12 +67,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-RECONNECT_ATTEMPTS = 6
-"""Like Debezium's ``slot.max.retries`` / ``connect.max.attempts``."""
-RECONNECT_DELAY_S = 0.5
-"""First backoff; doubled per attempt up to :data:`RECONNECT_MAX_DELAY_S`."""
-RECONNECT_MAX_DELAY_S = 10.0
 
 
 def _version() -> str:
@@ -206,7 +202,10 @@ class DatabaseSource(CaptureSource):
     """
 
     OUTAGES: ClassVar[tuple[type[BaseException], ...]] = ()
-    """Driver exceptions that mean the server went away (restart, network): retried."""
+    """Driver exceptions that may mean the server went away (restart, network); the server's
+    code decides (:attr:`SERVER_ERRORS`): retried, or terminal (a wrong password)."""
+    SERVER_ERRORS: ClassVar[ServerErrors | None] = None
+    """The engine's code table (:mod:`capture.server_errors`); None: every outage retried."""
     ORIGIN: ClassVar[str] = "db"
     """Prefix of record origins (``pg``, ``mysql``)."""
     PAUSE_GC: ClassVar[bool] = True
@@ -229,36 +228,56 @@ class DatabaseSource(CaptureSource):
         self._snap_rows: Iterator[tuple[Any, ...]] | None = None
         """``(table index, table, row, last)`` of the snapshot being read (:meth:`with_last`)."""
         self._last_position: Position | None = None
+        self.retry_policy = RetryPolicy()
+        """``errors.max.retries`` and the retry delays (subclasses set the configured one)."""
+        self.masker: ColumnMasker | None = None
+        """The source's column masks (subclasses set them): they reach the quarantine too."""
+
+    def _outage(self, exc: BaseException, doing: str) -> CaptureError:
+        """The medallion error for a driver error (see :attr:`SERVER_ERRORS`)."""
+        if self.SERVER_ERRORS is None:
+            return SourceUnavailable(f"source {self.name}: {str(exc).strip()}")
+        return self.SERVER_ERRORS.classify(self.name, exc, doing)
 
     def open(self, offset: Mapping[str, Any] | None) -> None:
         """Connect and position at ``offset`` (see :meth:`CaptureSource.open`).
 
         A server that cannot be reached (restarting, network) is retried with the same backoff
-        as a lost connection while reading.
+        as a lost connection while reading; a terminal refusal (:class:`SourceRefused`: wrong
+        password, missing database) is raised at once.
         """
         self._offset = None if offset is None else dict(offset)
-        delay = RECONNECT_DELAY_S
-        for attempt in range(1, RECONNECT_ATTEMPTS + 1):
+        delays = self.retry_policy.delays()
+        attempt = 0
+        while True:
             try:
                 try:
                     self._open(self._offset)
                     return
                 except self.OUTAGES as exc:
-                    raise SourceUnavailable(f"source {self.name}: {str(exc).strip()}") from None
+                    raise self._outage(exc, "connect") from exc
             except SourceUnavailable as exc:
-                if attempt == RECONNECT_ATTEMPTS:
-                    raise
-                self._wait(exc, delay, attempt)
-                delay = min(delay * 2, RECONNECT_MAX_DELAY_S)
+                attempt += 1
+                self._wait(exc, next(delays, None), attempt)
 
-    def _wait(self, exc: Exception, delay: float, attempt: int) -> None:
+    def _wait(self, exc: SourceUnavailable, delay: float | None, attempt: int) -> None:
+        """Sleep ``delay`` before retry ``attempt``; re-raise ``exc`` when retries are spent."""
+        if delay is None:
+            logger.error(
+                "source %s: %s; giving up after %d retries (errors.max.retries)",
+                self.name,
+                exc,
+                attempt - 1,
+            )
+            raise exc
+        limit = self.retry_policy.max_retries
         logger.warning(
-            "source %s: %s; reconnecting in %.1f s (attempt %d of %d)",
+            "source %s: %s; reconnecting in %.1f s (retry %d of %s)",
             self.name,
             exc,
             delay,
             attempt,
-            RECONNECT_ATTEMPTS - 1,
+            "unlimited" if limit < 0 else limit,
         )
         time.sleep(delay)
 
@@ -454,28 +473,29 @@ class DatabaseSource(CaptureSource):
     def _read_with_retries(
         self, max_events: int, max_transaction_events: int, until: Mapping[str, Any] | None
     ) -> SourceBatch:
-        delay = RECONNECT_DELAY_S
-        for attempt in range(1, RECONNECT_ATTEMPTS + 1):
+        delays = self.retry_policy.delays()
+        attempt = 0
+        while True:
             try:
                 try:
                     batch = self._read_batch(max_events, max_transaction_events, until)
                 except self.OUTAGES as exc:
-                    raise SourceUnavailable(f"source {self.name}: {str(exc).strip()}") from None
+                    raise self._outage(exc, "read the log") from exc
             except SourceUnavailable as exc:
-                if attempt == RECONNECT_ATTEMPTS:
-                    raise
-                self._wait(exc, delay, attempt)
-                delay = min(delay * 2, RECONNECT_MAX_DELAY_S)
+                attempt += 1
+                self._wait(exc, next(delays, None), attempt)
                 try:
                     self._open(self._offset)
                 except SourceUnavailable:
-                    continue
-                except self.OUTAGES:
-                    continue
+                    pass  # still down: the next read fails again and waits longer
+                except self.OUTAGES as exc:
+                    # Terminal (the password changed while we were away) stops here.
+                    refused = self._outage(exc, "reconnect")
+                    if not isinstance(refused, SourceUnavailable):
+                        raise refused from exc
                 continue
             self._offset = batch.offset
             return batch
-        raise AssertionError("unreachable")  # pragma: no cover
 
     # --- snapshot, transactions and heartbeats -------------------------------------------------
     def _snapshot_row(
@@ -495,7 +515,7 @@ class DatabaseSource(CaptureSource):
             record = data_record(_OP_READ, source, None, after, key, None, table)
             self._add(builder, record, position, origin, now, None, table)
         except (ValueConversionError, PipelineError) as exc:
-            self._quarantine(builder, raw(), origin, exc, now)
+            self._quarantine(builder, raw(), origin, exc, now, table)
 
     def _snapshot_progress(self, rows: int, index: int, tables: int, collection: str) -> None:
         logger.info(
@@ -616,11 +636,56 @@ class DatabaseSource(CaptureSource):
             tx.in_batch += 1
 
     def _quarantine(
-        self, builder: BatchBuilder, raw: bytes, origin: str, exc: Exception, now: dt.datetime
+        self,
+        builder: BatchBuilder,
+        raw: bytes,
+        origin: str,
+        exc: Exception,
+        now: dt.datetime,
+        table: CapturedTable | None = None,
     ) -> None:
+        """Quarantine a change that cannot be landed; ``raw`` is what is kept of it, masked
+        like a landed row (:func:`masked_raw`) when the source has column masks."""
         reason = getattr(exc, "reason", None) or str(exc)
         logger.warning("source %s: quarantined the change at %s: %s", self.name, origin, reason)
+        if self.masker:
+            raw = masked_raw(raw, self.masker, table)
         builder.add_quarantined(QuarantinedRecord(origin, reason, type(exc).__name__, raw, now))
+
+
+_WITHHELD: Final = (
+    b'{"withheld": "the source has column masks and this change could not be masked '
+    b'column by column, so its raw form is not kept; the reason and position are"}'
+)
+
+
+def masked_raw(raw: bytes, masker: ColumnMasker, table: CapturedTable | None) -> bytes:
+    """The raw form of a quarantined change with the masked columns masked.
+
+    A JSON document of a known table (the MySQL agent keeps row images as JSON objects keyed by
+    column name) has every object in it masked as a row of ``table``; anything else (pgoutput's
+    binary tuples, a change of a table the agent could not build) cannot be masked column by
+    column and is withheld whole: a masked value never reaches bronze in clear, not even in the
+    quarantine.
+    """
+    if table is None:
+        return _WITHHELD
+    if not masker.applies_to(table.collection):
+        return raw
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _WITHHELD
+    return orjson.dumps(_mask_tree(document, masker, table.collection))
+
+
+def _mask_tree(node: Any, masker: ColumnMasker, collection: str) -> Any:
+    if isinstance(node, dict):
+        masked = masker.apply(collection, node) or node
+        return {k: _mask_tree(v, masker, collection) for k, v in masked.items()}
+    if isinstance(node, list):
+        return [_mask_tree(v, masker, collection) for v in node]
+    return node
 
 
 def with_last(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:

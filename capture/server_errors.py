@@ -27,8 +27,9 @@ settings are named by host, port and database only.
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "POSTGRES_CONNECT_MESSAGES",
     "POSTGRES_ERRORS",
     "CodeRule",
+    "RetryPolicy",
     "ServerErrors",
     "SourceRefused",
     "mysql_code",
@@ -293,13 +295,17 @@ class ServerErrors:
             return None
         return self.rules.get(code) or self.rules.get(code[:2])
 
-    def classify(self, source: str, exc: BaseException, doing: str) -> CaptureError:
+    def classify(
+        self, source: str, exc: BaseException, doing: str, *, unknown_retryable: bool = True
+    ) -> CaptureError:
         """The medallion error for a driver error raised while ``doing`` something.
 
         Args:
             source: The source's name.
             exc: The driver's error (chain the result ``from exc`` to keep it).
             doing: What failed, e.g. ``connect to PostgreSQL db.example:5432/inventory``.
+            unknown_retryable: What a code no table knows means: retryable (a driver's
+                connection-level error) or a plain, unmarked :class:`CaptureError`.
 
         Returns:
             :class:`SourceRefused` (terminal) or :class:`~pipeline.errors.SourceUnavailable`
@@ -316,9 +322,53 @@ class ServerErrors:
             text = f"cannot {doing} ({self.engine} {self.label} {code}{read}{meaning}): {detail}"
         if code is not None and rule is not None and rule.terminal:
             return SourceRefused(source, code, text, rule.fix)
-        err = SourceUnavailable(f"source {source}: {text}")
+        err: CaptureError
+        if rule is None and not unknown_retryable:
+            err = CaptureError(f"source {source}: {text}")
+        else:
+            err = SourceUnavailable(f"source {source}: {text}")
         err.code = code
         return err
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a retryable error is retried: Debezium's ``errors.max.retries``,
+    ``errors.retry.delay.initial.ms`` and ``errors.retry.delay.max.ms``.
+
+    Attributes:
+        max_retries: Retries before giving up; -1 = no limit, 0 = none.
+        initial_s: First wait (seconds); doubled per retry.
+        max_s: Longest wait.
+    """
+
+    max_retries: int = 5
+    initial_s: float = 0.3
+    max_s: float = 10.0
+
+    @classmethod
+    def from_config(cls, config: Any) -> RetryPolicy:
+        """Read the three keys off a database source's config model."""
+        return cls(
+            int(config.errors_max_retries),
+            config.errors_retry_delay_initial_ms / 1000,
+            config.errors_retry_delay_max_ms / 1000,
+        )
+
+    def delays(self, rng: random.Random | None = None) -> Iterator[float]:
+        """The wait before each retry: exponential, capped, each drawn in 50-100 % of its
+        value ("equal jitter"), so agents that lost the same server spread their returns.
+
+        >>> [round(d, 1) for d in RetryPolicy(3, 1.0, 3.0).delays(random.Random(1))]
+        [0.6, 1.8, 2.6]
+        """
+        draw = rng or random.Random()
+        delay = self.initial_s
+        retry = 0
+        while self.max_retries < 0 or retry < self.max_retries:
+            yield delay * draw.uniform(0.5, 1.0)
+            delay = min(delay * 2, self.max_s)
+            retry += 1
 
 
 POSTGRES = ServerErrors("PostgreSQL", "SQLSTATE", POSTGRES_ERRORS, postgres_code)

@@ -72,6 +72,12 @@ MAX_BATCH_SIZE = "max.batch.size"
 MAX_BATCH_SIZE_DEFAULT = None  # bronze.max.batch.size (Debezium's 2048 would mean 10x the commits)
 POLL_INTERVAL_MS = "poll.interval.ms"
 POLL_INTERVAL_MS_DEFAULT = 500
+ERRORS_MAX_RETRIES = "errors.max.retries"
+ERRORS_MAX_RETRIES_DEFAULT = 5
+ERRORS_RETRY_DELAY_INITIAL_MS = "errors.retry.delay.initial.ms"
+ERRORS_RETRY_DELAY_INITIAL_MS_DEFAULT = 300
+ERRORS_RETRY_DELAY_MAX_MS = "errors.retry.delay.max.ms"
+ERRORS_RETRY_DELAY_MAX_MS_DEFAULT = 10_000
 MAX_QUEUE_SIZE = "max.queue.size"  # rejected: see CaptureSourceConfig.UNSUPPORTED_KEYS
 EVENT_PROCESSING_FAILURE_HANDLING_MODE = "event.processing.failure.handling.mode"  # rejected
 
@@ -487,6 +493,21 @@ class CaptureSourceConfig(SourceConfigBase):
     poll_interval_ms: PositiveInt = config_key(POLL_INTERVAL_MS_DEFAULT, POLL_INTERVAL_MS)
     """Wait between reads when a following agent (``medallion capture --follow``) found
     nothing new."""
+    errors_max_retries: Annotated[int, Field(ge=-1)] = config_key(
+        ERRORS_MAX_RETRIES_DEFAULT, ERRORS_MAX_RETRIES
+    )
+    """Retries of a retryable error (lost connection, server restarting) before the agent
+    gives up with a retryable exit: -1 = no limit, 0 = none. A terminal error (wrong password,
+    missing database or privilege) is never retried. Debezium's key; its default is -1."""
+    errors_retry_delay_initial_ms: PositiveInt = config_key(
+        ERRORS_RETRY_DELAY_INITIAL_MS_DEFAULT, ERRORS_RETRY_DELAY_INITIAL_MS
+    )
+    """First wait before a retry; doubled per retry up to ``errors.retry.delay.max.ms``, each
+    wait jittered (50-100 %) so agents that lost one server do not return in lockstep."""
+    errors_retry_delay_max_ms: PositiveInt = config_key(
+        ERRORS_RETRY_DELAY_MAX_MS_DEFAULT, ERRORS_RETRY_DELAY_MAX_MS
+    )
+    """Longest wait between two retries."""
 
     @property
     def logical_name(self) -> str:

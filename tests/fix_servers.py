@@ -231,7 +231,9 @@ def pg_password_user(pg_dsn: str) -> Iterator[PasswordUser]:
         yield user
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(user.user)))
+            # What the role created (a publication, a slot's tables) goes with it.
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(user.user)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(user.user)))
 
 
 @pytest.fixture

@@ -31,7 +31,8 @@ from capture.mysql.server import (
     ServerDialect,
 )
 from capture.mysql.settings import MySqlSettings
-from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
+from capture.server_errors import MYSQL
+from pipeline.errors import CaptureError, PipelineError
 
 __all__ = [
     "CONNECTION_LOST",
@@ -85,6 +86,8 @@ class MySqlAgent(DatabaseSource):
 
     def __init__(self, name: str, settings: MySqlSettings) -> None:
         super().__init__(name)
+        self.retry_policy = settings.rules.retry
+        self.masker = settings.rules.masker
         if settings.snapshot_mode not in SNAPSHOT_MODES:
             raise CaptureError(f"source {name}: unknown snapshot.mode {settings.snapshot_mode!r}")
         if settings.snapshot_locking_mode not in LOCKING_MODES:
@@ -117,9 +120,8 @@ class MySqlAgent(DatabaseSource):
         try:
             return pymysql.connect(**{**s.connection(), "autocommit": True, **extra})
         except pymysql.err.OperationalError as exc:
-            raise SourceUnavailable(
-                f"source {self.name}: cannot connect to MySQL {s.host}:{s.port}: {exc.args[-1]}"
-            ) from None
+            # The errno decides: 1045/1049 terminal, 2003/2013 retryable.
+            raise MYSQL.classify(self.name, exc, f"connect to MySQL {s.host}:{s.port}") from exc
 
     def _side(self) -> Any:
         if self._conn is None or not self._conn.open:

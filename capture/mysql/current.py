@@ -27,7 +27,8 @@ from capture.mysql.server import BinlogPoint, ServerDialect, binlog_files, snaps
 from capture.mysql.snapshot import keyed_chunks
 from capture.mysql.tables import TableTracker
 from capture.mysql.types import SNAPSHOT_SESSION_SQL, snapshot_connect_kwargs, snapshot_values
-from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
+from capture.server_errors import MYSQL
+from pipeline.errors import CaptureError, PipelineError
 
 __all__ = ["CurrentReader", "binlog_changes_after", "read_current"]
 
@@ -121,7 +122,7 @@ def read_current(
                     yield point, table, out
         conn.rollback()
     except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
-        raise SourceUnavailable(f"source {source.name}: {exc.args[-1]}") from None
+        raise MYSQL.classify(source.name, exc, "read the current rows") from exc
     finally:
         conn.close()
 
@@ -135,8 +136,9 @@ def binlog_changes_after(source: TableTracker, position: bytes, point: BinlogPoi
     point, an event boundary, and the read starts there; any other cut position may be inside an
     event group (a heartbeat sits one byte before the next event, and row events need the table
     map before them), so the read starts at the beginning of the cut's file and skips the events
-    up to the cut. The reader is non-blocking, uses a server id of its own (the agent's plus
-    1000) and stops at ``point``.
+    up to the cut. The reader is non-blocking, uses server id 0 (which disconnects no replica:
+    the server kills an older dump thread only for a non-zero id it already serves) and stops at
+    ``point``.
 
     Args:
         source: The agent (its settings and connection).
@@ -175,7 +177,10 @@ def binlog_changes_after(source: TableTracker, position: bytes, point: BinlogPoi
             )
         stream = BinLogStreamReader(
             connection_settings=settings.connection(),
-            server_id=(settings.server_id + 1000) % 4_294_967_295 or 1,
+            # 0: a non-blocking reader that no replica can collide with; the server never
+            # kills another dump thread for it (a fixed offset from the agent's id could
+            # equal a real replica's and disconnect it).
+            server_id=0,
             blocking=False,
             resume_stream=True,
             log_file=start_file,

@@ -69,6 +69,7 @@ from capture.mysql.settings import MySqlSettings, default_server_id
 from capture.mysql.snapshot import SnapshotReader, keyed_chunks
 from capture.mysql.status import BinlogStatus
 from capture.mysql.stream import StreamReader
+from capture.server_errors import MYSQL, ServerErrors
 from pipeline.errors import CaptureError, NotInstalledError
 
 try:
@@ -120,6 +121,7 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
         ConnectionError,
     )
     ORIGIN: ClassVar[str] = "mysql"
+    SERVER_ERRORS: ClassVar[ServerErrors | None] = MYSQL
     PAUSE_GC: ClassVar[bool] = False
     """mysql-replication's events hold reference cycles: with the collector paused for a batch,
     a 20,000-event batch held 540 MiB."""

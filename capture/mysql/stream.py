@@ -490,7 +490,9 @@ class StreamReader(TableTracker):
                     file_number, start, Phase.STREAM, row_index, 0, self._file, tx.gtid
                 )
                 if tx.count():
-                    self._quarantine(builder, raw_row(row), f"{origin}#{row_index}", exc, now)
+                    self._quarantine(
+                        builder, raw_row(row), f"{origin}#{row_index}", exc, now, table
+                    )
                 self._last_position = position
                 continue
             for seq, record in enumerate(records):

@@ -30,7 +30,8 @@ from capture.postgresql.replication import ReplicationStream
 from capture.postgresql.schema import TableSchema
 from capture.postgresql.settings import PgSourceSettings
 from capture.postgresql.types import SESSION_SETTINGS, PgType
-from pipeline.errors import CaptureError, SourceUnavailable
+from capture.server_errors import POSTGRES
+from pipeline.errors import CaptureError
 
 __all__ = ["CONNECTOR", "SNAPSHOT_MODES", "PgTx", "PostgresAgent", "SnapshotProgress"]
 
@@ -61,6 +62,8 @@ class PostgresAgent(DatabaseSource):
 
     def __init__(self, name: str, settings: PgSourceSettings) -> None:
         super().__init__(name)
+        self.retry_policy = settings.rules.retry
+        self.masker = settings.rules.masker
         self.partition = settings.server_name
         if settings.snapshot_mode not in (*SNAPSHOT_MODES, "never"):
             raise CaptureError(f"source {name}: unknown snapshot.mode {settings.snapshot_mode!r}")
@@ -107,11 +110,10 @@ class PostgresAgent(DatabaseSource):
         try:
             return psycopg.connect(**kwargs)
         except psycopg.OperationalError as exc:
-            # libpq messages name host and port, never the password.
-            raise SourceUnavailable(
-                f"source {self.name}: cannot connect to PostgreSQL {s.host}:{s.port}/{s.dbname}: "
-                f"{str(exc).strip()}"
-            ) from None
+            # libpq messages name host and port, never the password; the SQLSTATE decides
+            # terminal (28P01 wrong password, 3D000 no database) or retryable (08001 down).
+            doing = f"connect to PostgreSQL {s.host}:{s.port}/{s.dbname}"
+            raise POSTGRES.classify(self.name, exc, doing) from exc
 
     def _side(self) -> psycopg.Connection[Any]:
         if self._sql is None or self._sql.closed:

@@ -32,7 +32,8 @@ from capture.postgresql.schema import TableSchema
 from capture.postgresql.settings import PgSourceSettings
 from capture.postgresql.slot import parse_lsn
 from capture.postgresql.snapshot import keyed_chunks
-from pipeline.errors import PipelineError, SourceUnavailable
+from capture.server_errors import POSTGRES
+from pipeline.errors import PipelineError
 
 __all__ = ["CurrentReader", "slot_changes_after"]
 
@@ -170,7 +171,7 @@ class CurrentReader(PostgresAgent):
                         yield lsn, ts, out
             conn.rollback()
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            raise SourceUnavailable(f"source {self.name}: {str(exc).strip()}") from None
+            raise POSTGRES.classify(self.name, exc, "read the current rows") from exc
         finally:
             conn.close()
             # Type lookups opened the side connection; _side() reopens it when needed again.

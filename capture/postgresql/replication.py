@@ -29,7 +29,8 @@ from psycopg import sql
 
 from capture.postgresql.pgoutput import standby_status_update
 from capture.postgresql.position import format_pg_lsn
-from pipeline.errors import CaptureError, SourceUnavailable
+from capture.server_errors import POSTGRES
+from pipeline.errors import SourceUnavailable
 
 __all__ = ["ReplicationStream", "publication_option"]
 
@@ -105,13 +106,13 @@ class ReplicationStream:
                 self.conn.execute(command)
         except psycopg.errors.ObjectInUse as exc:
             # A killed predecessor's walsender holds the slot until it notices the dead socket.
-            raise SourceUnavailable(f"source {self.source}: {str(exc).strip()}") from None
+            raise SourceUnavailable(f"source {self.source}: {str(exc).strip()}") from exc
         except psycopg.OperationalError as exc:
-            raise SourceUnavailable(
-                f"source {self.source}: START_REPLICATION failed: {exc}"
-            ) from None
+            raise POSTGRES.classify(self.source, exc, "START_REPLICATION") from exc
         except psycopg.Error as exc:
-            raise CaptureError(f"source {self.source}: START_REPLICATION failed: {exc}") from None
+            raise POSTGRES.classify(
+                self.source, exc, "START_REPLICATION", unknown_retryable=False
+            ) from exc
         self.streaming = True
         self.last_status = time.monotonic()
         if interval > 0:

@@ -71,6 +71,7 @@ from capture.postgresql.slot import parse_lsn
 from capture.postgresql.snapshot import SnapshotReader
 from capture.postgresql.status import SlotStatus
 from capture.postgresql.stream import StreamReader
+from capture.server_errors import POSTGRES, ServerErrors
 from pipeline.errors import CaptureError, NotInstalledError, SourceUnavailable
 
 try:
@@ -112,6 +113,7 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
         psycopg.InterfaceError,
     )
     ORIGIN: ClassVar[str] = "pg"
+    SERVER_ERRORS: ClassVar[ServerErrors | None] = POSTGRES
 
     @classmethod
     def from_config(cls, config: Any) -> PostgresSource:

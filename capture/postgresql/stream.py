@@ -246,7 +246,7 @@ class StreamReader(PostgresAgent):
         except (ValueConversionError, PipelineError) as exc:
             position = self._position(tx, lsn)
             if tx.count():
-                self._quarantine(builder, raw, f"pg:{format_pg_lsn(lsn)}", exc, now)
+                self._quarantine(builder, raw, f"pg:{format_pg_lsn(lsn)}", exc, now, table)
             self._last_position = position
             return
         for record in records:

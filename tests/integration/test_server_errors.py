@@ -7,7 +7,9 @@ errno and a fix in the message); a server that is down, or a connection it kills
 
 from __future__ import annotations
 
+import logging
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -185,3 +187,47 @@ def test_classified_errors_pickle_and_decide_the_exit_code_through_a_stage() -> 
         raise StageFailed("bronze.landing", lost) from lost
     except StageFailed as wrapped:
         assert is_retryable(wrapped)
+
+
+def _down_config(tmp_path: Path, connector: str) -> Path:
+    from tests.fix_servers import _free_port
+
+    config = tmp_path / "pipeline.yaml"
+    extra = (
+        "    database.dbname: postgres\n    slot.name: never_created\n"
+        if connector == "postgresql"
+        else ""
+    )
+    config.write_text(
+        "lake: {root: lake}\n"
+        "sources:\n"
+        "  - name: down\n"
+        f"    connector: {connector}\n"
+        "    database.hostname: 127.0.0.1\n"
+        f"    database.port: {_free_port()}\n"
+        "    database.user: nobody\n"
+        "    topic.prefix: down\n"
+        "    errors.max.retries: 2\n"
+        "    errors.retry.delay.initial.ms: 10\n" + extra,
+        encoding="utf-8",
+    )
+    return config
+
+
+@pytest.mark.parametrize("connector", ["postgresql", "mysql"])
+def test_a_server_that_stays_down_is_retried_as_configured_then_exits_75(
+    connector: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from click.testing import CliRunner
+
+    from pipeline.cli import EXIT_RETRYABLE, cli
+
+    config = _down_config(tmp_path, connector)
+    with caplog.at_level(logging.WARNING, logger="capture.database_source"):
+        result = CliRunner().invoke(cli, ["--config", str(config), "capture", "-s", "down"])
+    assert result.exit_code == EXIT_RETRYABLE, result.output
+    assert "transient" in result.output
+    retries = [r.getMessage() for r in caplog.records if "reconnecting in" in r.getMessage()]
+    assert len(retries) == 2 and "retry 2 of 2" in retries[-1], retries
+    assert any("giving up after 2 retries" in r.getMessage() for r in caplog.records)
+    assert ("08001" if connector == "postgresql" else "2003") in result.output
