@@ -121,8 +121,9 @@ class PostgresAgent(DatabaseSource):
         return self._sql
 
     def _close_connections(self) -> None:
-        stream_conn = None if self._stream is None else self._stream.conn
-        for conn in (self._snap_conn, self._repl, stream_conn, self._sql):
+        if self._stream is not None:
+            self._stream.close()  # ends its keepalive thread before the connection goes
+        for conn in (self._snap_conn, self._repl, self._sql):
             if conn is not None:
                 try:
                     conn.close()
@@ -167,9 +168,10 @@ class PostgresAgent(DatabaseSource):
         )
 
     def _repl_close(self) -> None:
-        for conn in (self._repl, None if self._stream is None else self._stream.conn):
-            if conn is not None:
-                conn.close()
+        if self._stream is not None:
+            self._stream.close()  # ends its keepalive thread before the connection goes
+        if self._repl is not None:
+            self._repl.close()
         self._repl = self._stream = None
 
     def _table_schema(
