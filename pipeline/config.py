@@ -574,6 +574,33 @@ class PipelineConfig(ConfigModel):
             seen.add(source.name)
         return sources
 
+    @field_validator("sources")
+    @classmethod
+    def _distinct_replica_ids(
+        cls, sources: tuple[SourceConfigBase, ...]
+    ) -> tuple[SourceConfigBase, ...]:
+        # Two binlog readers with one server_id on one server disconnect each other over and
+        # over (the server keeps one dump thread per id): refuse that here, at start.
+        from capture.mysql.settings import default_server_id
+
+        readers: dict[tuple[str, int, int], str] = {}
+        for source in sources:
+            if not hasattr(source, "database_server_id"):
+                continue
+            host = str(getattr(source, "database_hostname", None) or "localhost").lower()
+            port = int(getattr(source, "database_port", None) or 3306)
+            explicit = getattr(source, "database_server_id", None)
+            server_id = int(explicit) if explicit else default_server_id(source.name)
+            other = readers.setdefault((host, port, server_id), source.name)
+            if other != source.name:
+                raise ValueError(
+                    f"sources '{other}' and '{source.name}' read the binlog of {host}:{port} with "
+                    f"the same server_id {server_id} (database.server.id, or the default drawn "
+                    "from the source name): they would disconnect each other; give each its own "
+                    "database.server.id, unique among the server's replicas"
+                )
+        return sources
+
     @property
     def source_names(self) -> tuple[str, ...]:
         """Names of the configured sources, in file order."""
