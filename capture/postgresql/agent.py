@@ -64,6 +64,8 @@ class PostgresAgent(DatabaseSource):
         super().__init__(name)
         self.retry_policy = settings.rules.retry
         self.masker = settings.rules.masker
+        self._last_nudge = 0.0
+        """``time.monotonic()`` of the last heartbeat marker written on an idle database."""
         self.partition = settings.server_name
         if settings.snapshot_mode not in (*SNAPSHOT_MODES, "never"):
             raise CaptureError(f"source {name}: unknown snapshot.mode {settings.snapshot_mode!r}")

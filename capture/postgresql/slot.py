@@ -28,6 +28,7 @@ from pipeline.errors import CaptureError, InternalError
 
 __all__ = [
     "SLOT_MARKER_PREFIX",
+    "emit_marker",
     "SlotState",
     "parse_lsn",
     "check_server",
@@ -245,6 +246,15 @@ def create_slot(
         (SLOT_MARKER_PREFIX, _marker(slot, source).decode()),
     )
     return parse_lsn(row[1]), row[2]
+
+
+def emit_marker(conn: psycopg.Connection[Any], source: str, slot: str) -> None:
+    """Write a slot marker into the WAL (a non-transactional logical message the agent reads
+    and skips): on an idle database it gives a heartbeat a new position to confirm."""
+    conn.execute(
+        "SELECT pg_logical_emit_message(false, %s, %s)",
+        (SLOT_MARKER_PREFIX, _marker(slot, source).decode()),
+    )
 
 
 def is_marker(message: LogicalMessage) -> bool:
