@@ -45,7 +45,7 @@ from capture.change_records import data_record
 from capture.column_types import ValueConversionError
 from capture.masking import ColumnMasker
 from capture.server_errors import RetryPolicy, ServerErrors
-from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
+from pipeline.errors import CaptureError, InternalError, PipelineError, SourceUnavailable
 
 __all__ = [
     "VERSION",
@@ -370,7 +370,8 @@ class DatabaseSource(CaptureSource):
     def _snapshot_source_head(self, last: bool) -> dict[str, Any]:
         """The fields every connector's ``source`` block starts with, for a snapshot row."""
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.database_source: expected snap is not None")
         return {
             "version": VERSION,
             "connector": self.KIND,

@@ -29,6 +29,8 @@ from typing import Any
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from pipeline.errors import InternalError
+
 __all__ = ["Cut", "TableAtCut", "consistent_cuts", "latest_cut", "cut_at"]
 
 logger = logging.getLogger(__name__)
@@ -212,7 +214,8 @@ def cut_at(
     if position is not None:
         found = [c for c in found if c.position <= position]
     else:
-        assert time is not None
+        if time is None:
+            raise InternalError("gold.cuts: expected time is not None")
         limit = int(time.timestamp() * 1000)
         found = [c for c in found if c.source_ts_ms is not None and c.source_ts_ms <= limit]
     return found[-1] if found else None

@@ -64,7 +64,7 @@ from gold.publish import published_cuts
 from gold.reconcile_compare import TableValues, compare_values
 from gold.source_read import reader_for
 from gold.views import current_state
-from pipeline.errors import ReconcileError
+from pipeline.errors import InternalError, ReconcileError
 
 __all__ = [
     "CHECK",
@@ -437,7 +437,8 @@ def _stage(source: CurrentStateReader, work: Path) -> tuple[dict[str, _Staged], 
                 )
                 staged[ts.collection] = current
                 handle = current.path.open("wb")
-            assert handle is not None
+            if handle is None:
+                raise InternalError("gold.reconcile: expected handle is not None")
             lines = []
             for after in chunk:
                 if after is None:
@@ -686,7 +687,8 @@ def _compare(
             keys = []
             source = spark.createDataFrame([], gold.schema)
     else:
-        assert staged is not None
+        if staged is None:
+            raise InternalError("gold.reconcile: expected staged is not None")
         notes.append("gold has no table for it (nothing captured into silver yet)")
         gold = spark.createDataFrame([], StructType(list(T.row_schema(staged.row_schema).fields)))
     source, gold, schema_notes = _align(source, gold, columns)

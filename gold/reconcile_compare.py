@@ -26,6 +26,7 @@ from typing import Any
 
 from gold.reconcile_lossy import lossy_by_config
 from gold.source_read import Canon, SourceColumn, SourceTable
+from pipeline.errors import InternalError
 from pipeline.sql import quote_identifier
 
 __all__ = [
@@ -615,7 +616,8 @@ def _compare_keyed(
             n(any_differs).alias("differing"),
             *[n(F.col(f)).alias(f) for f in ("missing", "extra", "unreadable", *flags)],
         ).first()
-        assert counts is not None
+        if counts is None:
+            raise InternalError("gold.reconcile_compare: expected counts is not None")
 
         def count(name: str) -> int:
             return int(counts[name] or 0)

@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from pipeline.errors import InternalError
+
 __all__ = [
     "EjsonError",
     "PlainInt",
@@ -115,7 +117,8 @@ def java_double_text(value: float) -> str:
     exact = Decimal(repr(abs(value))).normalize()
     _, digit_tuple, exponent = exact.as_tuple()
     digits = "".join(map(str, digit_tuple))
-    assert isinstance(exponent, int)
+    if not isinstance(exponent, int):
+        raise InternalError("silver.documents_ejson: expected isinstance(exponent, int)")
     point = len(digits) + exponent  # digits before the decimal point
     if 1e-3 <= abs(value) < 1e7:
         if point <= 0:

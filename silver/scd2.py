@@ -30,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from pipeline.errors import SchemaEvolutionError
+from pipeline.errors import InternalError, SchemaEvolutionError
 from pipeline.sql import quote_identifier
 from silver import evolution as E
 from silver import merge as M
@@ -89,7 +89,10 @@ def _ensure(spark: SparkSession, path: str, versions: DataFrame, data: Sequence[
 def _rewrite(spark: SparkSession, path: str, name: str, old: object, new: object) -> None:
     from pyspark.sql.types import DataType
 
-    assert isinstance(old, DataType) and isinstance(new, DataType)
+    if not isinstance(old, DataType):
+        raise InternalError("silver.scd2: expected isinstance(old, DataType)")
+    if not isinstance(new, DataType):
+        raise InternalError("silver.scd2: expected isinstance(new, DataType)")
     frame = spark.read.format("delta").load(path)
     target = StructType([f if f.name != name else f.__class__(name, new) for f in frame.schema])
     checked = E.conform(frame, target, [name], reason_column="__reason")

@@ -31,7 +31,7 @@ from capture.mysql.types import (
     snapshot_connect_kwargs,
     snapshot_values,
 )
-from pipeline.errors import CaptureError
+from pipeline.errors import CaptureError, InternalError
 from pipeline.sql import qualified, quote_identifier
 
 __all__ = ["SnapshotReader", "keyed_chunks"]
@@ -81,7 +81,8 @@ class SnapshotReader(TableTracker):
         conn = self._connect(**snapshot_connect_kwargs())
         lock = s.snapshot_locking_mode
         dialect = self._dialect
-        assert dialect is not None
+        if dialect is None:
+            raise InternalError("capture.mysql.snapshot: expected dialect is not None")
         with conn.cursor() as cur:
             for statement in SNAPSHOT_SESSION_SQL:
                 cur.execute(statement)
@@ -148,7 +149,10 @@ class SnapshotReader(TableTracker):
     def _snapshot_rows(self) -> Iterator[tuple[int, MySqlTable, tuple[list[Any], list[Any]]]]:
         """``(table index, table, (values, key))`` of the remaining rows, in key order."""
         snap, conn = self._snapshot, self._snap_conn
-        assert snap is not None and conn is not None
+        if snap is None:
+            raise InternalError("capture.mysql.snapshot: expected snap is not None")
+        if conn is None:
+            raise InternalError("capture.mysql.snapshot: expected conn is not None")
         size = int(self.settings.snapshot_fetch_size)
         index, after = snap.index, snap.after
         while index < len(snap.tables):
@@ -162,7 +166,8 @@ class SnapshotReader(TableTracker):
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.mysql.snapshot: expected snap is not None")
         return {
             **self._snapshot_source_head(last),
             "db": table.schema,
@@ -178,7 +183,8 @@ class SnapshotReader(TableTracker):
 
     def _snapshot_position(self) -> MySqlPosition:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.mysql.snapshot: expected snap is not None")
         point = snap.point
         position = _position(
             point.file_number, point.pos, Phase.SNAPSHOT, 0, snap.seq, point.file, None
@@ -187,7 +193,8 @@ class SnapshotReader(TableTracker):
         return position
 
     def _snapshot_decode(self, table: CapturedTable, row: Any) -> SnapshotRow:
-        assert isinstance(table, MySqlTable)
+        if not isinstance(table, MySqlTable):
+            raise InternalError("capture.mysql.snapshot: expected isinstance(table, MySqlTable)")
         values, key = row
         return SnapshotRow(
             _encode_key(key),
@@ -196,13 +203,15 @@ class SnapshotReader(TableTracker):
         )
 
     def _snapshot_end_origin(self) -> str:
-        assert self._snapshot is not None
+        if self._snapshot is None:
+            raise InternalError("capture.mysql.snapshot: expected self._snapshot is not None")
         point = self._snapshot.point
         return f"mysql:snapshot-end@{point.file}:{point.pos}"
 
     def _finish_snapshot(self) -> None:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.mysql.snapshot: expected snap is not None")
         if self._snap_conn is not None:
             try:
                 with self._snap_conn.cursor() as cur:

@@ -70,7 +70,7 @@ from capture.mysql.snapshot import SnapshotReader, keyed_chunks
 from capture.mysql.status import BinlogStatus
 from capture.mysql.stream import StreamReader
 from capture.server_errors import MYSQL, ServerErrors
-from pipeline.errors import CaptureError, NotInstalledError
+from pipeline.errors import CaptureError, InternalError, NotInstalledError
 
 try:
     import pymysql
@@ -223,7 +223,8 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
 
     def _offset_now(self) -> dict[str, Any]:
         resume = self._resume
-        assert resume is not None
+        if resume is None:
+            raise InternalError("capture.mysql.source: expected resume is not None")
         return {
             "format": OFFSET_FORMAT,
             "connector": CONNECTOR,

@@ -50,7 +50,7 @@ from capture.mysql.tables import TableTracker
 from capture.mysql.types import (
     stream_values,
 )
-from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
+from pipeline.errors import CaptureError, InternalError, PipelineError, SourceUnavailable
 
 __all__ = ["StreamReader"]
 
@@ -76,7 +76,8 @@ class StreamReader(TableTracker):
     def _start_stream_at(self, point: BinlogPoint, *, reset_schema: bool) -> None:
         """``snapshot.mode=never``: stream from ``point`` with an empty schema history."""
         dialect = self._dialect
-        assert dialect is not None
+        if dialect is None:
+            raise InternalError("capture.mysql.stream: expected dialect is not None")
         self._server_id = dialect.server_id
         self._phase = "stream"
         self._resume = point
@@ -87,7 +88,8 @@ class StreamReader(TableTracker):
         self._replay_history()
 
     def _open_stream(self) -> None:
-        assert self._resume is not None
+        if self._resume is None:
+            raise InternalError("capture.mysql.stream: expected self._resume is not None")
         s = self.settings
         start = self._resume
         if self._cut is not None:
@@ -165,11 +167,13 @@ class StreamReader(TableTracker):
             if tx is not None and tx.start == (str(cut["file"]), int(cut["pos"])):
                 return tx.emitted >= int(cut["emitted"])
             resume = self._resume
-            assert resume is not None
+            if resume is None:
+                raise InternalError("capture.mysql.stream: expected resume is not None")
             return resume.key() > BinlogPoint(str(cut["file"]), int(cut["pos"])).key()
         target = BinlogPoint(str(until["file"]), int(until["pos"]))
         resume = self._resume
-        assert resume is not None
+        if resume is None:
+            raise InternalError("capture.mysql.stream: expected resume is not None")
         return tx is None and resume.key() >= target.key()
 
     def _run_action_query(self, sql: str) -> None:

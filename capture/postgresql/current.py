@@ -33,7 +33,7 @@ from capture.postgresql.settings import PgSourceSettings
 from capture.postgresql.slot import parse_lsn
 from capture.postgresql.snapshot import keyed_chunks
 from capture.server_errors import POSTGRES
-from pipeline.errors import PipelineError
+from pipeline.errors import InternalError, PipelineError
 
 __all__ = ["CurrentReader", "slot_changes_after"]
 
@@ -146,7 +146,8 @@ class CurrentReader(PostgresAgent):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             # The snapshot is taken by this first statement, so the LSN is where it stands.
             row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
-            assert row is not None
+            if row is None:
+                raise InternalError("capture.postgresql.current: expected row is not None")
             lsn = parse_lsn(row[0])
             for schema, table in self._captured_tables(conn):
                 ts = self._table_schema(conn, schema, table, track=False)

@@ -23,7 +23,7 @@ from capture.database_source import SnapshotRow
 from capture.postgresql.agent import PostgresAgent, SnapshotProgress
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
-from pipeline.errors import CaptureError
+from pipeline.errors import CaptureError, InternalError
 
 __all__ = ["SNAPSHOT_CURSOR", "SnapshotReader", "keyed_chunks"]
 
@@ -80,7 +80,10 @@ class SnapshotReader(PostgresAgent):
     def _snapshot_rows(self) -> Iterator[tuple[int, TableSchema, list[str | None]]]:
         """Rows of the remaining tables, in key order, as ``(table index, schema, texts)``."""
         snap, conn = self._snapshot, self._snap_conn
-        assert snap is not None and conn is not None
+        if snap is None:
+            raise InternalError("capture.postgresql.snapshot: expected snap is not None")
+        if conn is None:
+            raise InternalError("capture.postgresql.snapshot: expected conn is not None")
         size = int(self.settings.snapshot_fetch_size)
         index, after = snap.index, snap.after
         while index < len(snap.tables):
@@ -96,7 +99,8 @@ class SnapshotReader(PostgresAgent):
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.postgresql.snapshot: expected snap is not None")
         return {
             **self._snapshot_source_head(last),
             "db": self.settings.dbname,
@@ -110,7 +114,8 @@ class SnapshotReader(PostgresAgent):
 
     def _snapshot_position(self) -> PostgresPosition:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.postgresql.snapshot: expected snap is not None")
         position = _position(snap.point, Phase.SNAPSHOT, snap.point, snap.seq)
         snap.seq += 1
         return position
@@ -123,12 +128,14 @@ class SnapshotReader(PostgresAgent):
         return SnapshotRow(key, lambda: values, partial(orjson.dumps, row))
 
     def _snapshot_end_origin(self) -> str:
-        assert self._snapshot is not None
+        if self._snapshot is None:
+            raise InternalError("capture.postgresql.snapshot: expected self._snapshot is not None")
         return f"pg:snapshot-end@{format_pg_lsn(self._snapshot.point)}"
 
     def _finish_snapshot(self) -> None:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.postgresql.snapshot: expected snap is not None")
         if self._snap_conn is not None:
             self._snap_conn.commit()
             self._snap_conn.close()

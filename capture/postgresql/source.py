@@ -72,7 +72,7 @@ from capture.postgresql.snapshot import SnapshotReader
 from capture.postgresql.status import SlotStatus
 from capture.postgresql.stream import StreamReader
 from capture.server_errors import POSTGRES, ServerErrors
-from pipeline.errors import CaptureError, NotInstalledError, SourceUnavailable
+from pipeline.errors import CaptureError, InternalError, NotInstalledError, SourceUnavailable
 
 try:
     import psycopg
@@ -202,7 +202,8 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
                 f"{format_pg_lsn(self._resume_lsn)} are gone from the server. Set snapshot.mode "
                 "to 'when_needed' to take a new snapshot, or restore the slot"
             )
-        assert slot is not None
+        if slot is None:
+            raise InternalError("capture.postgresql.source: expected slot is not None")
         if slot.confirmed_flush > self._resume_lsn and self._phase == "stream":
             raise CaptureError(
                 f"source {self.name}: slot {s.slot_name!r} confirmed "

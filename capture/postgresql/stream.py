@@ -52,7 +52,7 @@ from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.replication import ReplicationStream
 from capture.postgresql.schema import TableSchema
 from capture.postgresql.slot import parse_lsn
-from pipeline.errors import CaptureError, PipelineError, SourceUnavailable
+from pipeline.errors import CaptureError, InternalError, PipelineError, SourceUnavailable
 
 __all__ = ["CATCH_UP_TIMEOUT_S", "STATUS_INTERVAL_S", "StreamReader"]
 
@@ -98,7 +98,8 @@ class StreamReader(PostgresAgent):
 
     def _current_wal(self) -> int:
         row = self._side().execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
-        assert row is not None
+        if row is None:
+            raise InternalError("capture.postgresql.stream: expected row is not None")
         return parse_lsn(row[0])
 
     def _read_stream(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
@@ -108,7 +109,8 @@ class StreamReader(PostgresAgent):
         if self._stream is None:
             self._start_streaming()
         stream = self._stream
-        assert stream is not None
+        if stream is None:
+            raise InternalError("capture.postgresql.stream: expected stream is not None")
         target = self._current_wal()
         until_lsn = None if until is None else parse_lsn(until["lsn"])
         until_cut = None if until is None or until.get("tx") is None else until["tx"]
@@ -238,7 +240,10 @@ class StreamReader(PostgresAgent):
         if cls is not Insert and cls is not Update and cls is not Delete:
             self._handle_other(builder, message, lsn, raw, now)
             return
-        assert isinstance(message, (Insert, Update, Delete))
+        if not isinstance(message, (Insert, Update, Delete)):
+            raise InternalError(
+                "capture.postgresql.stream: expected isinstance(message, (Insert, Update, Delete))"
+            )
         tx = self._tx
         if tx is None:
             raise CaptureError(
@@ -417,7 +422,8 @@ class StreamReader(PostgresAgent):
         self, builder: BatchBuilder, message: Truncate, lsn: int, raw: bytes, now: dt.datetime
     ) -> None:
         tx = self._tx
-        assert tx is not None
+        if tx is None:
+            raise InternalError("capture.postgresql.stream: expected tx is not None")
         s = self.settings
         for relid in message.relation_ids:
             table = self._relations.get(relid)
