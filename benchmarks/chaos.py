@@ -259,25 +259,14 @@ class Workload:
 
 
 # --- hostile input -------------------------------------------------------------------------------
-_SRC = {
-    "version": "2.5.0.Final",
-    "connector": "postgresql",
-    "name": "hostile",
-    "ts_ms": 1,
-    "snapshot": "false",
-    "db": "d",
-    "schema": "public",
-    "table": "t",
-    "txId": 5,
-}
-
-
 def _line(i: int, value: Any, key: Any = None, **extra: Any) -> bytes:
     return orjson.dumps({"key": {"id": i} if key is None else key, "value": value, **extra})
 
 
 def _good(i: int, **source: Any) -> dict[str, Any]:
-    src = {**_SRC, "lsn": 1000 + i, "sequence": f'["900","{1000 + i}"]', **source}
+    from tests.integration.test_quarantine import SRC
+
+    src = {**SRC, "name": "hostile", "lsn": 1000 + i, "sequence": f'["900","{1000 + i}"]', **source}
     return {"before": None, "after": {"id": i}, "op": "c", "ts_ms": 1, "source": src}
 
 

@@ -20,19 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from capture.mysql.ddl import SchemaState  # noqa: E402
-
-DB = "shop"
-BASE = (
-    "CREATE TABLE t (id INT NOT NULL, a INT, b VARCHAR(10), c INT, "
-    "PRIMARY KEY (id), UNIQUE KEY ub (b), UNIQUE KEY uac (a, c))"
+from tests.unit.test_mysql_ddl import (  # noqa: E402 - the statements the unit tests check
+    ALTER_ADD as ALTER,
 )
-WIDE = (
-    "CREATE TABLE t ("
-    + ", ".join(f"c{i} VARCHAR(20) NOT NULL" for i in range(40))
-    + ", PRIMARY KEY (c0), UNIQUE KEY u (c1, c2))"
-)
-ALTER = "ALTER TABLE t ADD COLUMN extra INT UNSIGNED NOT NULL DEFAULT 0 AFTER c3"
-UNDO = "ALTER TABLE `t` DROP COLUMN `extra`"
+from tests.unit.test_mysql_ddl import ALTER_BASE as WIDE  # noqa: E402
+from tests.unit.test_mysql_ddl import ALTER_UNDO as UNDO  # noqa: E402
+from tests.unit.test_mysql_ddl import BASE, DB  # noqa: E402
 
 
 def skip_seconds(repeat: int = 5) -> float:

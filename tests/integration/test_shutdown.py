@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import yaml
 from deltalake import DeltaTable
 
 from tests.fix_servers import REPO_ROOT
@@ -41,24 +42,22 @@ def pg(pg_dsn: str) -> object:
 
 def _config(pg: Pg, tmp_path: Path) -> Path:
     info = psycopg.conninfo.conninfo_to_dict(pg.dsn)
+    source = {
+        "name": "pg",
+        "connector": "postgresql",
+        "database.hostname": info.get("host", "127.0.0.1"),
+        "database.port": int(str(info.get("port", 5432))),
+        "database.user": info.get("user", "postgres"),
+        "database.dbname": info.get("dbname", "postgres"),
+        "topic.prefix": "srv",
+        "slot.name": pg.slot,
+        "publication.name": pg.publication,
+        "schema.include.list": pg.schema,
+        "poll.interval.ms": 50,
+    }
+    document = {"lake": {"root": "lake"}, "bronze": {"max.batch.size": 100}, "sources": [source]}
     config = tmp_path / "pipeline.yaml"
-    config.write_text(
-        "lake: {root: lake}\n"
-        "bronze: {max.batch.size: 100}\n"
-        "sources:\n"
-        "  - name: pg\n"
-        "    connector: postgresql\n"
-        f"    database.hostname: {info.get('host', '127.0.0.1')}\n"
-        f"    database.port: {info.get('port', 5432)}\n"
-        f"    database.user: {info.get('user', 'postgres')}\n"
-        f"    database.dbname: {info.get('dbname', 'postgres')}\n"
-        "    topic.prefix: srv\n"
-        f"    slot.name: {pg.slot}\n"
-        f"    publication.name: {pg.publication}\n"
-        f"    schema.include.list: {pg.schema}\n"
-        "    poll.interval.ms: 50\n",
-        encoding="utf-8",
-    )
+    config.write_text(yaml.safe_dump(document), encoding="utf-8")
     return config
 
 
