@@ -203,8 +203,9 @@ def create_tables(dsn: str) -> None:
 class Workload:
     """Random transactions until stopped; reconnects through server restarts."""
 
-    def __init__(self, dsn: str, seed: int) -> None:
+    def __init__(self, dsn: str, seed: int, pace: float) -> None:
         self.dsn = dsn
+        self.pace = pace
         self.rng = random.Random(seed)
         self.next_id = 1
         self.transactions = 0
@@ -217,7 +218,7 @@ class Workload:
                 with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn:
                     while not self.stop.is_set():
                         self._transaction(conn)
-                        time.sleep(self.rng.uniform(0.0, 0.03))
+                        time.sleep(self.rng.uniform(0.0, self.pace))
             except psycopg.Error:
                 time.sleep(0.2)  # the server restarts; the uncommitted transaction is gone
 
@@ -495,7 +496,7 @@ def run(args: argparse.Namespace) -> Report:
         create_tables(server.dsn)
         config = write_config(work, proxy.port)
         finish(config, "pg")  # the (empty) snapshot: what follows is streamed
-        workload = Workload(server.dsn, args.seed)
+        workload = Workload(server.dsn, args.seed, args.pace)
         workload.thread.start()
         hostile = list(hostile_lines(10_000))
         sent: list[tuple[str, str]] = []
@@ -575,6 +576,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     parser.add_argument("--min-wait", type=float, default=0.3)
     parser.add_argument("--max-wait", type=float, default=2.5)
+    parser.add_argument("--pace", type=float, default=0.03, help="max pause between txs (s)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--no-results", action="store_true", help="do not write results/")
     args = parser.parse_args(argv)

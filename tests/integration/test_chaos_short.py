@@ -21,7 +21,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.delta, pytest.mark.slow]
 
 def test_short_chaos_run_loses_and_doubles_nothing() -> None:
     script = REPO_ROOT / "benchmarks" / "chaos.py"
-    args = ["--kills", "4", "--restarts", "1", "--seed", "11", "--max-wait", "1.0"]
+    args = ["--kills", "3", "--restarts", "1", "--seed", "11", "--max-wait", "0.8"]
+    args += ["--pace", "0.1"]
     result = subprocess.run(
         [sys.executable, str(script), *args, "--no-results"],
         capture_output=True,
@@ -37,6 +38,6 @@ def test_short_chaos_run_loses_and_doubles_nothing() -> None:
         name: int(re.search(rf"{name}: (\d+)", report).group(1))  # type: ignore[union-attr]
         for name in ("kills survived", "proxy drops", "stalls", "server restarts", "hostile inputs")
     }
-    assert counts["kills survived"] >= 5 and counts["server restarts"] == 1, report
+    assert counts["kills survived"] >= 4 and counts["server restarts"] == 1, report
     assert counts["proxy drops"] >= 1 and counts["stalls"] >= 1, report
     assert counts["hostile inputs"] >= 50, report

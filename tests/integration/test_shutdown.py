@@ -99,7 +99,7 @@ class Writer:
                 )
                 self.ids += ids
                 self.next += 20
-                time.sleep(0.05)
+                time.sleep(0.1)
 
     def __enter__(self) -> Writer:
         self._thread.start()
