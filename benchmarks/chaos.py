@@ -1,14 +1,15 @@
 """Chaos run: kill -9 the capture agent at random moments, drop and stall its connections,
 restart the server, feed hostile input, and prove nothing is lost or landed twice.
 
-Against a private PostgreSQL 15 (``scripts/pg_test_cluster.sh``), a randomized workload
+Against a private PostgreSQL 15 or MariaDB 10.11 (``--engine``; ``scripts/pg_test_cluster.sh``,
+``scripts/mariadb_test_server.sh``), a randomized workload
 (multi-row inserts, updates, key-changing updates, deletes, on three tables, one of them with a
 hostile quoted name and column) runs while a driver, at random moments:
 
 * ``kill -9``s the real ``medallion capture --follow`` process (a child) and starts it again;
 * drops every connection through a TCP proxy the agent connects through, or stalls it (bytes
   held back for a while);
-* restarts the server (``pg_ctl restart -m fast``);
+* restarts the server (``pg_ctl restart -m fast``; MariaDB: SIGTERM and start);
 * appends hostile lines to a Debezium-JSON source (every kind of
   ``tests/integration/test_quarantine.MALFORMED`` plus generated ones: wrong types in each
   envelope field, unknown ops, huge values, hostile identifiers, duplicated and reordered
@@ -28,8 +29,8 @@ and where they went, rows lost and duplicated; the run exits 1 unless lost, dupl
 and silent are all 0. Results also go to ``benchmarks/results/chaos.json``.
 
 Not covered here (see docs/benchmarks.md): killing the silver job (a Spark MERGE per kill makes
-200 kills an hours-long run on this machine) and a MariaDB source; gold is not reconciled, bronze
-is (silver's exactly-once MERGE is covered by the contract suite's kill tests).
+200 kills an hours-long run on this machine); gold is not reconciled, bronze is (silver's
+exactly-once MERGE is covered by the contract suite's kill tests).
 
 Usage::
 
@@ -64,7 +65,6 @@ sys.path.insert(0, str(ROOT))
 import orjson  # noqa: E402
 import psycopg  # noqa: E402
 from deltalake import DeltaTable  # noqa: E402
-from psycopg import sql  # noqa: E402
 
 from bronze import schema as S  # noqa: E402
 
@@ -83,21 +83,78 @@ def _free_port() -> int:
         return port
 
 
-class Server:
-    """A private PostgreSQL cluster (started and stopped by the repository's script)."""
+class Engine:
+    """A private source server, and how the workload and the checks talk to it."""
+
+    NAME = ""
+    SOURCE = ""
+    SCRIPT = ""
+    ERRORS: tuple[type[BaseException], ...] = ()
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="medallion-chaos-pg-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"medallion-chaos-{self.SOURCE}-"))
         self.port = _free_port()
-        self.dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+
+    def _script(self, *args: str) -> None:
+        script = ROOT / "scripts" / self.SCRIPT
+        subprocess.run(["bash", str(script), *args], check=True, capture_output=True, timeout=180)
 
     def start(self) -> None:
-        script = ROOT / "scripts" / "pg_test_cluster.sh"
-        subprocess.run(
-            ["bash", str(script), "start", str(self.dir), str(self.port)],
-            check=True,
-            capture_output=True,
-        )
+        self._script("start", str(self.dir), str(self.port))
+
+    def restart(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        try:
+            self._script("stop", str(self.dir))
+        except subprocess.CalledProcessError:
+            pass  # already gone
+
+    def connect(self, *, autocommit: bool) -> Any:
+        raise NotImplementedError
+
+    def quote(self, name: str) -> str:
+        raise NotImplementedError
+
+    def table(self, name: str) -> str:
+        return f"{self.quote(SCHEMA)}.{self.quote(name)}"
+
+    def create_tables(self) -> None:
+        conn = self.connect(autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(self.CREATE_SCHEMA.format(schema=self.quote(SCHEMA)))
+            for name in TABLES:
+                cur.execute(
+                    f"CREATE TABLE {self.table(name)} (id BIGINT PRIMARY KEY, n BIGINT, "
+                    f"{self.quote(HOSTILE_COLUMN)} TEXT)"
+                )
+        conn.close()
+
+    CREATE_SCHEMA = "CREATE SCHEMA {schema}"
+
+    def insert(self, table: str, first: int, last: int) -> str:
+        raise NotImplementedError
+
+    def rows(self, name: str) -> list[tuple[Any, ...]]:
+        conn = self.connect(autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT id, n, {self.quote(HOSTILE_COLUMN)} FROM {self.table(name)}")
+            rows = list(cur.fetchall())
+        conn.close()
+        return rows
+
+    def source_yaml(self, proxy_port: int) -> str:
+        raise NotImplementedError
+
+
+class Postgres(Engine):
+    """PostgreSQL 15 (``scripts/pg_test_cluster.sh``)."""
+
+    NAME = "PostgreSQL 15"
+    SOURCE = "pg"
+    SCRIPT = "pg_test_cluster.sh"
+    ERRORS = (psycopg.Error,)
 
     def restart(self) -> None:
         data = str(self.dir / "data")
@@ -107,9 +164,89 @@ class Server:
             command = ["runuser", "-u", "postgres", "--", *command]
         subprocess.run(command, check=True, capture_output=True, timeout=120)
 
-    def stop(self) -> None:
-        script = ROOT / "scripts" / "pg_test_cluster.sh"
-        subprocess.run(["bash", str(script), "stop", str(self.dir)], capture_output=True)
+    def connect(self, *, autocommit: bool) -> Any:
+        dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+        return psycopg.connect(dsn, autocommit=autocommit, connect_timeout=5)
+
+    def quote(self, name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def insert(self, table: str, first: int, last: int) -> str:
+        return (
+            f"INSERT INTO {table} SELECT g, g * 7, repeat(md5(g::text), %s) "
+            f"FROM generate_series({first}::bigint, {last}::bigint) g"
+        )
+
+    def source_yaml(self, proxy_port: int) -> str:
+        return (
+            "  - name: pg\n"
+            "    connector: postgresql\n"
+            "    database.hostname: 127.0.0.1\n"
+            f"    database.port: {proxy_port}\n"
+            "    database.user: postgres\n"
+            "    database.dbname: postgres\n"
+            "    topic.prefix: chaos\n"
+            "    slot.name: medallion_chaos\n"
+            "    publication.name: medallion_chaos\n"
+            f"    schema.include.list: {SCHEMA}\n"
+            "    poll.interval.ms: 50\n"
+        )
+
+
+class MariaDb(Engine):
+    """MariaDB 10.11 with a ROW binlog (``scripts/mariadb_test_server.sh``)."""
+
+    NAME = "MariaDB 10.11"
+    SOURCE = "my"
+    SCRIPT = "mariadb_test_server.sh"
+    CREATE_SCHEMA = "CREATE DATABASE {schema} CHARACTER SET utf8mb4"
+
+    def __init__(self) -> None:
+        import pymysql
+
+        super().__init__()
+        self.ERRORS = (pymysql.MySQLError,)
+
+    def restart(self) -> None:
+        self._script("restart", str(self.dir), str(self.port))
+
+    def connect(self, *, autocommit: bool) -> Any:
+        import pymysql
+
+        return pymysql.connect(
+            host="127.0.0.1",
+            port=self.port,
+            user="root",
+            password="",
+            autocommit=autocommit,
+            connect_timeout=5,
+            charset="utf8mb4",
+        )
+
+    def quote(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    def insert(self, table: str, first: int, last: int) -> str:
+        return (
+            f"INSERT INTO {table} SELECT seq, seq * 7, REPEAT(MD5(seq), %s) "
+            f"FROM {self.quote(SCHEMA)}.seq_{first}_to_{last}"
+        )
+
+    def source_yaml(self, proxy_port: int) -> str:
+        return (
+            "  - name: my\n"
+            "    connector: mysql\n"
+            "    database.hostname: 127.0.0.1\n"
+            f"    database.port: {proxy_port}\n"
+            "    database.user: root\n"
+            f"    database.include.list: {SCHEMA}\n"
+            "    topic.prefix: chaos\n"
+            "    database.server.id: 5999\n"
+            "    poll.interval.ms: 50\n"
+        )
+
+
+ENGINES: dict[str, type[Engine]] = {"postgresql": Postgres, "mariadb": MariaDb}
 
 
 class Proxy:
@@ -185,26 +322,11 @@ class Proxy:
 
 
 # --- the workload --------------------------------------------------------------------------------
-def _table(name: str) -> sql.Composed:
-    return sql.SQL("{}.{}").format(sql.Identifier(SCHEMA), sql.Identifier(name))
-
-
-def create_tables(dsn: str) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(SCHEMA)))
-        for name in TABLES:
-            conn.execute(
-                sql.SQL("CREATE TABLE {} (id bigint PRIMARY KEY, n bigint, {} text)").format(
-                    _table(name), sql.Identifier(HOSTILE_COLUMN)
-                )
-            )
-
-
 class Workload:
     """Random transactions until stopped; reconnects through server restarts."""
 
-    def __init__(self, dsn: str, seed: int, pace: float) -> None:
-        self.dsn = dsn
+    def __init__(self, engine: Engine, seed: int, pace: float) -> None:
+        self.engine = engine
         self.pace = pace
         self.rng = random.Random(seed)
         self.next_id = 1
@@ -215,47 +337,42 @@ class Workload:
     def _run(self) -> None:
         while not self.stop.is_set():
             try:
-                with psycopg.connect(self.dsn, autocommit=True, connect_timeout=5) as conn:
+                conn = self.engine.connect(autocommit=False)
+                try:
                     while not self.stop.is_set():
                         self._transaction(conn)
                         time.sleep(self.rng.uniform(0.0, self.pace))
-            except psycopg.Error:
+                finally:
+                    try:
+                        conn.close()
+                    except self.engine.ERRORS:
+                        pass
+            except self.engine.ERRORS:
                 time.sleep(0.2)  # the server restarts; the uncommitted transaction is gone
 
-    def _transaction(self, conn: psycopg.Connection[Any]) -> None:
-        rng = self.rng
-        with conn.transaction():
+    def _transaction(self, conn: Any) -> None:
+        rng, engine = self.rng, self.engine
+        with conn.cursor() as cur:
             for _ in range(rng.randint(1, 6)):
-                table = _table(rng.choice(TABLES))
+                table = engine.table(rng.choice(TABLES))
                 kind = rng.random()
                 if kind < 0.5:
                     first = self.next_id
                     self.next_id += rng.randint(1, 5)
-                    conn.execute(
-                        sql.SQL(
-                            "INSERT INTO {} SELECT g, g * 7, repeat(md5(g::text), %s) "
-                            "FROM generate_series(%s::bigint, %s::bigint) g"
-                        ).format(table),
-                        [rng.randint(0, 3), first, self.next_id - 1],
-                    )
+                    cur.execute(engine.insert(table, first, self.next_id - 1), [rng.randint(0, 3)])
                 elif kind < 0.75:
-                    conn.execute(
-                        sql.SQL("UPDATE {} SET n = n + 1 WHERE id %% 7 = %s").format(table),
-                        [rng.randint(0, 6)],
+                    cur.execute(
+                        f"UPDATE {table} SET n = n + 1 WHERE id %% 7 = %s", [rng.randint(0, 6)]
                     )
                 elif kind < 0.85:
                     # A key change: Debezium's delete + create pair.
-                    conn.execute(
-                        sql.SQL(
-                            "UPDATE {} SET id = id + 100000000 WHERE id = "
-                            "(SELECT id FROM {} WHERE id < 100000000 ORDER BY id DESC LIMIT 1)"
-                        ).format(table, table)
+                    cur.execute(
+                        f"UPDATE {table} SET id = id + 100000000 WHERE id = (SELECT id FROM "
+                        f"(SELECT MAX(id) AS id FROM {table} WHERE id < 100000000) AS x)"
                     )
                 else:
-                    conn.execute(
-                        sql.SQL("DELETE FROM {} WHERE id %% 13 = %s").format(table),
-                        [rng.randint(0, 12)],
-                    )
+                    cur.execute(f"DELETE FROM {table} WHERE id %% 13 = %s", [rng.randint(0, 12)])
+        conn.commit()
         self.transactions += 1
 
 
@@ -319,24 +436,12 @@ def hostile_lines(start: int) -> Iterator[tuple[str, bytes]]:
 
 
 # --- the agents ----------------------------------------------------------------------------------
-def write_config(work: Path, proxy_port: int) -> Path:
+def write_config(work: Path, engine: Engine, proxy_port: int) -> Path:
     config = work / "pipeline.yaml"
     config.write_text(
         "lake: {root: lake}\n"
         "bronze: {max.batch.size: 200, max.transaction.size: 50}\n"
-        "sources:\n"
-        "  - name: pg\n"
-        "    connector: postgresql\n"
-        "    database.hostname: 127.0.0.1\n"
-        f"    database.port: {proxy_port}\n"
-        "    database.user: postgres\n"
-        "    database.dbname: postgres\n"
-        "    topic.prefix: chaos\n"
-        "    slot.name: medallion_chaos\n"
-        "    publication.name: medallion_chaos\n"
-        f"    schema.include.list: {SCHEMA}\n"
-        "    poll.interval.ms: 50\n"
-        "  - name: hostile\n"
+        "sources:\n" + engine.source_yaml(proxy_port) + "  - name: hostile\n"
         "    connector: debezium_json\n"
         "    path: inbox\n",
         encoding="utf-8",
@@ -382,6 +487,7 @@ class Report:
     """What the run did and found."""
 
     seed: int
+    engine: str = ""
     seconds: float = 0.0
     agent_kills: int = 0
     hostile_agent_kills: int = 0
@@ -416,8 +522,8 @@ def _events(lake: Path) -> list[dict[str, Any]]:
     return table.to_pylist()
 
 
-def check_bronze(dsn: str, lake: Path, report: Report) -> None:
-    events = [e for e in _events(lake) if e[S.SOURCE] == "pg"]
+def check_bronze(engine: Engine, lake: Path, report: Report) -> None:
+    events = [e for e in _events(lake) if e[S.SOURCE] == engine.SOURCE]
     report.bronze_events = len(events)
     positions = Counter(e[S.POSITION] for e in events)
     twice = sum(n - 1 for n in positions.values() if n > 1)
@@ -437,20 +543,16 @@ def check_bronze(dsn: str, lake: Path, report: Report) -> None:
                 report.problems.append(f"{table}: insert of key {key} landed twice")
             rows[key] = value["after"]
     report.duplicated = twice
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for name in TABLES:
-            source = {
-                r[0]: {"id": r[0], "n": r[1], HOSTILE_COLUMN: r[2]}
-                for r in conn.execute(sql.SQL("SELECT * FROM {}").format(_table(name)))
-            }
-            report.source_rows += len(source)
-            landed = replay[name]
-            lost = [k for k, row in source.items() if landed.get(k) != row]
-            extra = [k for k in landed if k not in source]
-            report.rows_lost += len(lost)
-            report.rows_extra += len(extra)
-            if lost or extra:
-                report.problems.append(f"{name}: lost/different {lost[:5]}, extra {extra[:5]}")
+    for name in TABLES:
+        source = {r[0]: {"id": r[0], "n": r[1], HOSTILE_COLUMN: r[2]} for r in engine.rows(name)}
+        report.source_rows += len(source)
+        landed = replay[name]
+        lost = [k for k, row in source.items() if landed.get(k) != row]
+        extra = [k for k in landed if k not in source]
+        report.rows_lost += len(lost)
+        report.rows_extra += len(extra)
+        if lost or extra:
+            report.problems.append(f"{name}: lost/different {lost[:5]}, extra {extra[:5]}")
 
 
 def check_hostile(lake: Path, sent: list[tuple[str, str]], report: Report) -> None:
@@ -486,21 +588,22 @@ def _line_origin(origin: str) -> str:
 # --- the run -------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> Report:
     rng = random.Random(args.seed)
-    report = Report(seed=args.seed)
+    server = ENGINES[args.engine]()
+    report = Report(seed=args.seed, engine=server.NAME)
     work = Path(tempfile.mkdtemp(prefix="medallion-chaos-"))
-    server = Server()
     server.start()
     proxy = Proxy(server.port)
     started = time.monotonic()
     try:
-        create_tables(server.dsn)
-        config = write_config(work, proxy.port)
-        finish(config, "pg")  # the (empty) snapshot: what follows is streamed
-        workload = Workload(server.dsn, args.seed, args.pace)
+        server.create_tables()
+        config = write_config(work, server, proxy.port)
+        source = server.SOURCE
+        finish(config, source)  # the (empty) snapshot: what follows is streamed
+        workload = Workload(server, args.seed, args.pace)
         workload.thread.start()
         hostile = list(hostile_lines(10_000))
         sent: list[tuple[str, str]] = []
-        capture = agent(config, "pg", follow=True)
+        capture = agent(config, source, follow=True)
         files = agent(config, "hostile", follow=True)
         inbox_file = 0
         actions = ["kill"] * 8 + ["drop", "stall", "hostile", "kill_files"]
@@ -523,7 +626,7 @@ def run(args: argparse.Namespace) -> Report:
             if action == "kill":
                 kill9(capture)
                 report.agent_kills += 1
-                capture = agent(config, "pg", follow=True)
+                capture = agent(config, source, follow=True)
             elif action == "drop":
                 report.connections_dropped += proxy.drop()
                 report.proxy_drops += 1
@@ -553,10 +656,10 @@ def run(args: argparse.Namespace) -> Report:
         kill9(files)
         report.agent_kills += 1
         report.hostile_agent_kills += 1
-        finish(config, "pg")
+        finish(config, source)
         finish(config, "hostile")
         lake = work / "lake"
-        check_bronze(server.dsn, lake, report)
+        check_bronze(server, lake, report)
         check_hostile(lake, sent, report)
     finally:
         report.seconds = round(time.monotonic() - started, 1)
@@ -571,6 +674,7 @@ def run(args: argparse.Namespace) -> Report:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--engine", choices=sorted(ENGINES), default="postgresql")
     parser.add_argument("--kills", type=int, default=200, help="kill -9s of the capture agent")
     parser.add_argument("--restarts", type=int, default=5, help="server restarts")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
@@ -591,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def format_report(report: Report) -> str:
     lines = [
-        f"chaos run (seed {report.seed}, {report.seconds} s)",
+        f"chaos run on {report.engine} (seed {report.seed}, {report.seconds} s)",
         f"  kills survived: {report.kills} (capture agent {report.agent_kills}, "
         f"hostile-input agent {report.hostile_agent_kills})",
         f"  proxy drops: {report.proxy_drops} ({report.connections_dropped} connections), "
