@@ -276,7 +276,14 @@ class StreamReader(TableTracker):
                 CaptureError(
                     "a statement-format change in the binlog (a session with binlog_format "
                     "STATEMENT or MIXED): its rows are not captured; set binlog_format=ROW "
-                    f"for every session and re-snapshot the tables it changed: {sql[:200]}"
+                    "for every session and re-snapshot the tables it changed: "
+                    # The statement carries the values it wrote: with column masks it is
+                    # withheld (the quarantine's raw form is withheld too).
+                    + (
+                        "(statement withheld: the source masks columns)"
+                        if self.masker
+                        else sql[:200]
+                    )
                 ),
                 now,
             )

@@ -131,9 +131,16 @@ def test_mysql_masked_key_never_lands_in_clear_even_quarantined(my: My, tmp_path
         f"UPDATE {d}.people SET email = '{bob}', note = 'moved' WHERE email = '{alice}'",
         f"DELETE FROM {d}.people WHERE email = '{bob}'",
     )
+    # A statement-format change carries its values as SQL text: quarantined, never in clear.
+    dave = f"dave-{uuid.uuid4().hex[:10]}@example.org"
+    my.sql(
+        "SET SESSION binlog_format = 'STATEMENT'",
+        f"INSERT INTO {d}.people VALUES ('{dave}', '2001-01-01', 1, 'statement')",
+    )
     land(config, lake)
     keys = {r["key"]["email"] for r in data(lake)}
     assert keys == {_digest(alice), _digest(bob)}
     assert quarantined(lake), "the zero-date key was expected in the quarantine"
     assert_somewhere(lake, _digest(str(ssn)))
-    assert_nowhere(lake, alice, bob, carol, str(ssn), str(ssn + 1))
+    assert any("statement withheld" in q["reason"] for q in quarantined(lake))
+    assert_nowhere(lake, alice, bob, carol, dave, str(ssn), str(ssn + 1))
