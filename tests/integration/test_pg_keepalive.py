@@ -2,7 +2,7 @@
 
 The walsender drops a client it has not heard from for ``wal_sender_timeout``. The agent reads
 the stream only inside a batch, so between batches :class:`ReplicationStream`'s keepalive thread
-must speak for it. Each test sets the timeout of its own walsender to 400 ms (the setting is
+must speak for it. Each test sets the timeout of its own walsender to 1 s (the setting is
 per connection since PostgreSQL 12), leaves the stream unread for well over that, and asks the
 server whether its walsender is still there; a stream without the thread is the control.
 """
@@ -22,8 +22,8 @@ from capture.postgresql.replication import ReplicationStream
 
 pytestmark = pytest.mark.postgres
 
-TIMEOUT_MS = 400
-IDLE_S = 2.5  # > 6 walsender timeouts: a silent client is dropped well within it
+TIMEOUT_MS = 1000
+IDLE_S = 4.0  # 4 walsender timeouts: a silent client is dropped well within it
 
 
 @dataclass
