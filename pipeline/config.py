@@ -581,7 +581,7 @@ class PipelineConfig(ConfigModel):
     ) -> tuple[SourceConfigBase, ...]:
         # Two binlog readers with one server_id on one server disconnect each other over and
         # over (the server keeps one dump thread per id): refuse that here, at start.
-        from capture.mysql.settings import default_server_id
+        from capture.mysql.config import default_server_id
 
         readers: dict[tuple[str, int, int], str] = {}
         for source in sources:

@@ -5,6 +5,7 @@ Importing this module imports no driver.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from typing import Annotated, ClassVar, Literal
 
@@ -25,7 +26,7 @@ from capture.source_config import (
 )
 from pipeline.config_model import Port, PositiveInt, config_key
 
-__all__ = ["MySqlSourceConfig"]
+__all__ = ["MySqlSourceConfig", "default_server_id"]
 
 MYSQL_PORT_DEFAULT = 3306
 MYSQL_TIME_PRECISION_MODE_DEFAULT = "adaptive_time_microseconds"
@@ -101,3 +102,14 @@ class MySqlSourceConfig(DatabaseFilters, RelationalSourceConfig):
         MYSQL_TIME_PRECISION_MODE_DEFAULT, TIME_PRECISION_MODE
     )
     """``adaptive_time_microseconds`` (MySQL's default) or ``connect``."""
+
+
+def default_server_id(name: str) -> int:
+    """A replica server id in Debezium's 5400-6400 range, stable for a source name.
+
+    Debezium picks a random one when ``database.server.id`` is unset; a stable one means two
+    runs of the same source never hold two ids. Two sources of one pipeline config that read
+    one server with the same id are refused when the config loads (``pipeline/config.py``);
+    set it explicitly in production, unique among all the server's replicas.
+    """
+    return 5400 + zlib.crc32(name.encode("utf-8")) % 1001

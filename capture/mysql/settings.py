@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from capture.captured_table import AgentRules, TableFilter
+from capture.mysql.config import default_server_id
 from capture.mysql.types import (
     MySqlHandling,
 )
@@ -18,16 +18,6 @@ SYSTEM_DATABASES = frozenset({"mysql", "information_schema", "performance_schema
 
 SNAPSHOT_FETCH_SIZE = 10_240
 """Rows per snapshot query (Debezium's ``snapshot.fetch.size``)."""
-
-
-def default_server_id(name: str) -> int:
-    """A replica server id in Debezium's 5400-6400 range, stable for a source name.
-
-    Debezium picks a random one when ``database.server.id`` is unset; a stable one means two
-    runs of the same source never hold two ids, and two sources rarely collide (set it
-    explicitly in production: a collision disconnects the other replica).
-    """
-    return 5400 + zlib.crc32(name.encode("utf-8")) % 1001
 
 
 @dataclass(frozen=True, slots=True)
