@@ -100,6 +100,15 @@ def is_retryable(exc: BaseException) -> bool:
     return False
 
 
+def reconcile_wanted(flag: bool | None, config: Any) -> bool:
+    """Whether ``medallion quality`` reconciles: ``--reconcile``/``--no-reconcile`` when
+    given, else what the config schedules (``quality.reconcile.interval.seconds`` not null), so
+    a scheduled quality run does not pass while gold differs from the source."""
+    if flag is not None:
+        return flag
+    return config.quality.reconcile_interval_seconds is not None
+
+
 def catch_exception(func: F) -> F:
     """Report PipelineErrors as a message and an exit code instead of a traceback."""
 
@@ -340,19 +349,20 @@ def _print_quality(output: Output, run: Any) -> None:
 @click.option("--source", "-s", "sources", multiple=True, help="Source name(s); default: all.")
 @click.option(
     "--reconcile/--no-reconcile",
-    default=False,
-    show_default=True,
-    help="Also reconcile gold with each database source.",
+    default=None,
+    help="Also reconcile gold with each database source (default: when the config schedules "
+    "reconciliation, i.e. quality.reconcile.interval.seconds is not null).",
 )
 @click.pass_obj
 @catch_exception
-def quality(state: _State, sources: tuple[str, ...], reconcile: bool) -> None:
+def quality(state: _State, sources: tuple[str, ...], reconcile: bool | None) -> None:
     """Run the data-quality checks on the gold cut each source shows (or, before the first
     publication, its newest consistent cut); write the results table and the HTML report.
     Exits 1 when a blocking check fails."""
     from pipeline.orchestration import run_quality_now
 
-    run = run_quality_now(state.config, sources, reconcile=reconcile)
+    wanted = reconcile_wanted(reconcile, state.config)
+    run = run_quality_now(state.config, sources, reconcile=wanted)
     _print_quality(state.output, run)
     if run.blocking_failures:
         sys.exit(EXIT_ERROR)
