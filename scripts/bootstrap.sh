@@ -23,7 +23,7 @@ cd "$ROOT"
 VENV=$ROOT/.venv
 LOCK=$ROOT/requirements.lock
 VENV_STAMP=$VENV/.medallion-bootstrap
-EXTRAS="dev,postgres,mysql"
+EXTRAS="dev,postgres,mysql,sqlserver"
 PYTHON=${PYTHON:-python3}
 PIP_FLAGS=(--disable-pip-version-check --no-input --progress-bar off)
 
@@ -33,7 +33,9 @@ elapsed() { echo "$((SECONDS - $1)) s"; }
 
 # ---------------------------------------------------------------- system packages
 # chromium + chromium-driver: the tests render the HTML quality report headless.
-APT_PACKAGES=(postgresql-15 postgresql-15-wal2json mariadb-server chromium chromium-driver)
+# unixodbc + tdsodbc: pyodbc's driver manager and FreeTDS's ODBC driver (the SQL Server agent).
+APT_PACKAGES=(postgresql-15 postgresql-15-wal2json mariadb-server chromium chromium-driver
+  unixodbc tdsodbc)
 PG_BIN=/usr/lib/postgresql/15/bin
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
