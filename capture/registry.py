@@ -69,6 +69,13 @@ def load_mysql(config: Any) -> CaptureSource:
     return MySqlSource.from_config(config)
 
 
+def load_sqlserver(config: Any) -> CaptureSource:
+    """SQL Server CDC change tables over pyodbc (FreeTDS), with a snapshot at the max LSN."""
+    from capture.sqlserver.source import SqlServerSource  # pyodbc is imported when connecting
+
+    return SqlServerSource.from_config(config)
+
+
 def _not_built(kind: SourceType, where: str) -> Callable[[Any], CaptureSource]:
     def load(config: Any) -> CaptureSource:
         raise NotBuiltError(
@@ -95,9 +102,7 @@ CONNECTORS: Mapping[SourceType, Connector] = {
     SourceType.POSTGRESQL: Connector(PostgresSourceConfig, load_postgresql),
     SourceType.MYSQL: Connector(MySqlSourceConfig, load_mysql),
     SourceType.MONGODB: Connector(MongoDbSourceConfig, _not_built(SourceType.MONGODB, "planned")),
-    SourceType.SQLSERVER: Connector(
-        SqlServerSourceConfig, _not_built(SourceType.SQLSERVER, "planned")
-    ),
+    SourceType.SQLSERVER: Connector(SqlServerSourceConfig, load_sqlserver),
     SourceType.ORACLE: Connector(OracleSourceConfig, _not_built(SourceType.ORACLE, "planned")),
     SourceType.DB2: Connector(Db2SourceConfig, _not_built(SourceType.DB2, "planned")),
     SourceType.YUGABYTEDB: Connector(

@@ -1,0 +1,201 @@
+"""The SQL Server agent's initial snapshot: :class:`SnapshotReader`.
+
+Debezium's procedure (seed 003, "Snapshots"): per database, open a transaction at
+``snapshot.isolation.mode`` (``exclusive``: also ``TABLOCKX`` on every captured table), read
+``sys.fn_cdc_get_max_lsn()`` inside it, then read each captured table in key order; every row is
+``op r`` at that LSN, and the stream of the database starts right after it. Only ``snapshot``
+(row versioning) and ``exclusive`` make the rows exactly the database at that LSN; the other
+levels let concurrent changes show in both the snapshot and the stream (Debezium documents the
+same), which silver's ordering absorbs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+import orjson
+
+from bronze.batch import BatchBuilder
+from bronze.position_base import Phase
+from capture.database_source import SnapshotProgress, with_last
+from capture.sqlserver import connection as q
+from capture.sqlserver.agent import ZERO_LSN, Instance, SqlServerAgent, format_lsn, parse_lsn
+from capture.sqlserver.connection import Session, quote
+from capture.sqlserver.position import SqlServerPosition
+
+__all__ = ["SnapshotReader"]
+
+logger = logging.getLogger(__name__)
+
+_position = SqlServerPosition._new
+
+
+class SnapshotReader(SqlServerAgent):
+    """The snapshot side of the agent: start, read, resume and finish the initial snapshot."""
+
+    _snap_session: Session | None = None
+    _snap_db: str | None = None
+    _snap_rows: Iterator[tuple[Any, ...]] | None = None
+
+    def _start_snapshot(self) -> None:
+        tables = []
+        for db in self.settings.databases:
+            self._check_database(db)
+            for inst in self._newest(self._instances(db)):
+                tables.append((db, inst.table.collection))
+        self._snapshot = SnapshotProgress({}, tables, ts_ms=int(time.time() * 1000))
+        self._phase = "snapshot"
+        logger.info("source %s: snapshot of %d table(s)", self.name, len(tables))
+
+    @staticmethod
+    def _newest(instances: list[Instance]) -> list[Instance]:
+        """The newest capture instance of each table (its columns are what the stream has)."""
+        newest: dict[str, Instance] = {}
+        for inst in instances:
+            newest[inst.table.collection] = inst
+        return list(newest.values())
+
+    def _open_snapshot_session(self, db: str) -> Session:
+        """A transaction on ``db`` at the isolation level, with the snapshot's max LSN."""
+        snap = self._snapshot
+        assert snap is not None
+        self._close_snapshot_session()
+        session = Session(self.settings, db, self.name)
+        mode = self.settings.isolation
+        session.run(f"SET TRANSACTION ISOLATION LEVEL {q.ISOLATION[mode]}")
+        if mode == "exclusive":
+            for entry_db, name in snap.tables:
+                if entry_db == db:
+                    schema, table = name.split(".", 1)
+                    session.rows(
+                        f"SELECT TOP (0) * FROM {quote(schema)}.{quote(table)} WITH (TABLOCKX)"
+                    )
+        if db not in snap.point:
+            self._check_database(db)
+            value = session.scalar(q.MAX_LSN)
+            if value is None:
+                self._max_lsn(db)  # raises when the Agent is stopped; else nothing captured yet
+            point = ZERO_LSN if value is None else bytes(value)
+            snap.point[db] = format_lsn(point)
+            self._db[db].lsn = point
+            logger.info("source %s: snapshot of %s at LSN %s", self.name, db, format_lsn(point))
+        self._snap_session, self._snap_db = session, db
+        return session
+
+    def _close_snapshot_session(self) -> None:
+        """End the snapshot transaction (its locks and row versions go with it)."""
+        if self._snap_session is not None:
+            self._snap_session.commit()
+            self._snap_session.close()
+        self._snap_session, self._snap_db = None, None
+
+    def _snapshot_rows(self) -> Iterator[tuple[int, Instance, list[Any]]]:
+        snap = self._snapshot
+        assert snap is not None
+        size = self.settings.snapshot_fetch_size
+        index, after = snap.index, snap.after
+        while index < len(snap.tables):
+            db, name = snap.tables[index]
+            session = self._snap_session
+            if session is None or self._snap_db != db:
+                session = self._open_snapshot_session(db)
+            schema, table = name.split(".", 1)
+            inst = next(
+                (i for i in self._newest(self._instances(db)) if i.table.collection == name),
+                None,
+            )
+            if inst is not None:
+                cursor = session.run(*_select(inst, schema, table, after))
+                while chunk := session.fetch(cursor, size):
+                    for values in chunk:
+                        yield index, inst, list(values)
+            index, after = index + 1, None
+
+    def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
+        """Add up to ``max_events`` snapshot rows; True when the snapshot is complete."""
+        snap = self._snapshot
+        assert snap is not None
+        if self._snap_rows is None:
+            self._snap_rows = with_last(self._snapshot_rows())
+        count = 0
+        for index, inst, values, last in self._snap_rows:
+            point = parse_lsn(snap.point[inst.database])
+            source = self._source(
+                inst.database,
+                inst,
+                snap.ts_ms,
+                snapshot="last" if last else "true",
+                commit_lsn=format_lsn(point),
+            )
+            position = _position(point, Phase.SNAPSHOT, ZERO_LSN, 0, snap.seq)
+            snap.seq += 1
+            self._snapshot_row(
+                builder,
+                inst.table,
+                values,
+                source,
+                position,
+                now,
+                partial(orjson.dumps, values, default=str),
+            )
+            self._last_position = position
+            table = inst.table
+            snap.after = [values[i] for i in table.key_idx] if table.has_key else None
+            snap.index = index
+            count += 1
+            if last:
+                break
+            if count >= max_events:
+                self._snapshot_progress(snap.seq, snap.index, len(snap.tables), table.collection)
+                return False
+        self._finish_snapshot()
+        return True
+
+    def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        snap = self._snapshot
+        assert snap is not None
+        point = max((parse_lsn(p) for p in snap.point.values()), default=ZERO_LSN)
+        position = _position(point, Phase.SNAPSHOT, ZERO_LSN, 0, snap.seq)
+        snap.seq += 1
+        self._snapshot_marker(builder, position, f"mssql:snapshot-end@{format_lsn(point)}", now)
+        self._last_position = position
+
+    def _finish_snapshot(self) -> None:
+        snap = self._snapshot
+        assert snap is not None
+        self._close_snapshot_session()
+        self._snap_rows = None
+        for db in self.settings.databases:
+            if db not in snap.point:  # a database with no captured table: stream from now
+                point = self._max_lsn(db) or ZERO_LSN
+                snap.point[db] = format_lsn(point)
+            self._db[db].lsn = parse_lsn(snap.point[db])
+        self._phase = "done" if self.settings.snapshot_mode == "initial_only" else "stream"
+        logger.info("source %s: snapshot complete (%d rows)", self.name, snap.seq)
+
+
+def _select(
+    inst: Instance, schema: str, table: str, after: list[Any] | None
+) -> tuple[str, list[Any]]:
+    """The snapshot ``SELECT`` of a table in key order, after the key ``after`` if given."""
+    t = inst.table
+    cols = ", ".join(quote(n) for n in t.names)
+    sql = f"SELECT {cols} FROM {quote(schema)}.{quote(table)}"
+    params: list[Any] = []
+    keys = [t.names[i] for i in t.key_idx]
+    if after is not None and keys:
+        # T-SQL has no row-value comparison: (a > ?) OR (a = ? AND b > ?) ...
+        terms = []
+        for i, key in enumerate(keys):
+            equal = [f"{quote(k)} = ?" for k in keys[:i]]
+            terms.append("(" + " AND ".join([*equal, f"{quote(key)} > ?"]) + ")")
+            params += [*after[:i], after[i]]
+        sql += " WHERE " + " OR ".join(terms)
+    if keys:
+        sql += " ORDER BY " + ", ".join(quote(k) for k in keys)
+    return sql, params
