@@ -32,6 +32,7 @@ import os
 import pickle
 import sqlite3
 import struct
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -163,9 +164,7 @@ class SqlServerModel:
         return state
 
     def _save_server(self, state: dict[str, Any]) -> None:
-        tmp = self._server_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, self._server_file)
+        _replace(self._server_file, state)
 
     def set_agent(self, running: bool) -> None:
         """Start or stop SQL Server Agent (the capture job); a start harvests the waiting log."""
@@ -507,12 +506,14 @@ class SqlServerModel:
         """A session holds a lock on a table that blocks writers until it commits."""
         locks = self._locks()
         locks[f"{db}.{schema}.{table}"] = holder
-        (self.root / "locks.json").write_text(json.dumps(locks))
+        _replace(self.root / "locks.json", locks)
 
     def release(self, holder: str) -> None:
         """The session committed: its locks go."""
-        locks = {k: v for k, v in self._locks().items() if v != holder}
-        (self.root / "locks.json").write_text(json.dumps(locks))
+        held = self._locks()
+        locks = {k: v for k, v in held.items() if v != holder}
+        if locks != held:
+            _replace(self.root / "locks.json", locks)
 
     def _locks(self) -> dict[str, str]:
         path = self.root / "locks.json"
@@ -526,6 +527,13 @@ class SqlServerModel:
                     f"Lock request time out period exceeded (1222): {schema}.{table} is locked "
                     f"by {locks[f'{db}.{schema}.{table}']}"
                 )
+
+
+def _replace(path: Path, state: Mapping[str, Any]) -> None:
+    """Write ``path`` atomically: readers in other processes see the old or the new state."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, path)
 
 
 class LockTimeout(RuntimeError):
