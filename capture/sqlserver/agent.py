@@ -80,6 +80,8 @@ class DbState:
     lsn: bytes = ZERO_LSN
     cut: tuple[bytes, int] | None = None
     instances: list[Instance] = field(default_factory=list)
+    known: frozenset[str] = frozenset()
+    """Capture instances read up to ``lsn``: the cleanup job must not have passed it in them."""
 
 
 class SqlServerAgent(DatabaseSource):
@@ -230,12 +232,14 @@ class SqlServerAgent(DatabaseSource):
             cut = state.get("cut")
             self._db[db].lsn = parse_lsn(state["lsn"])
             self._db[db].cut = None if cut is None else (parse_lsn(cut[0]), int(cut[1]))
+            self._db[db].known = frozenset(state.get("instances") or ())
 
     def _db_offsets(self) -> dict[str, Any]:
         return {
             db: {
                 "lsn": format_lsn(state.lsn),
                 "cut": None if state.cut is None else [format_lsn(state.cut[0]), state.cut[1]],
+                "instances": sorted(state.known),
             }
             for db, state in self._db.items()
         }

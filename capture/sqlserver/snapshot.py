@@ -80,7 +80,12 @@ class SnapshotReader(SqlServerAgent):
             value = session.scalar(q.MAX_LSN)
             if value is None:
                 self._max_lsn(db)  # raises when the Agent is stopped; else nothing captured yet
-            point = ZERO_LSN if value is None else bytes(value)
+            # No max LSN: nothing was ever captured, so every change to come commits after
+            # the newest capture instance's start.
+            instances = self._instances(db)
+            point = max((i.start_lsn for i in instances), default=ZERO_LSN)
+            point = point if value is None else bytes(value)
+            self._db[db].known = frozenset(i.name for i in instances)
             snap.point[db] = format_lsn(point)
             self._db[db].lsn = point
             logger.info("source %s: snapshot of %s at LSN %s", self.name, db, format_lsn(point))

@@ -94,6 +94,7 @@ class StreamReader(SqlServerAgent):
         self._streaming = db
         session = self._session(db)
         state.instances = self._instances(db)
+        state.known = frozenset(i.name for i in state.instances)
         while True:
             if rereading and self._reached(state, target):
                 return True

@@ -30,13 +30,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sqlite3
-import struct
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.mssqlmodel.server import ZERO_LSN, Column, SqlServerModel, decode, lsn_of
+from tests.mssqlmodel.server import ZERO_LSN, Column, SqlServerModel, decode
 
 __all__ = [
     "Connection",
@@ -195,6 +194,7 @@ _CATALOG = re.compile(
 _TOP = re.compile(r"SELECT TOP \((\?|\d+)\)", re.IGNORECASE)
 _TABLOCKX = re.compile(r"\s+WITH \(TABLOCKX\)", re.IGNORECASE)
 _FROM_TABLE = re.compile(r"FROM \[([^\].]+)\.([^\]]+)\]")
+_UNKNOWN_FUNCTION = re.compile(r"\b(?:cdc|sys)\.fn_\w+\(", re.IGNORECASE)
 _KNOWN = re.compile(r"^\s*SELECT\b", re.IGNORECASE)
 
 _HELP_COLUMNS = (
@@ -251,6 +251,8 @@ class Cursor:
             self._scalar(lite, match.group(1).lower(), params)
         elif _HELP.fullmatch(sql.strip()):
             self._help(lite)
+        elif _UNKNOWN_FUNCTION.search(sql) and not _ALL_CHANGES.search(sql):
+            raise ProgrammingError("42000", f"the SQL Server model does not know: {sql!r}")
         elif _KNOWN.match(sql):
             self._select(lite, sql, params)
         else:
@@ -420,9 +422,5 @@ class Cursor:
 
 
 def _increment(lsn: bytes) -> bytes:
-    """``sys.fn_cdc_increment_lsn``: the next LSN of the log (the smallest one above)."""
-    if lsn < lsn_of(0):
-        return lsn_of(0)
-    _vlf, block, slot = struct.unpack(">IIH", lsn)
-    n = (block - 0x758) * 16 + slot - 1
-    return lsn_of(n + 1) if lsn_of(n) <= lsn else lsn_of(n)
+    """``sys.fn_cdc_increment_lsn``: the next LSN (the next slot)."""
+    return (int.from_bytes(lsn, "big") + 1).to_bytes(10, "big")

@@ -31,7 +31,6 @@ import json
 import os
 import pickle
 import sqlite3
-import struct
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,9 +43,14 @@ __all__ = ["Column", "ModelTx", "SqlServerModel", "format_lsn", "lsn_of"]
 ZERO_LSN = bytes(10)
 
 
+FIRST_LSN = bytes.fromhex("00000027000007580000")
+"""Where a new database's log starts (any LSN would do; this is the seed's neighbourhood)."""
+
+
 def lsn_of(n: int) -> bytes:
-    """The ``n``-th LSN of the model's log (increasing with ``n``)."""
-    return struct.pack(">IIH", 0x27, 0x758 + n // 16, n % 16 + 1)
+    """The LSN ``n`` log records after :data:`FIRST_LSN` (LSNs are 80-bit big-endian numbers:
+    the next record of a block is the next slot)."""
+    return (int.from_bytes(FIRST_LSN, "big") + n).to_bytes(10, "big")
 
 
 def format_lsn(lsn: bytes) -> str:
@@ -212,13 +216,14 @@ class SqlServerModel:
         finally:
             conn.close()
 
-    def create_database(self, db: str, *, cdc: bool = True) -> None:
-        """``CREATE DATABASE``, and ``EXEC sys.sp_cdc_enable_db`` unless ``cdc`` is False."""
+    def create_database(self, db: str, *, cdc: bool = True, log_start: bytes = FIRST_LSN) -> None:
+        """``CREATE DATABASE``, and ``EXEC sys.sp_cdc_enable_db`` unless ``cdc`` is False; its
+        log starts after ``log_start``."""
         conn = self.open(db)
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.executescript(_CATALOG)
-            conn.execute("INSERT OR IGNORE INTO [model.state] VALUES ('lsn', 0)")
+            conn.execute("INSERT OR IGNORE INTO [model.state] VALUES ('lsn', ?)", (log_start,))
         finally:
             conn.close()
         state = self.server_state()
@@ -396,24 +401,34 @@ class SqlServerModel:
 
     # --- transactions ------------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self, db: str) -> Iterator[ModelTx]:
-        """A transaction on ``db``, committed (applied, logged, captured) when the block ends."""
+    def transaction(
+        self, db: str, at: tuple[Sequence[bytes], bytes] | None = None
+    ) -> Iterator[ModelTx]:
+        """A transaction on ``db``, committed (applied, logged, captured) when the block ends
+        (at the LSNs ``at`` when given, see :meth:`commit`)."""
         tx = ModelTx(self, db)
         yield tx
-        self.commit(tx)
+        self.commit(tx, at)
 
-    def commit(self, tx: ModelTx) -> bytes | None:
-        """Apply and log ``tx``; returns its commit LSN (None for an empty transaction)."""
+    def commit(self, tx: ModelTx, at: tuple[Sequence[bytes], bytes] | None = None) -> bytes | None:
+        """Apply and log ``tx``; returns its commit LSN (None for an empty transaction).
+
+        Args:
+            tx: The transaction.
+            at: ``(change LSNs, commit LSN)`` to log it at (a documented example's LSNs);
+                by default the next LSNs of the log.
+        """
         if not tx.changes:
             return None
         with self._write(tx.db) as conn:
             self._check_locks(tx.db, {(c.schema, c.table) for c in tx.changes})
-            begin_lsn = self._next_lsn(conn)
+            begin_lsn = self._next_lsn(conn) if at is None else at[0][0]
             entries = []
             for command, change in enumerate(tx.changes, 1):
                 self._apply(conn, tx.db, change)
-                entries.append((self._next_lsn(conn), command, change))
-            commit_lsn = self._next_lsn(conn)
+                lsn = self._next_lsn(conn, None if at is None else at[0][command - 1])
+                entries.append((lsn, command, change))
+            commit_lsn = self._next_lsn(conn, None if at is None else at[1])
             now = _now()
             payload = pickle.dumps((begin_lsn, commit_lsn, now, entries))
             conn.execute("INSERT INTO [model.log] VALUES (?, ?)", (commit_lsn, payload))
@@ -438,11 +453,14 @@ class SqlServerModel:
                 [encode(c, change.after[c.name]) for c in columns],
             )
 
-    def _next_lsn(self, conn: sqlite3.Connection) -> bytes:
-        (n,) = conn.execute(
-            "UPDATE [model.state] SET value = value + 1 WHERE key = 'lsn' RETURNING value"
-        ).fetchone()
-        return lsn_of(int(n))
+    def _next_lsn(self, conn: sqlite3.Connection, at: bytes | None = None) -> bytes:
+        """The next LSN of the log (``at``: this one, which must be ahead of the log)."""
+        (now,) = conn.execute("SELECT value FROM [model.state] WHERE key = 'lsn'").fetchone()
+        lsn = (int.from_bytes(now, "big") + 1).to_bytes(10, "big") if at is None else at
+        if lsn <= now:
+            raise ValueError(f"LSN {format_lsn(lsn)} is not ahead of the log ({format_lsn(now)})")
+        conn.execute("UPDATE [model.state] SET value = ? WHERE key = 'lsn'", (lsn,))
+        return lsn
 
     def _capture_job(self, conn: sqlite3.Connection) -> None:
         """Move the waiting log into the change tables (one capture-job scan)."""
@@ -576,7 +594,7 @@ _CHAR_TYPES = frozenset({"char", "varchar", "nchar", "nvarchar", "binary", "varb
 _FRACTION_TYPES = frozenset({"datetime2", "time", "datetimeoffset"})
 
 _CATALOG = """
-CREATE TABLE IF NOT EXISTS [model.state] (key TEXT PRIMARY KEY, value INTEGER);
+CREATE TABLE IF NOT EXISTS [model.state] (key TEXT PRIMARY KEY, value BLOB);
 CREATE TABLE IF NOT EXISTS [model.columns] (schema_name TEXT, table_name TEXT, ordinal INTEGER,
     name TEXT, type TEXT, nullable INTEGER, pk INTEGER);
 CREATE TABLE IF NOT EXISTS [model.log] (commit_lsn BLOB, payload BLOB);
