@@ -78,7 +78,8 @@ step_system() {
   local bin
   for bin in "$PG_BIN/initdb" "$PG_BIN/pg_ctl" /usr/lib/postgresql/15/lib/wal2json.so \
     /usr/sbin/mariadbd /usr/bin/mariadb-install-db /usr/bin/mariadb-admin /usr/bin/chromium \
-    /usr/bin/chromedriver; do
+    /usr/bin/chromedriver /usr/lib/x86_64-linux-gnu/libodbc.so.2 \
+    /usr/lib/x86_64-linux-gnu/odbc/libtdsodbc.so; do
     [ -e "$bin" ] || die "$bin is missing after installing ${APT_PACKAGES[*]}"
   done
 }

@@ -10,6 +10,7 @@ backoff by :class:`capture.database_source.DatabaseSource`); anything else is a
 
 from __future__ import annotations
 
+import glob
 import importlib
 import logging
 from collections.abc import Sequence
@@ -96,10 +97,24 @@ def _odbc_value(value: str) -> str:
     return value
 
 
-def connection_string(settings: SqlServerSettings, database: str) -> str:
+def odbc_driver(dbapi: ModuleType) -> str:
+    """The ``DRIVER=`` value: FreeTDS by its registered name, else by the path Debian's
+    ``tdsodbc`` installs it at (the package registers the name only when debconf says so)."""
+    drivers = getattr(dbapi, "drivers", None)
+    if drivers is None or ODBC_DRIVER in drivers():
+        return "{" + ODBC_DRIVER + "}"
+    for path in sorted(glob.glob("/usr/lib/*/odbc/libtdsodbc.so")):
+        return path
+    raise NotInstalledError(
+        "the sqlserver capture agent needs FreeTDS's ODBC driver: apt-get install tdsodbc "
+        f"(unixODBC knows the drivers {drivers()})"
+    )
+
+
+def connection_string(settings: SqlServerSettings, database: str, driver: str) -> str:
     """The ODBC connection string of one database (the password revealed only here)."""
     parts = {
-        "DRIVER": "{" + ODBC_DRIVER + "}",
+        "DRIVER": driver,
         "SERVER": _odbc_value(settings.host),
         "PORT": str(settings.port),
         "DATABASE": _odbc_value(database),
@@ -140,7 +155,9 @@ class Session:
         where = f"SQL Server {settings.host}:{settings.port}/{database}"
         try:
             self.conn: Any = self._dbapi.connect(
-                connection_string(settings, database), autocommit=False, timeout=10
+                connection_string(settings, database, odbc_driver(self._dbapi)),
+                autocommit=False,
+                timeout=10,
             )
         except self._dbapi.Error as exc:
             # The driver's message names host and port, never the password.
