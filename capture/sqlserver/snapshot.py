@@ -28,7 +28,7 @@ from capture.sqlserver.agent import ZERO_LSN, Instance, SqlServerAgent, format_l
 from capture.sqlserver.connection import Session, quote
 from capture.sqlserver.position import SqlServerPosition
 
-__all__ = ["SnapshotReader"]
+__all__ = ["SnapshotReader", "snapshot_select"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class SnapshotReader(SqlServerAgent):
                 None,
             )
             if inst is not None:
-                cursor = session.run(*_select(inst, schema, table, after))
+                cursor = session.run(*snapshot_select(inst, schema, table, after))
                 while chunk := session.fetch(cursor, size):
                     for values in chunk:
                         yield index, inst, list(values)
@@ -184,7 +184,7 @@ class SnapshotReader(SqlServerAgent):
         logger.info("source %s: snapshot complete (%d rows)", self.name, snap.seq)
 
 
-def _select(
+def snapshot_select(
     inst: Instance, schema: str, table: str, after: list[Any] | None
 ) -> tuple[str, list[Any]]:
     """The snapshot ``SELECT`` of a table in key order, after the key ``after`` if given."""

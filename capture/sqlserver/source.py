@@ -1,6 +1,7 @@
 """The SQL Server capture agent: a snapshot, then the CDC change tables, over pyodbc.
 
-:class:`SqlServerSource` composes :mod:`.snapshot` and :mod:`.stream` on :mod:`.agent`;
+:class:`SqlServerSource` composes :mod:`.snapshot`, :mod:`.stream` and :mod:`.current`
+(reconciliation reads) on :mod:`.agent`;
 :mod:`.settings` reads the config, :mod:`.connection` holds every statement sent and classifies
 driver errors, :mod:`.types` maps column types. See ``docs/capture-sqlserver.md``.
 
@@ -26,9 +27,9 @@ from typing import Any, ClassVar
 from capture.database_source import SnapshotProgress
 from capture.sqlserver import connection as q
 from capture.sqlserver.agent import format_lsn, parse_lsn
+from capture.sqlserver.current import CurrentReader
 from capture.sqlserver.position import SqlServerPosition
 from capture.sqlserver.settings import SqlServerSettings
-from capture.sqlserver.snapshot import SnapshotReader
 from capture.sqlserver.stream import StreamReader
 from pipeline.errors import CaptureError
 
@@ -40,7 +41,7 @@ OFFSET_FORMAT = 1
 """Version of the offset document this source writes."""
 
 
-class SqlServerSource(SnapshotReader, StreamReader):
+class SqlServerSource(CurrentReader, StreamReader):
     """Captures the CDC change tables of one or more SQL Server databases.
 
     Args:

@@ -403,3 +403,35 @@ def test_the_cleanup_job_removing_unread_changes_is_an_error(
     model.cleanup(DB, (int.from_bytes(high, "big") + 1).to_bytes(10, "big"))
     with pytest.raises(StageFailed, match="cleanup job removed changes"):
         land(raw(model), lake)
+
+
+def test_reconciliation_reads_and_the_log_after_a_cut(
+    model: SqlServerModel, tmp_path: Path
+) -> None:
+    from pydantic import TypeAdapter
+
+    from capture.current_state import CurrentStateReader
+    from capture.registry import create_source
+    from pipeline.config import SourceConfig
+
+    lake = tmp_path / "lake"
+    config = raw(model, **{"column.mask.with.3.chars": "dbo.customers.email"})
+    with model.transaction(DB) as tx:
+        tx.insert("dbo", "customers", john())
+    land(config, lake)
+    cut = max(r[S.POSITION] for r in events(lake))
+    source = create_source(TypeAdapter(SourceConfig).validate_python(config))
+    assert isinstance(source, CurrentStateReader)
+    items = list(source.read_current())
+    point = items[0][0]
+    assert [(t.collection, rows) for _, t, rows in items] == [
+        ("dbo.customers", []),
+        ("dbo.customers", [{**john(), "email": "***"}]),  # converted and masked as landed
+    ]
+    assert source.changes_after(cut, point).ahead is False
+    with model.transaction(DB) as tx:
+        tx.delete("dbo", "customers", 1005)
+    later = list(source.read_current())[0][0]
+    check = source.changes_after(cut, later)
+    assert check.ahead is True and "committed after the cut" in check.reason
+    assert source.point_text(later).startswith("testDB@00000027:")
