@@ -16,7 +16,6 @@ from capture.captured_table import CapturedTable, CatalogColumn
 from capture.database_source import VERSION, DatabaseSource, OpenTransaction, SnapshotProgress
 from capture.sqlserver import connection as q
 from capture.sqlserver.connection import Session
-from capture.sqlserver.position import SqlServerPosition
 from capture.sqlserver.settings import SqlServerSettings
 from capture.sqlserver.types import ColumnFacts, column_type
 from pipeline.errors import CaptureError
@@ -101,8 +100,9 @@ class SqlServerAgent(DatabaseSource):
         self._sessions: dict[str, Session] = {}
         self._db: dict[str, DbState] = {db: DbState() for db in settings.databases}
         self._snapshot: SnapshotProgress[dict[str, str]] | None = None
-        self._last_position: SqlServerPosition | None = None
         self._agent_warned = False
+        self._table_db: dict[int, str] = {}
+        """Database of each snapshot table (by identity: two databases may have one name)."""
 
     # --- sessions ----------------------------------------------------------------------------
     def _session(self, db: str) -> Session:
@@ -198,9 +198,9 @@ class SqlServerAgent(DatabaseSource):
             types,
             connector=CONNECTOR,
             column_filter=s.table_filter,
-            key_overrides=s.key_overrides,
-            masker=s.masker,
-            with_transaction=s.provide_transaction_metadata,
+            key_overrides=s.rules.key_overrides,
+            masker=s.rules.masker,
+            with_transaction=s.rules.provide_transaction_metadata,
             origin_prefix=self.ORIGIN,
         )
 

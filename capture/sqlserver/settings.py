@@ -6,8 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from capture.captured_table import KeyOverrides, TableFilter, shared_settings
-from capture.masking import ColumnMasker
+from capture.captured_table import AgentRules, TableFilter
 from capture.sqlserver.types import SqlServerHandling
 
 __all__ = ["DBAPI_ENV", "ODBC_DRIVER", "SqlServerSettings"]
@@ -42,14 +41,8 @@ class SqlServerSettings:
     snapshot_mode: str = "initial"
     isolation: str = "repeatable_read"
     table_filter: TableFilter = field(default_factory=TableFilter)
-    key_overrides: KeyOverrides = field(default_factory=KeyOverrides)
     handling: SqlServerHandling = field(default_factory=SqlServerHandling)
-    masker: ColumnMasker | None = None
-    tombstones_on_delete: bool = True
-    provide_transaction_metadata: bool = False
-    skipped_operations: frozenset[str] = frozenset({"t"})
-    heartbeat_interval_ms: int = 0
-    heartbeat_action_query: str | None = None
+    rules: AgentRules = field(default_factory=AgentRules)
     processing_time: bool = False
     dbapi_module: str = "pyodbc"
     snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
@@ -69,7 +62,7 @@ class SqlServerSettings:
             isolation=str(config.snapshot_isolation_mode),
             table_filter=TableFilter.from_config(config, system=SYSTEM_SCHEMAS),
             handling=SqlServerHandling.from_config(config),
-            **shared_settings(config),
+            rules=AgentRules.from_config(config),
             processing_time=str(config.source_timestamp_mode) == "processing",
             dbapi_module=os.environ.get(DBAPI_ENV) or "pyodbc",
         )

@@ -11,7 +11,6 @@ same), which silver's ordering absorbs.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from collections.abc import Iterator
@@ -20,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from bronze.batch import BatchBuilder
 from bronze.position_base import Phase
-from capture.database_source import SnapshotProgress, with_last
+from capture.captured_table import CapturedTable
+from capture.database_source import SnapshotProgress, SnapshotRow
 from capture.sqlserver import connection as q
 from capture.sqlserver.agent import ZERO_LSN, Instance, SqlServerAgent, format_lsn, parse_lsn
 from capture.sqlserver.connection import Session, quote
@@ -36,11 +35,10 @@ _position = SqlServerPosition._new
 
 
 class SnapshotReader(SqlServerAgent):
-    """The snapshot side of the agent: start, read, resume and finish the initial snapshot."""
+    """The snapshot side of the agent: the hooks of the shared snapshot loop
+    (:meth:`capture.database_source.DatabaseSource._read_snapshot`)."""
 
-    _snap_session: Session | None = None
     _snap_db: str | None = None
-    _snap_rows: Iterator[tuple[Any, ...]] | None = None
 
     def _start_snapshot(self) -> None:
         tables = []
@@ -59,6 +57,15 @@ class SnapshotReader(SqlServerAgent):
         for inst in instances:
             newest[inst.table.collection] = inst
         return list(newest.values())
+
+    def _resume_snapshot(self) -> None:
+        """Open the transaction of the database the snapshot is at (after a restart: a new
+        one, whose rows may be newer than the snapshot's LSN; the stream from that LSN corrects
+        them)."""
+        snap = self._snapshot
+        assert snap is not None
+        if snap.index < len(snap.tables):
+            self._open_snapshot_session(snap.tables[snap.index][0])
 
     def _open_snapshot_session(self, db: str) -> Session:
         """A transaction on ``db`` at the isolation level, with the snapshot's max LSN."""
@@ -89,92 +96,78 @@ class SnapshotReader(SqlServerAgent):
             snap.point[db] = format_lsn(point)
             self._db[db].lsn = point
             logger.info("source %s: snapshot of %s at LSN %s", self.name, db, format_lsn(point))
-        self._snap_session, self._snap_db = session, db
+        self._snap_conn, self._snap_db = session, db
         return session
 
     def _close_snapshot_session(self) -> None:
         """End the snapshot transaction (its locks and row versions go with it)."""
-        if self._snap_session is not None:
-            self._snap_session.commit()
-            self._snap_session.close()
-        self._snap_session, self._snap_db = None, None
+        if self._snap_conn is not None:
+            self._snap_conn.commit()
+            self._snap_conn.close()
+        self._snap_conn, self._snap_db = None, None
 
-    def _snapshot_rows(self) -> Iterator[tuple[int, Instance, list[Any]]]:
+    def _snapshot_rows(self) -> Iterator[tuple[int, CapturedTable, Any]]:
         snap = self._snapshot
         assert snap is not None
         size = self.settings.snapshot_fetch_size
         index, after = snap.index, snap.after
         while index < len(snap.tables):
             db, name = snap.tables[index]
-            session = self._snap_session
+            session = self._snap_conn
             if session is None or self._snap_db != db:
                 session = self._open_snapshot_session(db)
             schema, table = name.split(".", 1)
-            inst = next(
-                (i for i in self._newest(self._instances(db)) if i.table.collection == name),
-                None,
-            )
+            newest = self._newest(self._instances(db))
+            inst = next((i for i in newest if i.table.collection == name), None)
             if inst is not None:
+                self._table_db[id(inst.table)] = db
                 cursor = session.run(*snapshot_select(inst, schema, table, after))
                 while chunk := session.fetch(cursor, size):
                     for values in chunk:
-                        yield index, inst, list(values)
+                        yield index, inst.table, values
             index, after = index + 1, None
 
-    def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
-        """Add up to ``max_events`` snapshot rows; True when the snapshot is complete."""
+    def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
         assert snap is not None
-        if self._snap_rows is None:
-            self._snap_rows = with_last(self._snapshot_rows())
-        count = 0
-        for index, inst, values, last in self._snap_rows:
-            point = parse_lsn(snap.point[inst.database])
-            source = self._source(
-                inst.database,
-                inst,
-                snap.ts_ms,
-                snapshot="last" if last else "true",
-                commit_lsn=format_lsn(point),
-            )
-            position = _position(point, Phase.SNAPSHOT, ZERO_LSN, 0, snap.seq)
-            snap.seq += 1
-            self._snapshot_row(
-                builder,
-                inst.table,
-                values,
-                source,
-                position,
-                now,
-                partial(orjson.dumps, values, default=str),
-            )
-            self._last_position = position
-            table = inst.table
-            snap.after = [values[i] for i in table.key_idx] if table.has_key else None
-            snap.index = index
-            count += 1
-            if last:
-                break
-            if count >= max_events:
-                self._snapshot_progress(snap.seq, snap.index, len(snap.tables), table.collection)
-                return False
-        self._finish_snapshot()
-        return True
+        db = self._table_db[id(table)]
+        return {
+            **self._snapshot_source_head(last),
+            "db": db,
+            "sequence": None,
+            "schema": table.schema,
+            "table": table.table,
+            "change_lsn": None,
+            "commit_lsn": snap.point[db],
+            "event_serial_no": None,
+        }
 
-    def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
+    def _snapshot_position(self) -> SqlServerPosition:
         snap = self._snapshot
         assert snap is not None
-        point = max((parse_lsn(p) for p in snap.point.values()), default=ZERO_LSN)
+        point = parse_lsn(snap.point[self._snap_db]) if self._snap_db else self._end_point()
         position = _position(point, Phase.SNAPSHOT, ZERO_LSN, 0, snap.seq)
         snap.seq += 1
-        self._snapshot_marker(builder, position, f"mssql:snapshot-end@{format_lsn(point)}", now)
-        self._last_position = position
+        return position
+
+    def _end_point(self) -> bytes:
+        snap = self._snapshot
+        assert snap is not None
+        return max((parse_lsn(p) for p in snap.point.values()), default=ZERO_LSN)
+
+    def _snapshot_decode(self, table: CapturedTable, row: Any) -> SnapshotRow:
+        values = tuple(row)
+        # A keyless table cannot be resumed inside: its rows are read again from the start.
+        key = [values[i] for i in table.key_idx]
+        return SnapshotRow(key, lambda: values, partial(orjson.dumps, values, default=str))
+
+    def _snapshot_end_origin(self) -> str:
+        return f"mssql:snapshot-end@{format_lsn(self._end_point())}"
 
     def _finish_snapshot(self) -> None:
         snap = self._snapshot
         assert snap is not None
         self._close_snapshot_session()
-        self._snap_rows = None
         for db in self.settings.databases:
             if db not in snap.point:  # a database with no captured table: stream from now
                 point = self._max_lsn(db) or ZERO_LSN

@@ -107,16 +107,7 @@ class SqlServerSource(CurrentReader, StreamReader):
         self._last_position = None if position is None else SqlServerPosition.from_json(position)
         snap = offset.get("snapshot")
         self._snapshot = (
-            None
-            if snap is None
-            else SnapshotProgress(
-                dict(snap["point"]),
-                [(a, b) for a, b in snap["tables"]],
-                int(snap["index"]),
-                snap.get("after"),
-                int(snap["seq"]),
-                int(snap.get("ts_ms", 0)),
-            )
+            None if snap is None else SnapshotProgress.from_json(snap, dict(snap["point"]))
         )
         if self._phase == "snapshot":
             if self._snapshot is None:
@@ -132,22 +123,12 @@ class SqlServerSource(CurrentReader, StreamReader):
             )
 
     def _offset_now(self) -> dict[str, Any]:
-        snap = self._snapshot
         return {
             "format": OFFSET_FORMAT,
             "phase": self._phase,
             "databases": self._db_offsets(),
             "position": None if self._last_position is None else self._last_position.to_json(),
-            "snapshot": None
-            if snap is None or self._phase != "snapshot"
-            else {
-                "point": dict(snap.point),
-                "tables": [list(t) for t in snap.tables],
-                "index": snap.index,
-                "after": snap.after,
-                "seq": snap.seq,
-                "ts_ms": snap.ts_ms,
-            },
+            "snapshot": self._snapshot_json(lambda point: {"point": dict(point)}),
         }
 
     def _stops_after_snapshot(self) -> bool:

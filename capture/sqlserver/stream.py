@@ -29,8 +29,15 @@ import orjson
 from bronze.batch import BatchBuilder
 from bronze.envelope import ConnectRecord, heartbeat
 from bronze.position_base import Phase
+from capture.captured_table import CapturedTable
 from capture.column_types import ValueConversionError
-from capture.database_source import data_record, delete_records, key_move_records, update_records
+from capture.database_source import (
+    BatchLimits,
+    delete_records,
+    insert_records,
+    key_move_records,
+    update_records,
+)
 from capture.sqlserver import connection as q
 from capture.sqlserver.agent import (
     ZERO_LSN,
@@ -62,19 +69,12 @@ class StreamReader(SqlServerAgent):
     _streaming = ""
     """The database being read (whose offset a cut transaction goes in)."""
 
-    def _read_stream(
-        self,
-        builder: BatchBuilder,
-        max_events: int,
-        max_transaction_events: int,
-        until: Mapping[str, Any] | None,
-        now: dt.datetime,
-    ) -> bool:
+    def _read_stream(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
         """Add streamed records to ``builder``; True when every database is read to its max LSN."""
-        limits = (max_events, max_transaction_events)
+        until = limits.until
         for db in self.settings.databases:
             target = None if until is None else (until.get("databases") or {}).get(db)
-            if not self._stream_db(db, builder, limits, until is not None, target, now):
+            if not self._stream_db(db, builder, limits, target, now):
                 return False
         if until is None:
             self._maybe_heartbeat(builder, now)
@@ -84,12 +84,12 @@ class StreamReader(SqlServerAgent):
         self,
         db: str,
         builder: BatchBuilder,
-        limits: tuple[int, int],
-        rereading: bool,
+        limits: BatchLimits,
         target: Mapping[str, Any] | None,
         now: dt.datetime,
     ) -> bool:
         """Read ``db`` up to its max LSN (or to ``target``); False when the batch ended first."""
+        rereading = limits.until is not None
         state = self._db[db]
         self._streaming = db
         session = self._session(db)
@@ -112,18 +112,9 @@ class StreamReader(SqlServerAgent):
             for change in changes:
                 by_commit.setdefault(change[0], []).append(change)
             for commit, ended in window:
-                commit = bytes(commit)
+                at = (bytes(commit), ended)
                 if not self._transaction(
-                    db,
-                    state,
-                    commit,
-                    ended,
-                    by_commit.get(commit, []),
-                    builder,
-                    limits,
-                    rereading,
-                    target,
-                    now,
+                    db, state, at, by_commit.get(at[0], []), builder, limits, target, now
                 ):
                     return False
             session.commit()
@@ -156,16 +147,16 @@ class StreamReader(SqlServerAgent):
         self,
         db: str,
         state: DbState,
-        commit: bytes,
-        ended: Any,
+        commit_at: tuple[bytes, Any],
         changes: list[Change],
         builder: BatchBuilder,
-        limits: tuple[int, int],
-        rereading: bool,
+        limits: BatchLimits,
         target: Mapping[str, Any] | None,
         now: dt.datetime,
     ) -> bool:
-        """Land one transaction; False when the batch ended (before it, or cut inside it)."""
+        """Land one transaction (its commit LSN and ``tran_end_time``); False when the batch
+        ended (before it, or cut inside it)."""
+        commit, ended = commit_at
         s = self.settings
         if not changes:
             state.lsn = commit
@@ -175,42 +166,35 @@ class StreamReader(SqlServerAgent):
         if state.cut is not None and state.cut[0] == commit:
             tx.skip = state.cut[1]
         self._tx = tx
-        metadata = s.provide_transaction_metadata
+        metadata = s.rules.provide_transaction_metadata
         if metadata:
-            if self._ends(builder, tx, limits, rereading, state, target):
+            if self._ends(builder, tx, limits, state, target):
                 return False
             self._emit_begin(
                 builder, tx, _position(commit, Phase.STREAM, ZERO_LSN, 0, tx.emitted), now
             )
         for change in changes:
-            if self._ends(builder, tx, limits, rereading, state, target):
+            if self._ends(builder, tx, limits, state, target):
                 return False
             self._change(db, builder, tx, change, now)
         if metadata:
-            if self._ends(builder, tx, limits, rereading, state, target):
+            if self._ends(builder, tx, limits, state, target):
                 return False
             self._emit_end(builder, tx, _position(commit, Phase.STREAM, _LAST, 0, tx.emitted), now)
         self._tx = None
         state.lsn, state.cut = commit, None
-        return not self._ends(builder, None, limits, rereading, state, target)
+        return not self._ends(builder, None, limits, state, target)
 
     def _ends(
         self,
         builder: BatchBuilder,
         tx: MssqlTx | None,
-        limits: tuple[int, int],
-        rereading: bool,
+        limits: BatchLimits,
         state: DbState,
         target: Mapping[str, Any] | None,
     ) -> bool:
-        return self._batch_ends(
-            builder,
-            tx,
-            reached=rereading and self._reached(state, target),
-            rereading=rereading,
-            max_events=limits[0],
-            max_transaction_events=limits[1],
-        )
+        reached = limits.until is not None and self._reached(state, target)
+        return self._batch_ends(builder, tx, limits, reached=reached)
 
     def _reached(self, state: DbState, target: Mapping[str, Any] | None) -> bool:
         """A re-read has come to where the half-landed batch ended for this database."""
@@ -270,52 +254,30 @@ class StreamReader(SqlServerAgent):
         self,
         tx: MssqlTx,
         op: int,
-        table: Any,
+        table: CapturedTable,
         row: list[Any],
         paired: list[Any] | None,
         source: dict[str, Any],
     ) -> list[ConnectRecord]:
-        s = self.settings
-        metadata, skipped = s.provide_transaction_metadata, s.skipped_operations
+        rules = self.settings.rules
         if op == 2:
-            if "c" in skipped:
-                return []
             after, key = table.row_and_key(row)
-            block = tx.block(table.collection, metadata)
-            return [data_record("c", source, None, after, key, block, table)]
+            return insert_records(source, after, key, table, tx, rules)
         if op == 1 and paired is None:
-            if "d" in skipped:
-                return []
             before, key = table.row_and_key(row)
-            block = tx.block(table.collection, metadata)
-            return delete_records(
-                source, before, key, table, block, tombstones=s.tombstones_on_delete
-            )
+            return delete_records(source, before, key, table, tx, rules)
         if paired is None:
-            raise CaptureError(
-                f"{table.collection}: an update before-image without its after-image"
-            )
+            raise CaptureError(f"{table.collection}: an update before-image without its after")
         before, old_key = table.row_and_key(row)
         after, new_key = table.row_and_key(paired)
         mover = key_move_records if op == 1 else update_records
-        return mover(
-            source,
-            before,
-            after,
-            old_key,
-            new_key,
-            table,
-            tx,
-            metadata=metadata,
-            tombstones=s.tombstones_on_delete,
-            skipped=skipped,
-        )
+        return mover(source, (before, after), (old_key, new_key), table, tx, rules)
 
     def _maybe_heartbeat(self, builder: BatchBuilder, now: dt.datetime) -> None:
         """A heartbeat after the last transaction read (``heartbeat.interval.ms``): it moves
         bronze's offset while the captured tables are quiet."""
         s = self.settings
-        if not self._heartbeat_due(s.heartbeat_interval_ms, s.heartbeat_action_query):
+        if not self._heartbeat_due(s.rules.heartbeat_interval_ms, s.rules.heartbeat_action_query):
             return
         newest = max(state.lsn for state in self._db.values())
         position = _position(newest, Phase.STREAM, _LAST, 0, 0)
