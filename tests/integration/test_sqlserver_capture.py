@@ -261,6 +261,7 @@ def test_several_databases(model: SqlServerModel, tmp_path: Path) -> None:
     model.enable_table("otherDB", "dbo", "customers")
     with model.transaction("otherDB") as tx:
         tx.insert("dbo", "customers", john())
+        tx.insert("dbo", "customers", {**john(), "id": 8})
     with model.transaction(DB) as tx:
         tx.insert("dbo", "customers", {**john(), "id": 7})
     lake = tmp_path / "lake"
@@ -271,7 +272,13 @@ def test_several_databases(model: SqlServerModel, tmp_path: Path) -> None:
         tx.delete("dbo", "customers", 1005)
     land(raw(model, **{"database.names": f"{DB},otherDB"}), lake)
     seen = [(v["source"]["db"], v["op"]) for v in data(lake)]
-    assert sorted(seen) == [("otherDB", "d"), ("otherDB", "r"), ("testDB", "c"), ("testDB", "r")]
+    assert sorted(seen) == [
+        ("otherDB", "d"),
+        ("otherDB", "r"),
+        ("otherDB", "r"),
+        ("testDB", "c"),
+        ("testDB", "r"),
+    ]
     for row in events(lake):  # one snapshot batch holds both databases' rows: each its own db
         if row[S.KIND] == "data" and row["value"]:
             assert row[S.TOPIC] == f"server1.{row['value']['source']['db']}.dbo.customers"
