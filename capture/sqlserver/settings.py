@@ -44,6 +44,7 @@ class SqlServerSettings:
     handling: SqlServerHandling = field(default_factory=SqlServerHandling)
     rules: AgentRules = field(default_factory=AgentRules)
     processing_time: bool = False
+    include_schema_changes: bool = True
     dbapi_module: str = "pyodbc"
     snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
     max_iteration_transactions: int = MAX_ITERATION_TRANSACTIONS
@@ -64,5 +65,6 @@ class SqlServerSettings:
             handling=SqlServerHandling.from_config(config),
             rules=AgentRules.from_config(config),
             processing_time=str(config.source_timestamp_mode) == "processing",
+            include_schema_changes=bool(config.include_schema_changes),
             dbapi_module=os.environ.get(DBAPI_ENV) or "pyodbc",
         )

@@ -44,6 +44,8 @@ class SnapshotReader(SqlServerAgent):
         tables = []
         for db in self.settings.databases:
             self._check_database(db)
+            if self.settings.snapshot_mode == "schema_only":
+                continue  # no rows: the end marker commits the LSN the stream starts at
             for inst in self._newest(self._instances(db)):
                 tables.append((db, inst.table.collection))
         self._snapshot = SnapshotProgress({}, tables, ts_ms=int(time.time() * 1000))

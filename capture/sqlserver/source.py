@@ -8,7 +8,8 @@ driver errors, :mod:`.types` maps column types. See ``docs/capture-sqlserver.md`
 1. **Checks.** Each database of ``database.names`` must have CDC enabled
    (``sys.databases.is_cdc_enabled``); without a max LSN, SQL Server Agent must be running
    (Debezium's ``sys.dm_server_services`` query), else a clear error.
-2. **Snapshot** (``initial``, ``initial_only``): :mod:`.snapshot`.
+2. **Snapshot** (``initial``, ``initial_only``; ``schema_only`` reads no table but lands the
+   snapshot's end marker, so the stream's starting LSN is committed): :mod:`.snapshot`.
 3. **Stream**: :mod:`.stream`.
 4. **Offsets.** Per database, the commit LSN of the last transaction read whole and, for a
    transaction cut by ``max.transaction.size``, its commit LSN and the records already landed.
@@ -67,11 +68,6 @@ class SqlServerSource(CurrentReader, StreamReader):
         for db in self.settings.databases:
             self._check_database(db)
         if offset is None:
-            if self.settings.snapshot_mode == "schema_only":
-                for db in self.settings.databases:
-                    self._db[db].lsn = self._max_lsn(db) or bytes(10)
-                self._phase = "stream"
-                return
             self._start_snapshot()
             return
         self._restore(offset)

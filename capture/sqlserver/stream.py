@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from bronze.batch import BatchBuilder
-from bronze.envelope import ConnectRecord, heartbeat
+from bronze.envelope import ConnectRecord, heartbeat, schema_change
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
 from capture.column_types import ValueConversionError
@@ -105,6 +105,8 @@ class StreamReader(SqlServerAgent):
                 q.TRANSACTIONS, (self.settings.max_iteration_transactions, state.lsn, max_lsn)
             )
             if not window:
+                if not self._schema_changes(db, state, max_lsn, builder, limits, target, now):
+                    return False
                 state.lsn = max_lsn  # nothing captured up to the max LSN
                 return True
             changes = self._changes(db, state, window[-1][0])
@@ -113,6 +115,8 @@ class StreamReader(SqlServerAgent):
                 by_commit.setdefault(change[0], []).append(change)
             for commit, ended in window:
                 at = (bytes(commit), ended)
+                if not self._schema_changes(db, state, at[0], builder, limits, target, now):
+                    return False
                 if not self._transaction(
                     db, state, at, by_commit.get(at[0], []), builder, limits, target, now
                 ):
@@ -184,6 +188,72 @@ class StreamReader(SqlServerAgent):
         self._tx = None
         state.lsn, state.cut = commit, None
         return not self._ends(builder, None, limits, state, target)
+
+    def _schema_changes(
+        self,
+        db: str,
+        state: DbState,
+        upto: bytes,
+        builder: BatchBuilder,
+        limits: BatchLimits,
+        target: Mapping[str, Any] | None,
+        now: dt.datetime,
+    ) -> bool:
+        """A schema-change record (``include.schema.changes``) for each capture instance
+        created after the offset and up to ``upto``: ``CREATE`` for a table's first, ``ALTER``
+        for a second one (the columns the stream switches to there). False when the batch
+        ended first."""
+        if not self.settings.include_schema_changes:
+            return True
+        for inst in state.instances:
+            if not state.lsn < inst.start_lsn <= upto:
+                continue
+            if self._ends(builder, None, limits, state, target):
+                return False
+            older = any(
+                i.table.collection == inst.table.collection and i.start_lsn < inst.start_lsn
+                for i in state.instances
+            )
+            record = self._schema_record(db, inst, "ALTER" if older else "CREATE")
+            position = _position(inst.start_lsn, Phase.STREAM, ZERO_LSN, 0, 0)
+            origin = f"{self.ORIGIN}:schema:{inst.name}@{format_lsn(inst.start_lsn)}"
+            self._add(builder, record, position, origin, now, None, None)
+            self._last_position = position
+            state.lsn = inst.start_lsn
+        return True
+
+    def _schema_record(self, db: str, inst: Instance, kind: str) -> ConnectRecord:
+        table = inst.table
+        source = self._source(
+            db, inst, int(time.time() * 1000), commit_lsn=format_lsn(inst.start_lsn)
+        )
+        columns = [
+            {
+                "name": name,
+                "typeName": table.types[n].type_name,
+                "position": n + 1,
+                "optional": not table.columns[n].not_null,
+            }
+            for n, name in enumerate(table.names)
+        ]
+        change = {
+            "type": kind,
+            "id": f'"{db}"."{table.schema}"."{table.table}"',
+            "table": {
+                "defaultCharsetName": None,
+                "primaryKeyColumnNames": [table.names[i] for i in table.key_idx],
+                "columns": columns,
+                "attributes": [{"name": "captureInstance", "value": inst.name}],
+            },
+        }
+        return schema_change(
+            db,
+            source,
+            schema_name=table.schema,
+            table_changes=[change],
+            ts_ms=int(time.time() * 1000),
+            topic=self.settings.server_name,
+        )
 
     def _ends(
         self,

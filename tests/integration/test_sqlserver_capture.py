@@ -253,6 +253,21 @@ def test_capture_instance_switch_on_schema_change(model: SqlServerModel, tmp_pat
     assert "phone_number" not in values[1]["after"]  # the old instance has no such column
     assert values[2]["after"] == row
     assert values[3]["after"]["phone_number"] == "+1-555-999999"
+    kinds = [(r[S.KIND], (r["value"] or {}).get("op")) for r in events(lake)]
+    # the switch is announced between the last change of the old instance and the new one's
+    at = kinds.index(("schema_change", None))
+    assert kinds[at - 1 : at + 2] == [("data", "c"), ("schema_change", None), ("data", "c")]
+    (change,) = events(lake)[at]["value"]["tableChanges"]
+    assert (change["type"], change["id"]) == ("ALTER", '"testDB"."dbo"."customers"')
+    assert [c["name"] for c in change["table"]["columns"]][-1] == "phone_number"
+    quiet = tmp_path / "quiet"
+    land(raw(model, **{"include.schema.changes": False, "snapshot.mode": "schema_only"}), quiet)
+    model.enable_table(DB, "dbo", "customers", "dbo_customers_v3")
+    with model.transaction(DB) as tx:
+        tx.update("dbo", "customers", 1007, {"email": "v3@example.org"})
+    land(raw(model, **{"include.schema.changes": False}), quiet)
+    landed = [(r[S.KIND], r["value"].get("op")) for r in events(quiet) if r[S.KIND] != "heartbeat"]
+    assert landed == [("data", "u")]  # schema_only: no rows read, and no schema change
 
 
 def test_several_databases(model: SqlServerModel, tmp_path: Path) -> None:
