@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from bronze.batch import BatchBuilder
-from bronze.envelope import ConnectRecord, heartbeat, schema_change
+from bronze.envelope import ConnectRecord, schema_change
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
 from capture.column_types import ValueConversionError
@@ -351,15 +351,11 @@ class StreamReader(SqlServerAgent):
             return
         newest = max(state.lsn for state in self._db.values())
         position = _position(newest, Phase.STREAM, _LAST, 0, 0)
-        last = self._last_position
-        if last is not None and last.encode() >= position.encode():
-            return
-        self._last_heartbeat = time.monotonic()
-        record = heartbeat(s.server_name, int(time.time() * 1000))
-        self._add(
-            builder, record, position, f"mssql:heartbeat@{format_lsn(newest)}", now, None, None
-        )
-        self._last_position = position
+        if self._last_position is None or self._last_position.encode() < position.encode():
+            self._last_heartbeat = time.monotonic()
+            # the same heartbeat record that closes an empty snapshot
+            self._snapshot_marker(builder, position, f"mssql:heartbeat@{format_lsn(newest)}", now)
+            self._last_position = position
 
     def _run_action_query(self, sql: str) -> None:
         session = self._session(self.settings.databases[0])

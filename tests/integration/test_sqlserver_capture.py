@@ -460,3 +460,16 @@ def test_reconciliation_reads_and_the_log_after_a_cut(
     check = source.changes_after(cut, later)
     assert check.ahead is True and "committed after the cut" in check.reason
     assert source.point_text(later).startswith("testDB@00000027:")
+
+
+def test_heartbeats_follow_the_last_transaction_read(model: SqlServerModel, tmp_path: Path) -> None:
+    lake, config = tmp_path / "lake", raw(model, **{"heartbeat.interval.ms": 1})
+    with model.transaction(DB) as tx:
+        tx.insert("dbo", "customers", john())
+    land(config, lake)
+    land(config, lake)  # nothing new: no second heartbeat at the same point
+    with model.transaction(DB) as tx:
+        tx.delete("dbo", "customers", 1005)
+    land(config, lake)
+    kinds = [r[S.KIND] for r in events(lake)]
+    assert kinds == ["data", "heartbeat", "data", "tombstone", "heartbeat"], kinds
