@@ -12,14 +12,25 @@ from capture.sqlserver.types import ColumnFacts, SqlServerHandling, column_type
 ADAPTIVE = SqlServerHandling()
 
 
+def facts(kind: str, fraction: int | None, scale: int | None) -> ColumnFacts:
+    return ColumnFacts("c", kind, scale=scale, fraction=fraction)
+
+
 def convert(
-    kind: str, value: object, handling: SqlServerHandling = ADAPTIVE, **facts: int
+    kind: str,
+    value: object,
+    handling: SqlServerHandling = ADAPTIVE,
+    *,
+    fraction: int | None = None,
+    scale: int | None = None,
 ) -> object:
-    return column_type(ColumnFacts("c", kind, **facts), handling).convert(value)
+    return column_type(facts(kind, fraction, scale), handling).convert(value)
 
 
-def schema_name(kind: str, handling: SqlServerHandling = ADAPTIVE, **facts: int) -> object:
-    return column_type(ColumnFacts("c", kind, **facts), handling).schema.get("name")
+def schema_name(
+    kind: str, handling: SqlServerHandling = ADAPTIVE, *, fraction: int | None = None
+) -> object:
+    return column_type(facts(kind, fraction, None), handling).schema.get("name")
 
 
 def test_datetimeoffset_is_a_utc_zoned_timestamp() -> None:
