@@ -123,3 +123,14 @@ def test_a_live_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Reachable: CDC checks, max LSN, capture instances and a window read, then a heartbeat.
     result = land(raw, tmp_path / "lake")
     assert result.landed >= 1
+
+
+def test_a_missing_driver_says_what_to_install(closed_port: int) -> None:
+    from dataclasses import replace
+
+    from pipeline.errors import NotInstalledError, Terminal
+
+    missing = replace(settings(closed_port), dbapi_module="medallion_no_such_odbc_module")
+    with pytest.raises(NotInstalledError, match=r"pip install '\.\[sqlserver\]'") as caught:
+        Session(missing, "testDB", "mssql")
+    assert isinstance(caught.value, Terminal) and "tdsodbc" in str(caught.value)
