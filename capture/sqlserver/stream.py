@@ -30,14 +30,14 @@ from bronze.batch import BatchBuilder
 from bronze.envelope import ConnectRecord, schema_change
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
-from capture.column_types import ValueConversionError
-from capture.database_source import (
-    BatchLimits,
+from capture.change_records import (
     delete_records,
     insert_records,
     key_move_records,
     update_records,
 )
+from capture.column_types import ValueConversionError
+from capture.database_source import BatchLimits
 from capture.sqlserver import connection as q
 from capture.sqlserver.agent import (
     ZERO_LSN,
