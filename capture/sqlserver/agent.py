@@ -100,7 +100,6 @@ class SqlServerAgent(DatabaseSource):
         self._sessions: dict[str, Session] = {}
         self._db: dict[str, DbState] = {db: DbState() for db in settings.databases}
         self._snapshot: SnapshotProgress[dict[str, str]] | None = None
-        self._agent_warned = False
         self._table_db: dict[int, str] = {}
         """Database of each snapshot table (by identity: two databases may have one name)."""
 
@@ -126,22 +125,13 @@ class SqlServerAgent(DatabaseSource):
             )
 
     def _max_lsn(self, db: str) -> bytes | None:
-        """``sys.fn_cdc_get_max_lsn()``; None with the Agent stopped before any capture (an
-        error), or when nothing was captured yet. A stopped Agent with a max LSN is a warning:
-        the change tables lag until it runs."""
+        """``sys.fn_cdc_get_max_lsn()``; None when nothing was captured yet. Without a max LSN,
+        SQL Server Agent must be running (Debezium's check, which needs ``VIEW SERVER STATE``),
+        else nothing will ever be captured: an error."""
         session = self._session(db)
         value = session.scalar(q.MAX_LSN)
-        running = bool(session.scalar(q.AGENT_RUNNING))
-        if value is None and not running:
+        if value is None and not session.scalar(q.AGENT_RUNNING):
             raise CaptureError(f"source {self.name}: database {db!r}: {NO_MAX_LSN}")
-        if not running and not self._agent_warned:
-            self._agent_warned = True
-            logger.warning(
-                "source %s: SQL Server Agent is not running: changes wait in the log of %r "
-                "until it runs",
-                self.name,
-                db,
-            )
         session.commit()
         return None if value is None else bytes(value)
 

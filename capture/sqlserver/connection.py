@@ -78,14 +78,17 @@ def quote(name: str) -> str:
     return "[" + name.replace("]", "]]") + "]"
 
 
-def all_changes(capture_instance: str) -> str:
+def all_changes(capture_instance: str, columns: Sequence[str]) -> str:
     """Every change row of an instance between two commit LSNs, update before-images included
     (``cdc.fn_cdc_get_all_changes_<ci>(@from_lsn, @to_lsn, N'all update old')``), in the order
-    Debezium reads them: commit LSN, change LSN, operation."""
+    Debezium reads them: commit LSN, change LSN, operation. The columns are named: the
+    function's result is the four ``__$`` columns, then the captured ones."""
     if not capture_instance.replace("_", "").isalnum():
         raise CaptureError(f"capture instance name {capture_instance!r} is not an identifier")
+    names = ", ".join(quote(c) for c in columns)
     return (
-        f"SELECT * FROM cdc.fn_cdc_get_all_changes_{capture_instance}(?, ?, N'all update old') "
+        f"SELECT [__$start_lsn], [__$seqval], [__$operation], [__$update_mask], {names} "
+        f"FROM cdc.fn_cdc_get_all_changes_{capture_instance}(?, ?, N'all update old') "
         "ORDER BY [__$start_lsn], [__$seqval], [__$operation]"
     )
 

@@ -139,7 +139,7 @@ class StreamReader(SqlServerAgent):
             start = max(from_lsn, bytes(session.scalar(q.MIN_LSN, (inst.name,))))
             if start > to_lsn or (until is not None and until < start):
                 continue
-            for row in session.rows(q.all_changes(inst.name), (start, to_lsn)):
+            for row in session.rows(q.all_changes(inst.name, inst.table.names), (start, to_lsn)):
                 commit = bytes(row[0])
                 if until is not None and commit > until:
                     continue  # the newer instance has it, with the newer columns
