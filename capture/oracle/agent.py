@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from capture.captured_table import CapturedTable, CatalogColumn
-from capture.database_source import DatabaseSource, OpenTransaction
+from capture.database_source import VERSION, DatabaseSource, OpenTransaction
 from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, column_type
 from pipeline.errors import CaptureError, NotInstalledError, SourceUnavailable
@@ -119,7 +119,11 @@ class OracleAgent(DatabaseSource):
         self.settings = settings
         self.partition = settings.server_name
         self.driver = dbapi()
-        self.OUTAGES = (self.driver.OperationalError, self.driver.InterfaceError)
+        # The driver module is chosen per agent (DBAPI_ENV), so its outage classes are too: an
+        # instance attribute shadows the class flag DatabaseSource catches.
+        object.__setattr__(
+            self, "OUTAGES", (self.driver.OperationalError, self.driver.InterfaceError)
+        )
         self._mining: Any = None
         self._side_conn: Any = None
         self._tables: dict[tuple[str, str], OracleTable | None] = {}
@@ -178,7 +182,9 @@ class OracleAgent(DatabaseSource):
         """The captured table ``owner.table`` (None when the filters leave it out)."""
         key = (owner, table)
         if key not in self._tables:
-            self._tables[key] = self._describe(owner, table) if self._captured(owner, table) else None
+            self._tables[key] = (
+                self._describe(owner, table) if self._captured(owner, table) else None
+            )
         return self._tables[key]
 
     def _describe(self, owner: str, table: str) -> OracleTable:
@@ -242,8 +248,6 @@ class OracleAgent(DatabaseSource):
         user: str | None = None,
     ) -> dict[str, Any]:
         s = self.settings
-        from capture.database_source import VERSION
-
         return {
             "version": VERSION,
             "connector": CONNECTOR,

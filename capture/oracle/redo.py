@@ -4,7 +4,7 @@ LogMiner prints each row change as one SQL statement (Oracle Database Utilities,
 LogMiner to Analyze Redo Log Files"); with ``NO_ROWID_IN_STMT`` and supplemental logging of all
 columns the forms are::
 
-    insert into "HR"."JOBS"("JOB_ID","JOB_TITLE","MIN_SALARY") values ('IT_WT','Technical Writer','4000');
+    insert into "HR"."JOBS"("JOB_ID","JOB_TITLE","MIN_SALARY") values ('IT_WT','Writer','4000');
     update "HR"."JOBS" set "MIN_SALARY" = '5000' where "JOB_ID" = 'IT_WT' and "MIN_SALARY" = '4000';
     delete from "HR"."JOBS" where "JOB_ID" = 'IT_WT' and "JOB_TITLE" IS NULL;
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import orjson
@@ -122,11 +123,18 @@ class SnapshotReader(StreamReader):
                 snap.index, snap.after = index, [0]
             captured = table.captured
             source = self._source_block(captured, snapshot="true", ts_ms=snap.ts_ms, scn=snap.point)
-            position = OraclePosition._new(snap.point, Phase.SNAPSHOT, snap.point, None, 0, snap.seq)
+            position = OraclePosition._new(
+                snap.point, Phase.SNAPSHOT, snap.point, None, 0, snap.seq
+            )
             snap.seq += 1
             self._snapshot_row(
-                builder, captured, values, source, position, now,
-                lambda v=values: orjson.dumps(v, default=str),
+                builder,
+                captured,
+                values,
+                source,
+                position,
+                now,
+                partial(orjson.dumps, values, default=str),
             )
             self._last_position = position
             snap.after = [int(snap.after[0]) + 1 if snap.after else 1]

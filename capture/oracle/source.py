@@ -95,9 +95,7 @@ class OracleSource(SnapshotReader):
             "scn": self._low_watermark(),
             "commit_scn": done_scn,
             "commit_xids": sorted(done_xids),
-            "tx": None
-            if cut is None
-            else {"xid": cut[0], "commit_scn": cut[1], "emitted": cut[2]},
+            "tx": None if cut is None else {"xid": cut[0], "commit_scn": cut[1], "emitted": cut[2]},
             "snapshot": None
             if snap is None or self._phase != "snapshot"
             else {

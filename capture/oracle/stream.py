@@ -38,12 +38,12 @@ from typing import Any
 from bronze.batch import BatchBuilder
 from bronze.envelope import ConnectRecord, heartbeat
 from bronze.position_base import Phase
+from capture.column_types import ValueConversionError
 from capture.database_source import (
     data_record,
     delete_records,
     update_records,
 )
-from capture.column_types import ValueConversionError
 from capture.oracle.agent import OracleAgent, OracleTx, ora_code
 from capture.oracle.buffer import MinedChange, TxBuffer
 from capture.oracle.position import OraclePosition, _parse_rs_id
@@ -89,8 +89,7 @@ ADD_FIRST = (
     "BEGIN SYS.DBMS_LOGMNR.ADD_LOGFILE(LOGFILENAME => :1, OPTIONS => SYS.DBMS_LOGMNR.NEW); END;"
 )
 ADD_NEXT = (
-    "BEGIN SYS.DBMS_LOGMNR.ADD_LOGFILE(LOGFILENAME => :1, OPTIONS => SYS.DBMS_LOGMNR.ADDFILE); "
-    "END;"
+    "BEGIN SYS.DBMS_LOGMNR.ADD_LOGFILE(LOGFILENAME => :1, OPTIONS => SYS.DBMS_LOGMNR.ADDFILE); END;"
 )
 BUILD_DICTIONARY = (
     "BEGIN SYS.DBMS_LOGMNR_D.BUILD(OPTIONS => SYS.DBMS_LOGMNR_D.STORE_IN_REDO_LOGS); END;"
@@ -101,9 +100,7 @@ START_OPTIONS = {
     " + SYS.DBMS_LOGMNR.NO_ROWID_IN_STMT",
     "hybrid": "SYS.DBMS_LOGMNR.DICT_FROM_ONLINE_CATALOG + SYS.DBMS_LOGMNR.NO_ROWID_IN_STMT",
 }
-START_SQL = (
-    "BEGIN SYS.DBMS_LOGMNR.START_LOGMNR(STARTSCN => :1, ENDSCN => :2, OPTIONS => {}); END;"
-)
+START_SQL = "BEGIN SYS.DBMS_LOGMNR.START_LOGMNR(STARTSCN => :1, ENDSCN => :2, OPTIONS => {}); END;"
 END_SQL = "BEGIN SYS.DBMS_LOGMNR.END_LOGMNR; END;"
 
 _ALL = "*"
@@ -116,7 +113,9 @@ class Ready:
 
     __slots__ = ("buffer", "commit_rs_id", "commit_scn", "thread", "ts_ms")
 
-    def __init__(self, buffer: TxBuffer, commit_scn: int, rs_id: str | None, ts_ms: int, thread: int) -> None:
+    def __init__(
+        self, buffer: TxBuffer, commit_scn: int, rs_id: str | None, ts_ms: int, thread: int
+    ) -> None:
         self.buffer = buffer
         self.commit_scn = commit_scn
         self.commit_rs_id = rs_id
@@ -149,7 +148,9 @@ class StreamReader(OracleAgent):
         self._last_position: OraclePosition | None = None
 
     # --- state ----------------------------------------------------------------------------------
-    def _reset_stream(self, low: int, done_scn: int, done_xids: set[str], cut: tuple[str, int, int] | None) -> None:
+    def _reset_stream(
+        self, low: int, done_scn: int, done_xids: set[str], cut: tuple[str, int, int] | None
+    ) -> None:
         for buffered in self._buffer.values():
             buffered.close()
         for ready in self._ready:
@@ -221,7 +222,9 @@ class StreamReader(OracleAgent):
                     raise
                 if code == 1291:
                     self._check_coverage()
-                logger.info("source %s: %s; registering the logs again", self.name, str(exc).strip())
+                logger.info(
+                    "source %s: %s; registering the logs again", self.name, str(exc).strip()
+                )
                 self._registered = set()
         self._apply(rows)
         self._mined_to = end
@@ -243,7 +246,23 @@ class StreamReader(OracleAgent):
     def _apply(self, rows: list[tuple[Any, ...]]) -> None:
         pending: list[str] = []
         for row in rows:
-            scn, sql, code, ts, xid, csf, table, owner, _op, user, row_id, rollback, rs_id, ssn, thread = row
+            (
+                scn,
+                sql,
+                code,
+                ts,
+                xid,
+                csf,
+                table,
+                owner,
+                _op,
+                user,
+                row_id,
+                rollback,
+                rs_id,
+                ssn,
+                thread,
+            ) = row
             if csf:
                 pending.append(sql or "")
                 continue
@@ -266,8 +285,17 @@ class StreamReader(OracleAgent):
                     tx.undo(row_id)
                     continue
                 change = MinedChange(
-                    scn, rs_id, int(ssn or 0), code, str(owner), str(table), str(sql or ""),
-                    row_id, _ts_ms(ts), int(thread or 1), user,
+                    scn,
+                    rs_id,
+                    int(ssn or 0),
+                    code,
+                    str(owner),
+                    str(table),
+                    str(sql or ""),
+                    row_id,
+                    _ts_ms(ts),
+                    int(thread or 1),
+                    user,
                 )
                 tx.add(change)
 
@@ -347,7 +375,9 @@ class StreamReader(OracleAgent):
     def _begin_emitting(self, builder: BatchBuilder, now: dt.datetime) -> None:
         ready = self._ready.popleft()
         xid = ready.buffer.xid
-        tx = OracleTx(xid, ready.ts_ms, commit_scn=ready.commit_scn, start_scn=ready.buffer.start_scn)
+        tx = OracleTx(
+            xid, ready.ts_ms, commit_scn=ready.commit_scn, start_scn=ready.buffer.start_scn
+        )
         tx.commit_rs_id = ready.commit_rs_id
         if self._cut is not None and self._cut[:2] == (xid, ready.commit_scn):
             tx.skip = self._cut[2]
@@ -377,8 +407,12 @@ class StreamReader(OracleAgent):
             if not tx.count():
                 continue
             position = OraclePosition._new(
-                ready.commit_scn, Phase.STREAM, change.scn, _parse_rs_id(change.rs_id or ""),
-                change.ssn, tx.seq,
+                ready.commit_scn,
+                Phase.STREAM,
+                change.scn,
+                _parse_rs_id(change.rs_id or ""),
+                change.ssn,
+                tx.seq,
             )
             self._add(builder, record, position, origin, now, tx, table)
             self._last_position = position
@@ -399,9 +433,16 @@ class StreamReader(OracleAgent):
         statement = parse_redo(change.sql)
         s = self.settings
         source = self._source_block(
-            captured, snapshot="false", ts_ms=change.ts_ms, scn=change.scn,
-            commit_scn=tx.commit_scn, xid=tx.id, rs_id=(change.rs_id or "").strip() or None,
-            ssn=change.ssn, thread=change.thread, user=change.username,
+            captured,
+            snapshot="false",
+            ts_ms=change.ts_ms,
+            scn=change.scn,
+            commit_scn=tx.commit_scn,
+            xid=tx.id,
+            rs_id=(change.rs_id or "").strip() or None,
+            ssn=change.ssn,
+            thread=change.thread,
+            user=change.username,
         )
         metadata = s.provide_transaction_metadata
         if statement.op == "insert":
@@ -417,14 +458,26 @@ class StreamReader(OracleAgent):
             if "d" in s.skipped_operations:
                 return [], captured
             return delete_records(
-                source, before, old_key, captured, tx.block(captured.collection, metadata),
+                source,
+                before,
+                old_key,
+                captured,
+                tx.block(captured.collection, metadata),
                 tombstones=s.tombstones_on_delete,
             ), captured
         new = self._values(table, statement.after())
         after, new_key = captured.row_and_key(new)
         return update_records(
-            source, before, after, old_key, new_key, captured, tx,
-            metadata=metadata, tombstones=s.tombstones_on_delete, skipped=s.skipped_operations,
+            source,
+            before,
+            after,
+            old_key,
+            new_key,
+            captured,
+            tx,
+            metadata=metadata,
+            tombstones=s.tombstones_on_delete,
+            skipped=s.skipped_operations,
         ), captured
 
     def _values(self, table: Any, values: Mapping[str, Any]) -> list[Any]:
@@ -446,8 +499,12 @@ class StreamReader(OracleAgent):
         if self.settings.provide_transaction_metadata:
             tx.seq += 1
             position = OraclePosition._new(
-                ready.commit_scn, Phase.STREAM, ready.commit_scn,
-                _parse_rs_id(ready.commit_rs_id or ""), 0, tx.seq,
+                ready.commit_scn,
+                Phase.STREAM,
+                ready.commit_scn,
+                _parse_rs_id(ready.commit_rs_id or ""),
+                0,
+                tx.seq,
             )
             self._emit_end(builder, tx, position, now)
         ready.buffer.close()

@@ -182,17 +182,15 @@ def _binary(handling: OracleHandling, name: str) -> ColumnType:
 def _temporal(column: OracleColumn, handling: OracleHandling) -> ColumnType:
     name = column.data_type
     if name == "DATE":
-        return ColumnType(
-            cs.timestamp_millis(), lambda v: _micros(_as_datetime(v)) // 1000, name
-        )
+        return ColumnType(cs.timestamp_millis(), lambda v: _micros(_as_datetime(v)) // 1000, name)
     if "TIME ZONE" in name:
-        return ColumnType(cs.zoned_timestamp(), lambda v: format_utc(_micros(_as_datetime(v))), name)
+        return ColumnType(
+            cs.zoned_timestamp(), lambda v: format_utc(_micros(_as_datetime(v))), name
+        )
     match = _FRACTION.search(name)
     digits = int(match.group(1)) if match else 6
     if handling.time_precision == "connect" or digits <= 3:
-        return ColumnType(
-            cs.timestamp_millis(), lambda v: _micros(_as_datetime(v)) // 1000, name
-        )
+        return ColumnType(cs.timestamp_millis(), lambda v: _micros(_as_datetime(v)) // 1000, name)
     if digits <= 6:
         return ColumnType(cs.micro_timestamp(), lambda v: _micros(_as_datetime(v)), name)
     return ColumnType(cs.nano_timestamp(), lambda v: _micros(_as_datetime(v)) * 1000, name)
@@ -283,7 +281,9 @@ def _function(value: RedoFunction) -> Any:
     if name == "UNISTR":
         return _unistr(str(texts[0]))
     if name == "TO_DATE":
-        fmt = _DATE_FORMATS.get(str(texts[1]).upper() if len(texts) > 1 else "YYYY-MM-DD HH24:MI:SS")
+        fmt = _DATE_FORMATS.get(
+            str(texts[1]).upper() if len(texts) > 1 else "YYYY-MM-DD HH24:MI:SS"
+        )
         if fmt is None:
             raise ValueError(f"TO_DATE format {texts[1]!r} is not one the agent sets")
         return dt.datetime.strptime(str(texts[0]), fmt)

@@ -14,6 +14,7 @@ import datetime as dt
 import fcntl
 import os
 import pickle
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -182,14 +183,11 @@ def render(column: Column, value: Any) -> str:
         return "EMPTY_CLOB()"
     text = str(value)
     if kind.startswith("N") and not text.isascii():
+        # LogMiner prints national-character text as UNISTR with UTF-16 code-unit escapes
         units = text.encode("utf-16-be")
         escaped = "".join(
-            "\\\\" if ch == "\\" else ch if ch.isascii() else "" for ch in text
+            f"\\{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
         )
-        if escaped != text:
-            escaped = "".join(
-                f"\\{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
-            )
         return f"UNISTR('{escaped}')"
     return _quote(text)
 
@@ -225,6 +223,7 @@ class OracleModel:
         self.undo_low_scn = 0
         """Flashback reads below this SCN raise ORA-01555 (undo retention exceeded)."""
         self.epoch = 0
+        self.down_until = 0.0
         """Bumped by :meth:`restart`: sessions of an older epoch are gone (ORA-03113)."""
         self.tables: dict[tuple[str, str], Table] = {}
         self.open: dict[str, Transaction] = {}
@@ -284,11 +283,13 @@ class OracleModel:
             if log.archived and not log.online and log.next_change <= before_scn:
                 log.purged = True
 
-    def restart(self) -> None:
-        """``SHUTDOWN ABORT`` + ``STARTUP``: sessions are lost, open transactions roll back."""
+    def restart(self, down_s: float = 1.0) -> None:
+        """``SHUTDOWN ABORT`` + ``STARTUP``: sessions are lost, open transactions roll back, and
+        the listener refuses connections for ``down_s`` seconds (the instance starting)."""
         for xid in list(self.open):
             self.rollback(xid)
         self.epoch += 1
+        self.down_until = time.time() + down_s
 
     def _emit(
         self,
@@ -381,7 +382,9 @@ class OracleModel:
         self._redo_dml(tx, table, row_id, None, row)
         return row_id
 
-    def update(self, xid: str, owner: str, name: str, key: dict[str, Any], values: dict[str, Any]) -> None:
+    def update(
+        self, xid: str, owner: str, name: str, key: dict[str, Any], values: dict[str, Any]
+    ) -> None:
         tx, table = self._started(xid), self.tables[(owner, name)]
         row_id = self.find(owner, name, key)
         before = table.live[row_id]

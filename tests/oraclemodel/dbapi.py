@@ -14,6 +14,7 @@ The agent picks this module instead of ``oracledb`` when ``MEDALLION_ORACLE_DBAP
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,11 @@ def connect(*, user: str, password: str | None = None, dsn: str, **_: Any) -> Co
         raise OperationalError(
             f"DPY-6005: cannot connect to database (CONNECTION_ID=model).\n"
             f"[Errno 111] Connection refused: no model at {dsn}"
+        )
+    if time.time() < OracleModel.load(path).down_until:
+        raise OperationalError(
+            "DPY-6005: cannot connect to database (CONNECTION_ID=model).\n"
+            "ORA-01033: ORACLE initialization or shutdown in progress"
         )
     return Connection(path, user)
 
@@ -163,6 +169,7 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Res
         return _plsql(conn, model, upper, args), []
     if upper == "SELECT CURRENT_SCN FROM V$DATABASE":
         return [(model.scn,)], ["CURRENT_SCN"]
+    rows: list[tuple[Any, ...]]
     if "FROM V$DATABASE D LEFT OUTER JOIN V$TRANSACTION T" in upper:
         rows = [
             (model.scn, tx.xid, tx.start_scn)
@@ -328,7 +335,10 @@ def _contents(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -
     """``SELECT ... FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2 AND SRC_CON_NAME = :3
     AND (OPERATION_CODE IN (...) ...)``: the registered logs' rows in the session's range."""
     if conn.mining is None:
-        raise _ora("01306", "dbms_logmnr.start_logmnr() must be invoked before selecting from v$logmnr_contents")
+        raise _ora(
+            "01306",
+            "dbms_logmnr.start_logmnr() must be invoked before selecting from v$logmnr_contents",
+        )
     select, codes = _SELECT_LIST.match(sql), _CODES.search(sql)
     if select is None or codes is None or "SCN > :1 AND SCN <= :2" not in sql.upper():
         raise _ora("00900", f"invalid SQL statement: {sql[:120]}")
@@ -342,7 +352,10 @@ def _contents(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -
         log = _file(model, name)
         if (log.thread, log.sequence) != (thread, sequence):
             # the online group was reused after the file was added
-            raise _ora("00310", f"archived log contains sequence {log.sequence}; sequence {sequence} required")
+            raise _ora(
+                "00310",
+                f"archived log contains sequence {log.sequence}; sequence {sequence} required",
+            )
         rows += [
             r
             for r in log.rows

@@ -11,6 +11,7 @@ from tests.contract.drivers.postgresql import PostgresDriver
 __all__ = ["DRIVERS", "Capability", "ContractDriver"]
 
 DRIVERS: dict[str, type[ContractDriver]] = {
-    driver.CONNECTOR: driver for driver in (PostgresDriver, MySqlDriver, DebeziumJsonDriver, OracleDriver)
+    driver.CONNECTOR: driver
+    for driver in (PostgresDriver, MySqlDriver, DebeziumJsonDriver, OracleDriver)
 }
 """Every connector the suite runs, by its ``connector`` name."""
