@@ -68,12 +68,26 @@ def connect(*, user: str, password: str | None = None, dsn: str, **_: Any) -> Co
             f"DPY-6005: cannot connect to database (CONNECTION_ID=model).\n"
             f"[Errno 111] Connection refused: no model at {dsn}"
         )
-    if time.time() < OracleModel.load(path).down_until:
+    if time.time() < _cached(path).down_until:
         raise OperationalError(
             "DPY-6005: cannot connect to database (CONNECTION_ID=model).\n"
             "ORA-01033: ORACLE initialization or shutdown in progress"
         )
     return Connection(path, user)
+
+
+_CACHE: dict[Path, tuple[tuple[int, int], OracleModel]] = {}
+
+
+def _cached(path: Path) -> OracleModel:
+    """The model saved at ``path``, read again only when the file changed (every save
+    replaces the file, so its inode and mtime change)."""
+    stat = path.stat()
+    stamp = (stat.st_ino, stat.st_mtime_ns)
+    hit = _CACHE.get(path)
+    if hit is None or hit[0] != stamp:
+        hit = _CACHE[path] = (stamp, OracleModel.load(path))
+    return hit[1]
 
 
 class Connection:
@@ -84,7 +98,7 @@ class Connection:
         self.user = user
         self.closed = False
         self.container = "CDB$ROOT"
-        self.epoch = OracleModel.load(path).epoch
+        self.epoch = _cached(path).epoch
         self.logfiles: dict[str, tuple[int, int]] = {}
         """LogMiner's file list: name -> (thread, sequence) the file held when added."""
         self.mining: tuple[int, int] | None = None
@@ -92,7 +106,7 @@ class Connection:
     def model(self) -> OracleModel:
         if self.closed:
             raise InterfaceError("DPY-1001: not connected to database")
-        model = OracleModel.load(self.path)
+        model = _cached(self.path)
         if model.epoch != self.epoch:
             raise OperationalError("DPY-4011: the database or network closed the connection")
         return model
