@@ -165,6 +165,11 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _datetime(value: dt.datetime) -> str:
+    # YYYY is always four digits in Oracle (0999), unlike strftime's %Y on some platforms
+    return f"{value.year:04d}-{value:%m-%d %H:%M:%S}"
+
+
 def render(column: Column, value: Any) -> str:
     """A value as LogMiner prints it in ``SQL_REDO`` (session NLS formats of the agent)."""
     if value is None:
@@ -173,10 +178,10 @@ def render(column: Column, value: Any) -> str:
     if kind in ("NUMBER", "INTEGER", "FLOAT", "BINARY_FLOAT", "BINARY_DOUBLE"):
         return _quote(format(value, "f") if isinstance(value, Decimal) else str(value))
     if kind == "DATE":
-        return f"TO_DATE('{value:%Y-%m-%d %H:%M:%S}', 'YYYY-MM-DD HH24:MI:SS')"
+        return f"TO_DATE('{_datetime(value)}', 'YYYY-MM-DD HH24:MI:SS')"
     if kind.startswith("TIMESTAMP"):
         fraction = f"{value.microsecond:06d}".rstrip("0")
-        return f"TO_TIMESTAMP('{value:%Y-%m-%d %H:%M:%S}.{fraction}')"
+        return f"TO_TIMESTAMP('{_datetime(value)}.{fraction}')"
     if kind in ("RAW", "BLOB"):
         return "EMPTY_BLOB()" if value == b"" else f"HEXTORAW('{bytes(value).hex()}')"
     if kind in ("CLOB", "NCLOB") and value == "":
