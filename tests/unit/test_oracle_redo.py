@@ -129,8 +129,8 @@ COLUMNS = [
 VALUES = {
     "N": st.integers(-(10**17), 10**17),
     "D": st.decimals(-(10**8), 10**8, places=3, allow_nan=False, allow_infinity=False),
-    "V": st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
-    "NV": st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+    "V": st.text(st.characters(exclude_categories=["Cs"]), max_size=30),
+    "NV": st.text(st.characters(exclude_categories=["Cs"]), max_size=12),
     "DT": st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31)).map(
         lambda d: d.replace(microsecond=0)
     ),
