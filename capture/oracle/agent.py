@@ -12,6 +12,7 @@ catalog and the snapshot.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
@@ -176,7 +177,15 @@ class OracleAgent(DatabaseSource):
 
     # --- tables ------------------------------------------------------------------------------
     def _captured(self, owner: str, table: str) -> bool:
-        return self.settings.table_filter.table(owner, table)
+        """Schema lists match the owner; in a CDB, table lists match ``pdb.schema.table`` (seed
+        Oracle document: "table.include.list ... in the form <pdbName>.<schemaName>.<tableName>"),
+        else ``schema.table``."""
+        lists, pdb = self.settings.table_filter, self.settings.pdb
+        if pdb is None:
+            return lists.table(owner, table)
+        schema_only = dataclasses.replace(lists, table_include=(), table_exclude=())
+        tables_only = dataclasses.replace(lists, schema_include=(), schema_exclude=())
+        return schema_only.table(owner, table) and tables_only.table(f"{pdb}.{owner}", table)
 
     def _table(self, owner: str, table: str) -> OracleTable | None:
         """The captured table ``owner.table`` (None when the filters leave it out)."""

@@ -96,6 +96,7 @@ class OracleSource(SnapshotReader):
             "commit_scn": done_scn,
             "commit_xids": sorted(done_xids),
             "tx": None if cut is None else {"xid": cut[0], "commit_scn": cut[1], "emitted": cut[2]},
+            "position": None if self._last_position is None else self._last_position.to_json(),
             "snapshot": None
             if snap is None or self._phase != "snapshot"
             else {

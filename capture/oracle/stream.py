@@ -368,9 +368,11 @@ class StreamReader(OracleAgent):
         )
 
     def _restore_stream(self, offset: Mapping[str, Any]) -> None:
-        """Adopt ``offset`` (a half-landed batch's end, reached again)."""
+        """Adopt ``offset`` (bronze's, or a half-landed batch's end reached again)."""
         point = self._emission_point(offset)
         self._reset_stream(int(offset["scn"]), point[0], set(point[1]), point[2])
+        position = offset.get("position")
+        self._last_position = None if position is None else OraclePosition.from_json(position)
 
     def _begin_emitting(self, builder: BatchBuilder, now: dt.datetime) -> None:
         ready = self._ready.popleft()
@@ -386,6 +388,7 @@ class StreamReader(OracleAgent):
         if self.settings.provide_transaction_metadata:
             position = OraclePosition._new(ready.commit_scn, Phase.STREAM, 0, None, 0, 0)
             self._emit_begin(builder, tx, position, now)
+            self._last_position = position
 
     def _emit_next(self, builder: BatchBuilder, now: dt.datetime) -> bool:
         assert self._emitting is not None
@@ -507,6 +510,7 @@ class StreamReader(OracleAgent):
                 tx.seq,
             )
             self._emit_end(builder, tx, position, now)
+            self._last_position = position
         ready.buffer.close()
         self._emitting = None
         if ready.commit_scn != self._done_scn:
@@ -523,8 +527,10 @@ class StreamReader(OracleAgent):
         if not self._heartbeat_due(s.heartbeat_interval_ms, s.heartbeat_action_query):
             return
         self._last_heartbeat = time.monotonic()
+        # Every commit up to the mined SCN is in bronze or before it, and later commits come
+        # after it: the heartbeat sits there.
         low = self._low_watermark()
-        position = OraclePosition._new(self._done_scn, Phase.STREAM, low, None, 0, 0)
+        position = OraclePosition._new(self._mined_to, Phase.STREAM, self._mined_to, None, 0, 0)
         if self._last_position is not None and position.encode() <= self._last_position.encode():
             return
         record = heartbeat(s.server_name, int(time.time() * 1000))

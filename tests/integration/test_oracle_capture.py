@@ -280,21 +280,41 @@ def test_a_pdb_that_does_not_exist_is_named(corner: Corner) -> None:
         source.open(None)
 
 
-def test_masks_filters_and_transaction_metadata(corner: Corner) -> None:
+def test_masks_filters_transaction_metadata_and_heartbeats(corner: Corner) -> None:
+    with corner.edit() as model:
+        model.create_table("DEBEZIUM", "SECRETS", [Column("ID", "NUMBER", 9, 0)], ["ID"])
     _insert(corner, _person(1))
     options: dict[str, Any] = {
         "column.mask.with.5.chars": "DEBEZIUM\\.CUSTOMERS\\.EMAIL",
         "column.exclude.list": "DEBEZIUM\\.CUSTOMERS\\.LAST_NAME",
+        "table.exclude.list": "ORCLPDB1\\.DEBEZIUM\\.SECRETS",  # pdb.schema.table in a CDB
         "provide.transaction.metadata": True,
+        "heartbeat.interval.ms": 1,
     }
     corner.land(corner.source(**options))
-    (snapshot,) = corner.records()
+    with corner.edit() as model:
+        xid = model.begin()
+        model.insert(xid, "DEBEZIUM", "SECRETS", {"ID": 7})
+        model.insert(xid, "DEBEZIUM", "CUSTOMERS", _person(2))
+        model.commit(xid)
+    corner.land(corner.source(**options))
+    snapshot, create = corner.records()
     assert snapshot["after"] == {"ID": 1, "FIRST_NAME": "F1", "EMAIL": "*****"}
+    assert create["after"] == {"ID": 2, "FIRST_NAME": "F2", "EMAIL": "*****"}
+    assert create["transaction"]["total_order"] == 1
+    rows = DeltaTable(str(corner.lake / "bronze" / "events")).to_pyarrow_table().to_pylist()
+    kinds = [r[S.KIND] for r in sorted(rows, key=lambda r: r[S.POSITION])]
+    assert kinds.count("transaction") == 2  # BEGIN and END around the one data event
+    begin = kinds.index("transaction")
+    assert kinds[begin : begin + 3] == ["transaction", "data", "transaction"]
+    assert "heartbeat" in kinds
 
 
-def test_the_real_driver_reports_a_refused_connection_as_retryable(tmp_path: Path) -> None:
+def test_the_real_driver_reports_a_refused_connection_as_retryable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # python-oracledb itself, thin mode: a TCP connection to a closed port
-    assert DBAPI_ENV not in os.environ
+    monkeypatch.delenv(DBAPI_ENV, raising=False)  # the contract driver may have set it
     raw = Corner(tmp_path / "none", tmp_path / "lake").raw()
     del raw["database.url"]
     raw.update({"database.hostname": "127.0.0.1", "database.port": 1})

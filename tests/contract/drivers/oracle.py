@@ -140,7 +140,7 @@ class OracleDriver(ContractDriver):
             "database.dbname": "ORCLCDB",
             "database.pdb.name": "ORCLPDB1",
             "schema.include.list": OWNER,
-            "table.exclude.list": f"{OWNER}.noise",
+            "table.exclude.list": f"ORCLPDB1\\.{OWNER}\\.noise",
             "log.mining.strategy": "online_catalog",
             "log.mining.batch.size.min": 4,
             "log.mining.batch.size.default": 16,
