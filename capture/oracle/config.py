@@ -1,4 +1,4 @@
-"""The ``oracle`` source's config model (the agent is not built yet). Imports no driver."""
+"""The ``oracle`` source's config model (agent: :mod:`capture.oracle.source`). Imports no driver."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
     database_connection_adapter: OracleAdapter = config_key(
         DATABASE_CONNECTION_ADAPTER_DEFAULT, DATABASE_CONNECTION_ADAPTER
     )
-    """Only ``logminer`` is implemented by our agent."""
+    """Only ``logminer`` is implemented by our agent (others are refused when it starts)."""
     log_mining_strategy: LogMiningStrategy = config_key(
         LOG_MINING_STRATEGY_DEFAULT, LOG_MINING_STRATEGY
     )

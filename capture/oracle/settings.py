@@ -70,6 +70,20 @@ class OracleSettings:
                 "implemented: this agent reads LogMiner only (set it to 'logminer')",
                 key_path="database.connection.adapter",
             )
+        if config.log_mining_query_filter_mode != "none":
+            raise ConfigError(
+                f"log.mining.query.filter.mode {config.log_mining_query_filter_mode!r} is not "
+                "implemented: the agent applies the filters to the mined rows itself (set it to "
+                "'none', which captures the same changes)",
+                key_path="log.mining.query.filter.mode",
+            )
+        if config.lob_enabled:
+            raise ConfigError(
+                "lob.enabled is not implemented: the agent does not mine LOB_WRITE/"
+                "SEL_LOB_LOCATOR rows, so CLOB/NCLOB/BLOB columns are left out of the records "
+                "(set it to false)",
+                key_path="lob.enabled",
+            )
         low, high = int(config.log_mining_batch_size_min), int(config.log_mining_batch_size_max)
         first = int(config.log_mining_batch_size_default)
         if not low <= first <= high:
