@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from capture.captured_table import CapturedTable, CatalogColumn
-from capture.database_source import VERSION, DatabaseSource, OpenTransaction
+from capture.database_source import DatabaseSource, OpenTransaction
 from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, column_type
 from pipeline.errors import CaptureError, NotInstalledError, SourceUnavailable
@@ -235,19 +235,17 @@ class OracleAgent(DatabaseSource):
             types,
             connector=CONNECTOR,
             column_filter=s.table_filter,
-            key_overrides=s.key_overrides,
-            masker=s.masker,
-            with_transaction=s.provide_transaction_metadata,
+            key_overrides=s.rules.key_overrides,
+            masker=s.rules.masker,
+            with_transaction=s.rules.provide_transaction_metadata,
             origin_prefix=self.ORIGIN,
         )
         return OracleTable(captured, tuple(kept), {c.name: i for i, c in enumerate(kept)})
 
-    def _source_block(
+    def _source_fields(
         self,
         table: CapturedTable,
         *,
-        snapshot: str,
-        ts_ms: int,
         scn: int,
         commit_scn: int | None = None,
         xid: str | None = None,
@@ -256,14 +254,9 @@ class OracleAgent(DatabaseSource):
         thread: int | None = None,
         user: str | None = None,
     ) -> dict[str, Any]:
-        s = self.settings
+        """The ``source`` fields after the common head (``version`` ... ``snapshot``)."""
         return {
-            "version": VERSION,
-            "connector": CONNECTOR,
-            "name": s.server_name,
-            "ts_ms": ts_ms,
-            "snapshot": snapshot,
-            "db": s.pdb or s.dbname,
+            "db": self.settings.pdb or self.settings.dbname,
             "sequence": None,
             "ts_us": None,
             "ts_ns": None,

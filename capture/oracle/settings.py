@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from capture.captured_table import KeyOverrides, TableFilter, shared_settings
-from capture.masking import ColumnMasker
+from capture.captured_table import AgentRules, TableFilter
 from capture.oracle.types import OracleHandling
 from pipeline.errors import ConfigError
 
@@ -43,14 +42,8 @@ class OracleSettings:
     snapshot_mode: str = "initial"
     strategy: str = "redo_log_catalog"
     table_filter: TableFilter = field(default_factory=TableFilter)
-    key_overrides: KeyOverrides = field(default_factory=KeyOverrides)
     handling: OracleHandling = field(default_factory=OracleHandling)
-    masker: ColumnMasker | None = None
-    tombstones_on_delete: bool = True
-    provide_transaction_metadata: bool = False
-    skipped_operations: frozenset[str] = frozenset({"t"})
-    heartbeat_interval_ms: int = 0
-    heartbeat_action_query: str | None = None
+    rules: AgentRules = field(default_factory=AgentRules)
     batch_min: int = 1000
     batch_max: int = 100_000
     batch_default: int = 20_000
@@ -105,7 +98,7 @@ class OracleSettings:
             strategy=str(config.log_mining_strategy),
             table_filter=TableFilter.from_config(config, SYSTEM_SCHEMAS),
             handling=OracleHandling.from_config(config),
-            **shared_settings(config),
+            rules=AgentRules.from_config(config),
             batch_min=low,
             batch_max=high,
             batch_default=first,

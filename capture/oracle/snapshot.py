@@ -13,7 +13,6 @@ is in the snapshot and skipped; one still open then is mined whole and emitted a
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -21,9 +20,9 @@ from typing import Any
 
 import orjson
 
-from bronze.batch import BatchBuilder
 from bronze.position_base import Phase
-from capture.database_source import SnapshotProgress
+from capture.captured_table import CapturedTable
+from capture.database_source import SnapshotProgress, SnapshotRow
 from capture.oracle.agent import TABLES_SQL, OracleTable, ora_code, quote
 from capture.oracle.position import OraclePosition
 from capture.oracle.stream import _ALL, StreamReader
@@ -44,9 +43,8 @@ class SnapshotReader(StreamReader):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._snapshot: SnapshotProgress[int] | None = None
         self._pending: dict[str, int] = {}
-        self._snap_rows: Iterator[tuple[int, OracleTable, tuple[Any, ...]]] | None = None
+        """XID -> start SCN of the transactions open at the snapshot SCN."""
 
     def _start_snapshot(self, *, data: bool = True) -> None:
         """Read the snapshot SCN and the open transactions; list the tables (none for
@@ -73,83 +71,87 @@ class SnapshotReader(StreamReader):
         self._reset_stream(low, snap.point, {_ALL}, None)
         self._phase = "done" if self.settings.snapshot_mode == "initial_only" else "stream"
 
-    def _rows(self) -> Iterator[tuple[int, OracleTable, tuple[Any, ...]]]:
+    # --- the hooks of DatabaseSource's snapshot loop ---------------------------------------------
+    def _resume_snapshot(self) -> None:
+        # Flashback reads need no transaction of their own: the side session reads AS OF SCN.
+        self._snap_conn = self._side()
+
+    def _snapshot_rows(self) -> Iterator[tuple[int, CapturedTable, tuple[Any, ...]]]:
+        """``(table index, table, row)`` of the rows left, in key order, read ``AS OF SCN``;
+        after a crash, the rows of the interrupted table up to the saved key are read again
+        and passed over (the same SCN gives the same rows in the same order)."""
         snap = self._snapshot
         assert snap is not None
-        skip = int(snap.after[0]) if snap.after else 0
         for index in range(snap.index, len(snap.tables)):
             owner, name = snap.tables[index]
             table = self._table(owner, name)
             if table is None:
                 continue
-            names = [c.name for c in table.columns]
-            keys = [table.captured.names[i] for i in table.captured.key_idx] or names
-            sql = (
-                f"SELECT {', '.join(quote(n) for n in names)} FROM {quote(owner)}.{quote(name)} "
-                f"AS OF SCN :1 ORDER BY {', '.join(quote(k) for k in keys)}"
-            )
-            cursor = self._side().cursor()
-            cursor.arraysize = FETCH_ROWS
-            try:
-                cursor.execute(sql, [snap.point])
-            except self.driver.DatabaseError as exc:
-                if ora_code(exc) == 1555:
-                    raise CaptureError(
-                        f"source {self.name}: the snapshot of {owner}.{name} AS OF SCN "
-                        f"{snap.point} is older than the undo kept ({str(exc).strip()}); raise "
-                        "UNDO_RETENTION, or use snapshot.mode=schema_only and an incremental "
-                        "snapshot"
-                    ) from None
-                raise
-            done = skip if index == snap.index else 0
-            while True:
-                chunk = cursor.fetchmany(FETCH_ROWS)
-                if not chunk:
-                    break
-                for row in chunk:
-                    if done > 0:
-                        done -= 1
-                        continue
-                    yield index, table, tuple(row)
+            after = snap.after if index == snap.index else None
+            for row in self._flashback(table, snap.point):
+                if after is not None:
+                    if self._key_json(table.captured, row) == after:
+                        after = None
+                    continue
+                yield index, table.captured, row
 
-    def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
+    def _flashback(self, table: OracleTable, scn: int) -> Iterator[tuple[Any, ...]]:
+        captured = table.captured
+        names = [c.name for c in table.columns]
+        keys = [captured.names[i] for i in captured.key_idx] or names
+        sql = (
+            f"SELECT {', '.join(quote(n) for n in names)} FROM "
+            f"{quote(captured.schema)}.{quote(captured.table)} AS OF SCN :1 "
+            f"ORDER BY {', '.join(quote(k) for k in keys)}"
+        )
+        cursor = self._side().cursor()
+        cursor.arraysize = FETCH_ROWS
+        try:
+            cursor.execute(sql, [scn])
+        except self.driver.DatabaseError as exc:
+            if ora_code(exc) == 1555:
+                raise CaptureError(
+                    f"source {self.name}: the snapshot of {captured.collection} AS OF SCN {scn} "
+                    f"is older than the undo kept ({str(exc).strip()}); raise UNDO_RETENTION, "
+                    "or use snapshot.mode=schema_only and an incremental snapshot"
+                ) from None
+            raise
+        while True:
+            chunk = cursor.fetchmany(FETCH_ROWS)
+            if not chunk:
+                return
+            yield from (tuple(row) for row in chunk)
+
+    @staticmethod
+    def _key_json(table: CapturedTable, row: tuple[Any, ...]) -> list[Any]:
+        """The row's key as the offset saves it (JSON: numbers that are not ints as text)."""
+        if not table.key_idx:
+            return [str(v) for v in row]
+        return [row[i] if isinstance(row[i], int | str) else str(row[i]) for i in table.key_idx]
+
+    def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
         assert snap is not None
-        if self._snap_rows is None:
-            self._snap_rows = self._rows()
-        count = 0
-        for index, table, values in self._snap_rows:
-            if index != snap.index:
-                snap.index, snap.after = index, [0]
-            captured = table.captured
-            source = self._source_block(captured, snapshot="true", ts_ms=snap.ts_ms, scn=snap.point)
-            position = OraclePosition._new(
-                snap.point, Phase.SNAPSHOT, snap.point, None, 0, snap.seq
-            )
-            snap.seq += 1
-            self._snapshot_row(
-                builder,
-                captured,
-                values,
-                source,
-                position,
-                now,
-                partial(orjson.dumps, values, default=str),
-            )
-            self._last_position = position
-            snap.after = [int(snap.after[0]) + 1 if snap.after else 1]
-            count += 1
-            if count >= max_events:
-                return False
-        self._snap_rows = None
-        snap.index = len(snap.tables)
-        self._hand_over()
-        return True
+        return {**self._snapshot_source_head(last), **self._source_fields(table, scn=snap.point)}
 
-    def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
+    def _snapshot_position(self) -> OraclePosition:
         snap = self._snapshot
         assert snap is not None
         position = OraclePosition._new(snap.point, Phase.SNAPSHOT, snap.point, None, 0, snap.seq)
         snap.seq += 1
-        self._snapshot_marker(builder, position, f"oracle:snapshot-end@{snap.point}", now)
-        self._last_position = position
+        return position
+
+    def _snapshot_decode(self, table: CapturedTable, row: Any) -> SnapshotRow:
+        return SnapshotRow(
+            self._key_json(table, row),
+            partial(tuple, row),
+            partial(orjson.dumps, row, default=str),
+        )
+
+    def _snapshot_end_origin(self) -> str:
+        assert self._snapshot is not None
+        return f"oracle:snapshot-end@{self._snapshot.point}"
+
+    def _finish_snapshot(self) -> None:
+        self._snap_conn = None
+        self._hand_over()

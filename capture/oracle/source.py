@@ -75,20 +75,12 @@ class OracleSource(SnapshotReader):
         self._phase = str(offset["phase"])
         snap = offset.get("snapshot")
         if snap is not None:
-            self._snapshot = SnapshotProgress(
-                int(snap["scn"]),
-                [(a, b) for a, b in snap["tables"]],
-                int(snap["index"]),
-                snap.get("after"),
-                int(snap["seq"]),
-                int(snap.get("ts_ms", 0)),
-            )
+            self._snapshot = SnapshotProgress.from_json(snap, int(snap["scn"]))
             self._pending = {str(k): int(v) for k, v in snap.get("pending", {}).items()}
         self._restore_stream(offset)
 
     def _offset_now(self) -> dict[str, Any]:
         done_scn, done_xids, cut = self._emission_state()
-        snap = self._snapshot
         return {
             "format": OFFSET_FORMAT,
             "phase": self._phase,
@@ -97,17 +89,7 @@ class OracleSource(SnapshotReader):
             "commit_xids": sorted(done_xids),
             "tx": None if cut is None else {"xid": cut[0], "commit_scn": cut[1], "emitted": cut[2]},
             "position": None if self._last_position is None else self._last_position.to_json(),
-            "snapshot": None
-            if snap is None or self._phase != "snapshot"
-            else {
-                "scn": snap.point,
-                "tables": [list(t) for t in snap.tables],
-                "index": snap.index,
-                "after": snap.after,
-                "seq": snap.seq,
-                "ts_ms": snap.ts_ms,
-                "pending": self._pending,
-            },
+            "snapshot": self._snapshot_json(lambda scn: {"scn": scn, "pending": self._pending}),
         }
 
     def _stops_after_snapshot(self) -> bool:

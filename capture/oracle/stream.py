@@ -32,7 +32,7 @@ import datetime as dt
 import logging
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from bronze.batch import BatchBuilder
@@ -40,11 +40,13 @@ from bronze.envelope import ConnectRecord, heartbeat
 from bronze.position_base import Phase
 from capture.column_types import ValueConversionError
 from capture.database_source import (
-    data_record,
+    VERSION,
+    BatchLimits,
     delete_records,
+    insert_records,
     update_records,
 )
-from capture.oracle.agent import OracleAgent, OracleTx, ora_code
+from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTx, ora_code
 from capture.oracle.buffer import MinedChange, TxBuffer
 from capture.oracle.position import OraclePosition, _parse_rs_id
 from capture.oracle.redo import RedoParseError, parse_redo
@@ -142,7 +144,9 @@ class StreamReader(OracleAgent):
         self._done_scn = 0
         self._done_xids: set[str] = set()
         self._cut: tuple[str, int, int] | None = None
-        self._emitting: tuple[Ready, OracleTx, list[MinedChange], int] | None = None
+        self._emitting: tuple[Ready, OracleTx, Iterator[MinedChange]] | None = None
+        """The transaction being emitted: its changes are read lazily (a spilled transaction
+        stays on disk)."""
         self._registered: set[tuple[int, int]] | None = None
         self._window = self.settings.batch_default
         self._last_position: OraclePosition | None = None
@@ -315,18 +319,14 @@ class StreamReader(OracleAgent):
         self._ready.append(Ready(tx, scn, rs_id, ts_ms, thread))
 
     # --- emission ------------------------------------------------------------------------------
-    def _read_stream(
-        self,
-        builder: BatchBuilder,
-        max_events: int,
-        max_transaction_events: int,
-        until: Mapping[str, Any] | None,
-        now: dt.datetime,
-    ) -> bool:
+    def _read_stream(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
+        until = limits.until
         target = None if until is None else self._emission_point(until)
         while True:
-            if target is not None and self._emission_state() == target:
-                self._restore_stream(until or {})
+            if until is not None and self._emission_state() == target:
+                tx = None if self._emitting is None else self._emitting[1]
+                self._batch_ends(builder, tx, limits, reached=True)
+                self._restore_stream(until)
                 return True
             if self._emitting is None:
                 if not self._ready:
@@ -336,19 +336,11 @@ class StreamReader(OracleAgent):
                     continue
                 self._begin_emitting(builder, now)
                 continue
-            tx = self._emitting[1]
-            if target is None and self._batch_ends(
-                builder,
-                tx,
-                reached=False,
-                rereading=False,
-                max_events=max_events,
-                max_transaction_events=max_transaction_events,
-            ):
+            if self._batch_ends(builder, self._emitting[1], limits, reached=False):
                 return False
             if not self._emit_next(builder, now):
                 self._finish_tx(builder, now)
-                if target is None and len(builder) >= max_events:
+                if until is None and len(builder) >= limits.max_events:
                     return False
 
     def _emission_state(self) -> tuple[Any, ...]:
@@ -384,19 +376,18 @@ class StreamReader(OracleAgent):
         if self._cut is not None and self._cut[:2] == (xid, ready.commit_scn):
             tx.skip = self._cut[2]
         self._cut = None
-        self._emitting = (ready, tx, list(ready.buffer.changes()), 0)
-        if self.settings.provide_transaction_metadata:
+        self._emitting = (ready, tx, ready.buffer.changes())
+        if self.settings.rules.provide_transaction_metadata:
             position = OraclePosition._new(ready.commit_scn, Phase.STREAM, 0, None, 0, 0)
             self._emit_begin(builder, tx, position, now)
             self._last_position = position
 
     def _emit_next(self, builder: BatchBuilder, now: dt.datetime) -> bool:
         assert self._emitting is not None
-        ready, tx, changes, index = self._emitting
-        if index >= len(changes):
+        ready, tx, changes = self._emitting
+        change = next(changes, None)
+        if change is None:
             return False
-        self._emitting = (ready, tx, changes, index + 1)
-        change = changes[index]
         origin = f"oracle:{change.rs_id or ''}:{change.scn}:{tx.id}"
         try:
             records, table = self._records(change, tx)
@@ -434,54 +425,33 @@ class StreamReader(OracleAgent):
                 f"(OPERATION_CODE 255 UNSUPPORTED, SQL_REDO {change.sql[:60]!r})"
             )
         statement = parse_redo(change.sql)
-        s = self.settings
-        source = self._source_block(
-            captured,
-            snapshot="false",
-            ts_ms=change.ts_ms,
-            scn=change.scn,
-            commit_scn=tx.commit_scn,
-            xid=tx.id,
-            rs_id=(change.rs_id or "").strip() or None,
-            ssn=change.ssn,
-            thread=change.thread,
-            user=change.username,
-        )
-        metadata = s.provide_transaction_metadata
-        if statement.op == "insert":
-            values = self._values(table, statement.new)
-            if "c" in s.skipped_operations:
-                return [], captured
-            after, key = captured.row_and_key(values)
-            block = tx.block(captured.collection, metadata)
-            return [data_record("c", source, None, after, key, block, captured)], captured
-        old = self._values(table, statement.old)
-        before, old_key = captured.row_and_key(old)
-        if statement.op == "delete":
-            if "d" in s.skipped_operations:
-                return [], captured
-            return delete_records(
-                source,
-                before,
-                old_key,
+        source = {
+            "version": VERSION,
+            "connector": CONNECTOR,
+            "name": self.settings.server_name,
+            "ts_ms": change.ts_ms,
+            "snapshot": "false",
+            **self._source_fields(
                 captured,
-                tx.block(captured.collection, metadata),
-                tombstones=s.tombstones_on_delete,
-            ), captured
-        new = self._values(table, statement.after())
-        after, new_key = captured.row_and_key(new)
-        return update_records(
-            source,
-            before,
-            after,
-            old_key,
-            new_key,
-            captured,
-            tx,
-            metadata=metadata,
-            tombstones=s.tombstones_on_delete,
-            skipped=s.skipped_operations,
-        ), captured
+                scn=change.scn,
+                commit_scn=tx.commit_scn,
+                xid=tx.id,
+                rs_id=(change.rs_id or "").strip() or None,
+                ssn=change.ssn,
+                thread=change.thread,
+                user=change.username,
+            ),
+        }
+        rules = self.settings.rules
+        if statement.op == "insert":
+            after, key = captured.row_and_key(self._values(table, statement.new))
+            return insert_records(source, after, key, captured, tx, rules), captured
+        before, old_key = captured.row_and_key(self._values(table, statement.old))
+        if statement.op == "delete":
+            return delete_records(source, before, old_key, captured, tx, rules), captured
+        after, new_key = captured.row_and_key(self._values(table, statement.after()))
+        records = update_records(source, (before, after), (old_key, new_key), captured, tx, rules)
+        return records, captured
 
     def _values(self, table: Any, values: Mapping[str, Any]) -> list[Any]:
         out: list[Any] = [None] * len(table.columns)
@@ -498,8 +468,8 @@ class StreamReader(OracleAgent):
 
     def _finish_tx(self, builder: BatchBuilder, now: dt.datetime) -> None:
         assert self._emitting is not None
-        ready, tx, _changes, _index = self._emitting
-        if self.settings.provide_transaction_metadata:
+        ready, tx, _changes = self._emitting
+        if self.settings.rules.provide_transaction_metadata:
             tx.seq += 1
             position = OraclePosition._new(
                 ready.commit_scn,
@@ -524,7 +494,8 @@ class StreamReader(OracleAgent):
 
     def _maybe_heartbeat(self, builder: BatchBuilder, now: dt.datetime) -> None:
         s = self.settings
-        if not self._heartbeat_due(s.heartbeat_interval_ms, s.heartbeat_action_query):
+        rules = s.rules
+        if not self._heartbeat_due(rules.heartbeat_interval_ms, rules.heartbeat_action_query):
             return
         self._last_heartbeat = time.monotonic()
         # Every commit up to the mined SCN is in bronze or before it, and later commits come
