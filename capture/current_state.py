@@ -85,6 +85,6 @@ class CurrentStateReader(Protocol):
         ...
 
 
-READS_CURRENT_STATE: Final = frozenset({"postgresql", "mysql", "mariadb"})
+READS_CURRENT_STATE: Final = frozenset({"postgresql", "mysql", "mariadb", "oracle"})
 """Connector kinds whose agent is a :class:`CurrentStateReader`. Known without importing the
 agents (and so their drivers); :func:`gold.reconcile.reconcile_source` checks the agent it gets."""

@@ -1,8 +1,9 @@
 """The Oracle capture agent: a flashback snapshot, then LogMiner.
 
 :class:`OracleSource` composes :mod:`.agent` (state, sessions, tables), :mod:`.snapshot`
-(``AS OF SCN`` reads and the handover of open transactions) and :mod:`.stream` (the mining
-loop, the transaction buffer of :mod:`.buffer`, ``SQL_REDO`` parsed by :mod:`.redo`); this
+(``AS OF SCN`` reads and the handover of open transactions), :mod:`.stream` (the mining
+loop, the transaction buffer of :mod:`.buffer`, ``SQL_REDO`` parsed by :mod:`.redo`) and
+:mod:`.current` (reconciliation reads); this
 module opens, restores and writes the offset and reports the redo logs for ``medallion
 status``. python-oracledb runs in thin mode (no Oracle client libraries).
 
@@ -21,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from capture.database_source import SnapshotProgress
+from capture.oracle.current import CurrentReader
 from capture.oracle.settings import OracleSettings
-from capture.oracle.snapshot import SnapshotReader
 from capture.oracle.stream import _ALL
 from pipeline.errors import CaptureError
 
@@ -38,7 +39,7 @@ LOG_SIZES_SQL = (
 )
 
 
-class OracleSource(SnapshotReader):
+class OracleSource(CurrentReader):
     """Captures one Oracle database (or one PDB of a CDB) through LogMiner.
 
     Args:

@@ -310,6 +310,35 @@ def test_masks_filters_transaction_metadata_and_heartbeats(corner: Corner) -> No
     assert "heartbeat" in kinds
 
 
+def test_reconciliation_reads_current_rows_and_the_log_after_the_cut(corner: Corner) -> None:
+    _insert(corner, _person(1), _person(2))
+    corner.land()
+    with corner.edit() as model:
+        xid = model.begin()
+        model.update(xid, "DEBEZIUM", "CUSTOMERS", {"ID": 2}, {"EMAIL": "two@example.com"})
+        model.commit(xid)
+    corner.land()
+    rows = DeltaTable(str(corner.lake / "bronze" / "events")).to_pyarrow_table().to_pylist()
+    cut = max(r[S.POSITION] for r in rows)
+    reader = corner.source()
+    items = list(reader.read_current())
+    (point,) = {scn for scn, _, _ in items}
+    current = [row for _, table, chunk in items for row in chunk]
+    assert current == [
+        {**_person(1)},
+        {**_person(2), "EMAIL": "two@example.com"},
+    ]
+    check = reader.changes_after(cut, point)
+    assert check.ahead is False, check.reason
+    with corner.edit() as model:
+        xid = model.begin(thread=2)
+        model.delete(xid, "DEBEZIUM", "CUSTOMERS", {"ID": 1})
+        model.commit(xid)
+        later = model.scn
+    assert reader.changes_after(cut, later).ahead is True
+    assert reader.point_text(point) == str(point)
+
+
 def test_the_real_driver_reports_a_refused_connection_as_retryable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
