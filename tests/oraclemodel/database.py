@@ -348,6 +348,8 @@ class OracleModel:
     # --- transactions ------------------------------------------------------------------------
     def begin(self, thread: int = 1) -> str:
         """Start a transaction on ``thread``; its START row is written with its first change."""
+        if thread not in self._rows_in:
+            raise ValueError(f"the model has redo threads {sorted(self._rows_in)}, not {thread}")
         usn, self._next_xid = self._next_xid, self._next_xid + 1
         xid = f"{usn % 0xFFFF:04X}{(usn * 7) % 0x20:04X}{usn:08X}"
         self.open[xid] = Transaction(xid, thread, 0)
