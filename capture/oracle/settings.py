@@ -51,8 +51,12 @@ class OracleSettings:
 
     @property
     def dsn(self) -> str:
-        """``database.url`` when set, else ``host:port/dbname`` (Easy Connect)."""
-        return self.url or f"{self.host}:{self.port}/{self.dbname}"
+        """``database.url`` when set (a JDBC thin URL's ``jdbc:oracle:thin:@`` prefix dropped:
+        python-oracledb takes what follows, an Easy Connect string or a TNS descriptor), else
+        ``host:port/dbname`` (Easy Connect)."""
+        if self.url:
+            return self.url.removeprefix("jdbc:oracle:thin:@")
+        return f"{self.host}:{self.port}/{self.dbname}"
 
     @classmethod
     def from_config(cls, config: Any) -> OracleSettings:

@@ -173,3 +173,16 @@ def test_a_large_transaction_spills_and_undoes_by_row_id() -> None:
     assert [c.scn for c in buffer.changes()] == [0, 1, 2, 3, 5, 6, 8]
     assert len(buffer) == 7
     buffer.close()
+
+
+def test_the_connect_string() -> None:
+    from capture.oracle.settings import OracleSettings
+
+    easy = OracleSettings("db.example", 1522, "u", "ORCLCDB")
+    assert easy.dsn == "db.example:1522/ORCLCDB"
+    rac = (
+        "(DESCRIPTION=(ADDRESS_LIST=(ADDRESS=(PROTOCOL=TCP)(HOST=n1)(PORT=1521)))"
+        "(CONNECT_DATA=(SERVICE_NAME=S)))"
+    )
+    jdbc = OracleSettings("", 1521, "u", "ORCLCDB", url=f"jdbc:oracle:thin:@{rac}")
+    assert jdbc.dsn == rac
