@@ -24,7 +24,6 @@ from typing import Any, ClassVar
 from capture.database_source import SnapshotProgress
 from capture.oracle.current import CurrentReader
 from capture.oracle.settings import OracleSettings
-from capture.oracle.stream import _ALL
 from pipeline.errors import CaptureError
 
 __all__ = ["OFFSET_FORMAT", "OracleSource"]
@@ -126,6 +125,7 @@ class OracleSource(CurrentReader):
         return row
 
     def close(self) -> None:
-        """End the LogMiner session and close both sessions (spill files are deleted)."""
-        self._reset_stream(self._mined_to, self._done_scn, self._done_xids or {_ALL}, self._cut)
+        """Close both sessions (the LogMiner session ends with its connection) and delete
+        the spill files."""
+        self._drop_buffers()
         self._close_connections()

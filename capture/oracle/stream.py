@@ -155,13 +155,18 @@ class StreamReader(OracleAgent):
     def _reset_stream(
         self, low: int, done_scn: int, done_xids: set[str], cut: tuple[str, int, int] | None
     ) -> None:
-        for buffered in self._buffer.values():
-            buffered.close()
-        for ready in self._ready:
-            ready.buffer.close()
-        self._buffer, self._ready, self._emitting = {}, deque(), None
+        self._drop_buffers()
         self._mined_to, self._done_scn, self._done_xids, self._cut = low, done_scn, done_xids, cut
         self._registered = None
+
+    def _drop_buffers(self) -> None:
+        """Forget every buffered transaction and delete their spill files."""
+        buffers = [*self._buffer.values(), *(ready.buffer for ready in self._ready)]
+        if self._emitting is not None:
+            buffers.append(self._emitting[0].buffer)
+        for buffered in buffers:
+            buffered.close()
+        self._buffer, self._ready, self._emitting = {}, deque(), None
 
     def _low_watermark(self) -> int:
         starts = [b.start_scn for b in self._buffer.values()]
