@@ -38,14 +38,9 @@ from typing import Any
 from bronze.batch import BatchBuilder
 from bronze.envelope import ConnectRecord, heartbeat
 from bronze.position_base import Phase
+from capture.change_records import delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
-from capture.database_source import (
-    VERSION,
-    BatchLimits,
-    delete_records,
-    insert_records,
-    update_records,
-)
+from capture.database_source import VERSION, BatchLimits
 from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTx, ora_code
 from capture.oracle.buffer import MinedChange, TxBuffer
 from capture.oracle.position import OraclePosition, _parse_rs_id
