@@ -13,13 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from capture.captured_table import CapturedTable
-from capture.column_types import ValueConversionError
-from capture.current_state import LogCheck
+from capture.current_state import LogCheck, current_payload
 from capture.oracle.agent import TABLES_SQL
 from capture.oracle.position import OraclePosition
 from capture.oracle.snapshot import SnapshotReader
 from capture.oracle.stream import DML, OP_COMMIT, OP_START
-from pipeline.errors import PipelineError
 
 __all__ = ["CurrentReader"]
 
@@ -43,18 +41,7 @@ class CurrentReader(SnapshotReader):
                 continue
             captured = table.captured
             yield scn, captured, []
-            out: list[dict[str, Any] | None] = []
-            for row in self._flashback(table, scn):
-                try:
-                    out.append(captured.row_and_key(row)[0])
-                except (ValueConversionError, PipelineError) as exc:
-                    logger.warning(
-                        "source %s: %s: a row the agent would quarantine: %s",
-                        self.name,
-                        captured.collection,
-                        exc,
-                    )
-                    out.append(None)
+            out = [current_payload(self.name, captured, row) for row in self._flashback(table, scn)]
             if out:
                 yield scn, captured, out
         self._close_connections()
