@@ -120,19 +120,7 @@ class _Scanner:
         self.skip_space()
         text = self.text
         if self.i < len(text) and text[self.i] == '"':
-            out: list[str] = []
-            j = self.i + 1
-            while True:
-                k = text.find('"', j)
-                if k < 0:
-                    raise self.fail("a closing '\"'")
-                out.append(text[j:k])
-                if text[k + 1 : k + 2] == '"':
-                    out.append('"')
-                    j = k + 2
-                    continue
-                self.i = k + 1
-                return "".join(out)
+            return self.quoted('"')
         start = self.i
         while self.i < len(text) and _is_word(text[self.i]):
             self.i += 1
@@ -152,7 +140,7 @@ class _Scanner:
             raise self.fail("a value")
         char = text[self.i]
         if char == "'":
-            return self.literal()
+            return self.quoted("'")
         if char == "-" or char.isdigit():
             start = self.i
             self.i += 1
@@ -172,17 +160,19 @@ class _Scanner:
                 self.expect(",")
         return RedoFunction(name, tuple(args))
 
-    def literal(self) -> str:
+    def quoted(self, mark: str) -> str:
+        """The text between ``mark`` at the cursor and its closing twin; a doubled ``mark``
+        stands for itself (``'it''s'``, ``"A""B"``)."""
         text = self.text
         out: list[str] = []
         j = self.i + 1
         while True:
-            k = text.find("'", j)
+            k = text.find(mark, j)
             if k < 0:
-                raise self.fail("a closing quote")
+                raise self.fail(f"a closing {mark}")
             out.append(text[j:k])
-            if text[k + 1 : k + 2] == "'":
-                out.append("'")
+            if text[k + 1 : k + 2] == mark:
+                out.append(mark)
                 j = k + 2
                 continue
             self.i = k + 1

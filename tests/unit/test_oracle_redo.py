@@ -81,7 +81,7 @@ def test_quoting_functions_and_placeholders() -> None:
     [
         ("Unsupported", "insert, update or delete"),
         ('insert into "S"."T"("A","B") values (\'1\');', "names 2 columns and 1 values"),
-        ('insert into "S"."T"("A") values (\'1);', "closing quote"),
+        ('insert into "S"."T"("A") values (\'1);', "closing '"),
         ('delete from "S"."T" where "A" = \'1\' or "B" = \'2\';', "end of the statement"),
     ],
 )
