@@ -23,7 +23,7 @@ from deltalake import DeltaTable
 from pydantic import TypeAdapter
 
 from bronze import schema as S
-from bronze.writer import BronzeTables, BronzeWriter
+from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.oracle.agent import DBAPI_ENV
 from capture.oracle.source import OracleSource
 from capture.registry import create_source
@@ -281,6 +281,33 @@ def test_a_random_interleaved_history_lands_exactly_the_committed_rows(corner: C
     truth = OracleModel.load(corner.path).committed_rows("DEBEZIUM", "CUSTOMERS")
     assert rows == {row["ID"]: row for row in truth}
     assert len(truth) > 50
+
+
+def test_the_mining_window_grows_while_behind_and_shrinks_when_caught_up(corner: Corner) -> None:
+    corner.land()
+    for n in range(1, 101):
+        _insert(corner, _person(n), thread=1 + n % 2)  # about 400 SCNs of redo
+    committed = BronzeWriter(BronzeTables.under(corner.lake)).last_committed(agent_app_id("ora"))
+    assert committed is not None
+    source = corner.source()  # windows: min 5, default 20, max 100
+    mine, windows = source._mine, []
+
+    def measured(start: int, end: int) -> list[tuple[Any, ...]]:
+        windows.append(source._window)  # the window this mining call was sized with
+        return mine(start, end)
+
+    source._mine = measured  # type: ignore[method-assign]
+    source.open(committed.offset)
+    while not source.read_batch(max_events=1000, max_transaction_events=1000).exhausted:
+        pass
+    assert windows[0] == 20 and max(windows) > 20  # behind by more than the default: it grew
+    assert max(windows) <= 100
+    grown = source._window
+    for n in range(101, 104):  # caught up: a little redo at a time
+        _insert(corner, _person(n))
+        source.read_batch(max_events=1000, max_transaction_events=1000)
+    source.close()
+    assert source._window == max(5, grown - 3 * 5)  # it shrank by the minimum each time
 
 
 def test_a_reused_online_log_is_read_again_from_its_archive(
