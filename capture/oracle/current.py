@@ -17,7 +17,7 @@ from capture.current_state import LogCheck, current_payload
 from capture.oracle.agent import TABLES_SQL
 from capture.oracle.position import OraclePosition
 from capture.oracle.snapshot import SnapshotReader
-from capture.oracle.stream import DML, OP_COMMIT, OP_START
+from capture.oracle.stream import DML, OP_COMMIT, OP_START, xid_text
 
 __all__ = ["CurrentReader"]
 
@@ -70,7 +70,13 @@ class CurrentReader(SnapshotReader):
         started: set[str] = set()
         unknown = None
         for row in rows:
-            scn, code, xid, table, owner = int(row[0]), int(row[2]), str(row[4]), row[6], row[7]
+            scn, code, xid, table, owner = (
+                int(row[0]),
+                int(row[2]),
+                xid_text(row[4]),
+                row[6],
+                row[7],
+            )
             if code == OP_START:
                 started.add(xid)
             elif code in DML and owner is not None and self._captured(str(owner), str(table)):

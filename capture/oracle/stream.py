@@ -48,7 +48,7 @@ from capture.oracle.redo import RedoParseError, parse_redo
 from capture.oracle.types import redo_python
 from pipeline.errors import CaptureError, PipelineError
 
-__all__ = ["CONTENTS_SQL", "Ready", "StreamReader"]
+__all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "xid_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +118,12 @@ class Ready:
         self.commit_rs_id = rs_id
         self.ts_ms = ts_ms
         self.thread = thread
+
+
+def xid_text(value: Any) -> str:
+    """``XID`` (``RAW(8)``: python-oracledb returns bytes) as upper-case hex, the form
+    ``RAWTOHEX(XID)`` gives in ``V$TRANSACTION`` and Debezium's ``txId`` shows."""
+    return value.hex().upper() if isinstance(value, bytes | bytearray) else str(value)
 
 
 def _ts_ms(value: Any) -> int:
@@ -272,7 +278,7 @@ class StreamReader(OracleAgent):
                 continue
             if pending:
                 sql, pending = "".join(pending) + (sql or ""), []
-            scn, code, xid = int(scn), int(code), str(xid)
+            scn, code, xid = int(scn), int(code), xid_text(xid)
             if code == OP_START:
                 self._open_tx(xid, scn)
             elif code == OP_COMMIT:

@@ -144,7 +144,8 @@ def test_the_seed_documents_create_update_and_delete_events(corner: Corner) -> N
         "table": "CUSTOMERS",
         "snapshot": "false",
     }
-    assert int(source["commit_scn"]) >= int(source["scn"]) and source["txId"]
+    assert int(source["commit_scn"]) >= int(source["scn"])
+    assert len(source["txId"]) == 16 and int(source["txId"], 16) >= 0  # RAW(8) XID as hex
     assert source["rs_id"].startswith("0x") and source["redo_thread"] == 1
     assert delete["source"]["redo_thread"] == 2
     commits = [int(r["source"]["commit_scn"]) for r in (create, update, delete)]

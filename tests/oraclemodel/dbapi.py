@@ -379,7 +379,12 @@ def _contents(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -
             and (container is None or r.src_con_name == container)
         ]
     rows.sort(key=lambda r: (r.scn, r.thread, r.rs_id))
-    return [tuple(getattr(r, _COLUMNS[n]) for n in names) for r in rows], names
+    return [tuple(_column(r, n) for n in names) for r in rows], names
+
+
+def _column(row: RedoRow, name: str) -> Any:
+    value = getattr(row, _COLUMNS[name])
+    return bytes.fromhex(value) if name == "XID" else value  # XID is RAW(8)
 
 
 _ = MAX_SCN
