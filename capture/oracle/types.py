@@ -31,7 +31,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -87,7 +86,6 @@ class OracleColumn:
     nullable: bool
 
 
-_EPOCH = dt.datetime(1970, 1, 1)
 _FRACTION = re.compile(r"\((\d)\)")
 
 
@@ -299,6 +297,3 @@ def redo_python(value: RedoValue) -> Any:
     if value is None or isinstance(value, str):
         return value
     return _function(value)
-
-
-RedoConverter = Callable[[RedoValue], Any]
