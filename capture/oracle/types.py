@@ -18,6 +18,8 @@ RAW                                     BYTES (``binary.handling.mode``)
 DATE; TIMESTAMP(0-3/4-6/7-9)            ``io.debezium.time.Timestamp`` (ms) / ``MicroTimestamp`` /
                                         ``NanoTimestamp`` (``time.precision.mode=connect``: ms)
 TIMESTAMP WITH (LOCAL) TIME ZONE        ``io.debezium.time.ZonedTimestamp`` text (UTC)
+INTERVAL DAY TO SECOND / YEAR TO MONTH  ``io.debezium.time.MicroDuration`` (a month is
+                                        365.25 / 12 days)
 ======================================  ==========================================================
 
 Other types (LONG, BFILE, XMLTYPE, user-defined...) are unsupported by Debezium too, and
@@ -218,7 +220,30 @@ def column_type(column: OracleColumn, handling: OracleHandling) -> ColumnType | 
         return _binary(handling, name)
     if name == "DATE" or name.startswith("TIMESTAMP"):
         return _temporal(column, handling)
+    if name.startswith("INTERVAL DAY"):
+        return ColumnType(cs.micro_duration(), _ds_micros, name)
+    if name.startswith("INTERVAL YEAR"):
+        return ColumnType(cs.micro_duration(), _ym_micros, name)
     return None
+
+
+_DAY_US = 86_400_000_000
+_MONTH_US = _DAY_US * 365.25 / 12
+"""Debezium's month for MicroDuration: 365.25 / 12 days."""
+
+
+def _ds_micros(value: Any) -> int:
+    """INTERVAL DAY TO SECOND: a ``timedelta`` (python-oracledb) in microseconds."""
+    if not isinstance(value, dt.timedelta):
+        raise TypeError(f"not an INTERVAL DAY TO SECOND: {value!r}")
+    return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+
+
+def _ym_micros(value: Any) -> int:
+    """INTERVAL YEAR TO MONTH: python-oracledb's ``IntervalYM(years, months)`` (or a
+    ``(years, months)`` pair) in microseconds, a month being 365.25 / 12 days."""
+    years, months = (value.years, value.months) if hasattr(value, "years") else value
+    return round((int(years) * 12 + int(months)) * _MONTH_US)
 
 
 # --- SQL_REDO values ---------------------------------------------------------------------------
@@ -249,6 +274,32 @@ def _timestamp_text(text: str) -> dt.datetime:
         offset = dt.timedelta(hours=int(hours), minutes=int(minutes or 0)) * sign
         value = value.replace(tzinfo=dt.timezone(offset))
     return value
+
+
+_DS = re.compile(r"^([+-])?(\d+) (\d+):(\d+):(\d+)(?:\.(\d*))?$")
+_YM = re.compile(r"^([+-])?(\d+)-(\d+)$")
+
+
+def _ds_text(text: str) -> dt.timedelta:
+    """``+DD HH:MI:SS.FFFFFF`` (``TO_DSINTERVAL``) as a ``timedelta``."""
+    match = _DS.match(text.strip())
+    if match is None:
+        raise ValueError(f"not an INTERVAL DAY TO SECOND literal: {text!r}")
+    sign, days, hours, minutes, seconds, fraction = match.groups()
+    micros = int(((fraction or "") + "000000")[:6])
+    value = dt.timedelta(
+        days=int(days), hours=int(hours), minutes=int(minutes), seconds=int(seconds)
+    ) + dt.timedelta(microseconds=micros)
+    return -value if sign == "-" else value
+
+
+def _ym_text(text: str) -> tuple[int, int]:
+    """``+YY-MM`` (``TO_YMINTERVAL``) as ``(years, months)``, both signed."""
+    match = _YM.match(text.strip())
+    if match is None:
+        raise ValueError(f"not an INTERVAL YEAR TO MONTH literal: {text!r}")
+    sign = -1 if match.group(1) == "-" else 1
+    return sign * int(match.group(2)), sign * int(match.group(3))
 
 
 def _unistr(text: str) -> str:
@@ -288,6 +339,10 @@ def _function(value: RedoFunction) -> Any:
         return dt.datetime.strptime(str(texts[0]), fmt)
     if name in ("TO_TIMESTAMP", "TO_TIMESTAMP_TZ"):
         return _timestamp_text(str(texts[0]))
+    if name == "TO_DSINTERVAL":
+        return _ds_text(str(texts[0]))
+    if name == "TO_YMINTERVAL":
+        return _ym_text(str(texts[0]))
     raise ValueError(f"SQL_REDO function {name} is not supported")
 
 

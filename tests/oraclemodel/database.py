@@ -182,6 +182,19 @@ def render(column: Column, value: Any) -> str:
     if kind.startswith("TIMESTAMP"):
         fraction = f"{value.microsecond:06d}".rstrip("0")
         return f"TO_TIMESTAMP('{_datetime(value)}.{fraction}')"
+    if kind.startswith("INTERVAL DAY"):
+        sign = "-" if value < dt.timedelta(0) else "+"
+        magnitude = abs(value)
+        hours, rest = divmod(magnitude.seconds, 3600)
+        minutes, seconds = divmod(rest, 60)
+        return (
+            f"TO_DSINTERVAL('{sign}{magnitude.days:02d} {hours:02d}:{minutes:02d}:{seconds:02d}"
+            f".{magnitude.microseconds:06d}')"
+        )
+    if kind.startswith("INTERVAL YEAR"):
+        years, months = value
+        sign = "-" if years < 0 or months < 0 else "+"
+        return f"TO_YMINTERVAL('{sign}{abs(years):02d}-{abs(months):02d}')"
     if kind in ("RAW", "BLOB"):
         return "EMPTY_BLOB()" if value == b"" else f"HEXTORAW('{bytes(value).hex()}')"
     if kind in ("CLOB", "NCLOB") and value == "":

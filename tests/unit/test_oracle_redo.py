@@ -115,6 +115,13 @@ def test_number_widths_follow_the_document() -> None:
     assert _type("DATE").convert(dt.datetime(2021, 1, 2)) == 18629 * 86_400_000
     assert _type("TIMESTAMP(9)").schema["name"] == "io.debezium.time.NanoTimestamp"
     assert column_type(OracleColumn("C", "BFILE", None, None, True), OracleHandling()) is None
+    ym = _type("INTERVAL YEAR(2) TO MONTH")
+    assert ym.schema["name"] == "io.debezium.time.MicroDuration"
+    assert ym.convert(redo_python(RedoFunction("TO_YMINTERVAL", ("+01-02",)))) == round(
+        14 * 86_400_000_000 * 365.25 / 12
+    )
+    ds = redo_python(RedoFunction("TO_DSINTERVAL", ("-01 02:03:04.5",)))
+    assert _type("INTERVAL DAY(2) TO SECOND(6)").convert(ds) == -(93_784_500_000)
 
 
 COLUMNS = [
@@ -125,6 +132,8 @@ COLUMNS = [
     Column("DT", "DATE"),
     Column("TS", "TIMESTAMP(6)"),
     Column("R", "RAW"),
+    Column("DS", "INTERVAL DAY(9) TO SECOND(6)"),
+    Column("YM", "INTERVAL YEAR(9) TO MONTH"),
 ]
 VALUES = {
     "N": st.integers(-(10**17), 10**17),
@@ -136,6 +145,10 @@ VALUES = {
     ),
     "TS": st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31)),
     "R": st.binary(max_size=16),
+    "DS": st.timedeltas(dt.timedelta(days=-99_999), dt.timedelta(days=99_999)),
+    "YM": st.tuples(st.integers(0, 9999), st.integers(0, 11)).flatmap(
+        lambda ym: st.sampled_from([ym, (-ym[0], -ym[1])])
+    ),
 }
 
 
