@@ -337,6 +337,30 @@ def test_a_reused_online_log_is_read_again_from_its_archive(
     assert [r["key"]["ID"] for r in corner.records()] == [1, 2]
 
 
+def test_a_log_missing_from_the_session_is_registered_again(
+    corner: Corner, caplog: pytest.LogCaptureFixture
+) -> None:
+    corner.land()
+    for n in range(1, 20):
+        _insert(corner, _person(n), thread=1 + n % 2)
+    source = corner.source()
+    calls: list[str] = []
+    query = source._query
+
+    def logs_but_the_last(conn: Any, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        rows = query(conn, sql, *params)
+        if "V$ARCHIVED_LOG A WHERE" in sql and not calls:
+            calls.append(sql)
+            return rows[:-1]  # as if the log list had been read before the last switch
+        return rows
+
+    source._query = logs_but_the_last  # type: ignore[method-assign]
+    caplog.set_level("INFO", "capture.oracle.stream")
+    corner.land(source)
+    assert calls and "ORA-01291: missing logfile; registering the logs again" in caplog.text
+    assert [r["key"]["ID"] for r in corner.records()] == list(range(1, 20))
+
+
 def test_logs_gone_since_the_offset_ask_for_a_new_snapshot(corner: Corner) -> None:
     corner.land()
     for n in range(1, 60):
