@@ -17,11 +17,13 @@ import importlib
 import logging
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from capture.captured_table import CapturedTable, CatalogColumn
+from capture.column_types import ValueConversionError
 from capture.database_source import DatabaseSource, OpenTransaction
 from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, column_type
@@ -103,6 +105,9 @@ class OracleTable:
     captured: CapturedTable
     columns: tuple[OracleColumn, ...]
     index: dict[str, int]
+    left_out: frozenset[str] = frozenset()
+    """Columns of a type the agent does not capture (their values in ``SQL_REDO`` are
+    dropped on purpose)."""
 
 
 class OracleAgent(DatabaseSource):
@@ -202,7 +207,7 @@ class OracleAgent(DatabaseSource):
         if not rows:
             raise CaptureError(f"source {self.name}: table {owner}.{table} has no columns")
         key = {r[0] for r in self._query(self._side(), KEY_SQL, owner, table)}
-        columns, types, kept = [], [], []
+        columns, types, kept, left_out = [], [], [], set()
         for name, data_type, precision, scale, nullable in rows:
             column = OracleColumn(
                 str(name),
@@ -221,6 +226,7 @@ class OracleAgent(DatabaseSource):
                     name,
                     data_type,
                 )
+                left_out.add(column.name)
                 continue
             kept.append(column)
             types.append(converted)
@@ -240,7 +246,30 @@ class OracleAgent(DatabaseSource):
             with_transaction=s.rules.provide_transaction_metadata,
             origin_prefix=self.ORIGIN,
         )
-        return OracleTable(captured, tuple(kept), {c.name: i for i, c in enumerate(kept)})
+        index = {c.name: i for i, c in enumerate(kept)}
+        return OracleTable(captured, tuple(kept), index, frozenset(left_out))
+
+    def _refresh(self, table: OracleTable, names: Iterable[str]) -> OracleTable:
+        """``table`` described again when ``SQL_REDO`` names a column it does not know (an ADD
+        COLUMN since it was described: the online catalog has it now).
+
+        Raises:
+            ValueConversionError: The catalog does not know the column either: the change is
+                quarantined rather than landed without it.
+        """
+        unknown = [n for n in names if n not in table.index and n not in table.left_out]
+        if not unknown:
+            return table
+        captured = table.captured
+        fresh = self._describe(captured.schema, captured.table)
+        self._tables[(captured.schema, captured.table)] = fresh
+        missing = [n for n in unknown if n not in fresh.index and n not in fresh.left_out]
+        if missing:
+            raise ValueConversionError(
+                f"{captured.collection}: SQL_REDO names column(s) {', '.join(missing)} that the "
+                "catalog does not have (dropped or renamed since the change was written)"
+            )
+        return fresh
 
     def _source_fields(
         self,

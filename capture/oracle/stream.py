@@ -431,6 +431,8 @@ class StreamReader(OracleAgent):
                 f"(OPERATION_CODE 255 UNSUPPORTED, SQL_REDO {change.sql[:60]!r})"
             )
         statement = parse_redo(change.sql)
+        table = self._refresh(table, [*statement.new, *statement.old])
+        captured = table.captured
         source = {
             "version": VERSION,
             "connector": CONNECTOR,

@@ -311,6 +311,28 @@ def test_the_mining_window_grows_while_behind_and_shrinks_when_caught_up(corner:
     assert source._window == max(5, grown - 3 * 5)  # it shrank by the minimum each time
 
 
+def test_a_column_added_while_streaming_is_described_again(corner: Corner) -> None:
+    corner.land()
+    _insert(corner, _person(1))
+    source = corner.source()
+    mine_window, calls = source._mine_window, []
+
+    def alter_after_the_first_row() -> bool:
+        described = source._tables.get(("DEBEZIUM", "CUSTOMERS")) is not None
+        if described and not calls:  # row 1 is emitted, its table described without PHONE
+            calls.append(1)
+            with corner.edit() as model:
+                model.add_column("DEBEZIUM", "CUSTOMERS", Column("PHONE", "VARCHAR2"))
+            _insert(corner, {**_person(2), "PHONE": "555-0100"})
+        return mine_window()
+
+    source._mine_window = alter_after_the_first_row  # type: ignore[method-assign]
+    corner.land(source)
+    first, second = corner.records()
+    assert "PHONE" not in first["after"]
+    assert second["after"] == {**_person(2), "PHONE": "555-0100"}
+
+
 def test_a_reused_online_log_is_read_again_from_its_archive(
     corner: Corner, caplog: pytest.LogCaptureFixture
 ) -> None:

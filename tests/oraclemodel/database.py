@@ -358,6 +358,14 @@ class OracleModel:
         self._tick()
         return table
 
+    def add_column(self, owner: str, name: str, column: Column) -> None:
+        """``ALTER TABLE ... ADD (column)``: existing rows show NULL in it."""
+        table = self.tables[(owner, name)]
+        table.columns.append(column)
+        for row in table.live.values():
+            row[column.name] = None
+        self._tick()
+
     # --- transactions ------------------------------------------------------------------------
     def begin(self, thread: int = 1) -> str:
         """Start a transaction on ``thread``; its START row is written with its first change."""
