@@ -315,7 +315,8 @@ def test_a_column_added_while_streaming_is_described_again(corner: Corner) -> No
     corner.land()
     _insert(corner, _person(1))
     source = corner.source()
-    mine_window, calls = source._mine_window, []
+    mine_window = source._mine_window
+    calls: list[int] = []
 
     def alter_after_the_first_row() -> bool:
         described = source._tables.get(("DEBEZIUM", "CUSTOMERS")) is not None
