@@ -5,7 +5,7 @@
 #   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, and
 #           a JDK 17/Maven if missing.
 #           The Debian services are NOT started: the tests start private instances.
-#   venv    .venv with `pip install -e '.[dev,postgres,mysql]'`, pinned by requirements.lock.
+#   venv    .venv with `pip install -e '.[dev,postgres,mysql,oracle]'`, pinned by requirements.lock.
 #   jars    Delta's jars, fetched once from Maven Central into .cache/jars (scripts/fetch_jars.sh).
 #   debezium  Debezium Embedded fetched once from Maven Central into .cache/debezium and the
 #           tests' runner compiled against it (scripts/fetch_debezium.sh).
@@ -23,7 +23,7 @@ cd "$ROOT"
 VENV=$ROOT/.venv
 LOCK=$ROOT/requirements.lock
 VENV_STAMP=$VENV/.medallion-bootstrap
-EXTRAS="dev,postgres,mysql,sqlserver"
+EXTRAS="dev,postgres,mysql,sqlserver,oracle"
 PYTHON=${PYTHON:-python3}
 PIP_FLAGS=(--disable-pip-version-check --no-input --progress-bar off)
 
