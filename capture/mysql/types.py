@@ -115,6 +115,8 @@ from capture.mysql.schema import ColumnDef, TableDef
 from pipeline.errors import CaptureError
 
 __all__ = [
+    "binlog_date",
+    "binlog_datetime2",
     "SNAPSHOT_SESSION_SQL",
     "column_default",
     "install_binlog_date_readers",
@@ -863,9 +865,14 @@ def _date_or_text(year: int, month: int, day: int) -> dt.date | str:
         return _temporal_text(year, month, day, None)
 
 
-def _read_date(self: Any) -> dt.date | str:
-    raw = self.packet.read_uint24()
+def binlog_date(raw: int) -> dt.date | str:
+    """A binlog DATE (3 bytes, little-endian, already read) -> the date, or its text when it is
+    a zero or invalid date."""
     return _date_or_text(raw >> 9, (raw >> 5) & 0xF, raw & 0x1F)
+
+
+def _read_date(self: Any) -> dt.date | str:
+    return binlog_date(self.packet.read_uint24())
 
 
 def _read_datetime(self: Any) -> dt.datetime | str:
@@ -881,18 +888,23 @@ def _read_datetime(self: Any) -> dt.datetime | str:
         return _temporal_text(year, month, day, (hh, mi, ss))
 
 
-def _read_datetime2(self: Any, column: Any) -> dt.datetime | str:
+def binlog_datetime2(data: int, micros: int, fsp: int) -> dt.datetime | str:
+    """A binlog DATETIME2 (its 5-byte big-endian integer and fraction in microseconds, already
+    read) -> the datetime, or its text when it is a zero or invalid date."""
     # DATETIME2: sign (1 bit), year*13+month (17), day (5), hour (5), minute (6), second (6).
-    data = self.packet.read_int_be_by_size(5)
     year, month = divmod((data >> 22) & 0x1FFFF, 13)
     day, hh, mi, ss = (data >> 17) & 0x1F, (data >> 12) & 0x1F, (data >> 6) & 0x3F, data & 0x3F
-    micros = self._RowsEvent__read_fsp(column)
     try:
         return dt.datetime(year, month, day, hh, mi, ss, micros)
     except ValueError:
-        fsp = int(column.fsp or 0)
         fraction = f".{micros // 10 ** (6 - fsp):0{fsp}d}" if fsp else ""
         return _temporal_text(year, month, day, (hh, mi, ss), fraction)
+
+
+def _read_datetime2(self: Any, column: Any) -> dt.datetime | str:
+    data = self.packet.read_int_be_by_size(5)
+    micros = self._RowsEvent__read_fsp(column)
+    return binlog_datetime2(data, micros, int(column.fsp or 0))
 
 
 def install_binlog_date_readers() -> None:
