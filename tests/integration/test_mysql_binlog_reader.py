@@ -16,25 +16,16 @@ from typing import Any
 import pymysql
 import pytest
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import MariadbGtidEvent, QueryEvent, RotateEvent, XidEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from capture.mysql.binlog import BinlogReader
+from capture.mysql.stream import _EVENTS  # what the agent reads
 from tests.integration.test_mysql_types_live import COLUMNS, INSERTS, UPDATE, insert_sql
 
 pytestmark = pytest.mark.mysql
 
 DB = "binlog_reader"
-EVENTS = [
-    MariadbGtidEvent,
-    QueryEvent,
-    XidEvent,
-    RotateEvent,
-    WriteRowsEvent,
-    UpdateRowsEvent,
-    DeleteRowsEvent,
-]
 
 
 def _workload(cur: Any, rng: random.Random) -> None:
@@ -99,20 +90,31 @@ def _workload(cur: Any, rng: random.Random) -> None:
 @pytest.fixture(scope="module")
 def position(mariadb_conn: dict[str, Any]) -> Iterator[tuple[str, int]]:
     """Run the workload; the binlog position before it."""
-    admin = pymysql.connect(**dict(mariadb_conn), autocommit=True)
-    try:
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {DB}")
-            cur.execute(f"CREATE DATABASE {DB}")
+    with pymysql.connect(**dict(mariadb_conn), autocommit=True) as admin, admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {DB}")
+        try:
             cur.execute(f"USE {DB}")
             cur.execute("SHOW MASTER STATUS")
-            log_file, log_pos = cur.fetchone()[:2]
+            start = cur.fetchone()[:2]
             _workload(cur, random.Random(20261127))
-        yield str(log_file), int(log_pos)
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {DB}")
-        admin.close()
+            yield str(start[0]), int(start[1])
+        finally:
+            cur.execute(f"DROP DATABASE {DB}")
+
+
+def _reader(
+    cls: type[BinLogStreamReader], conn: dict[str, Any], server_id: int, start: tuple[str, int]
+) -> Any:
+    return cls(
+        connection_settings=dict(conn),
+        server_id=server_id,
+        blocking=False,
+        resume_stream=True,
+        log_file=start[0],
+        log_pos=start[1],
+        only_events=_EVENTS,
+        enable_logging=False,
+    )
 
 
 def _events(
@@ -120,16 +122,7 @@ def _events(
 ) -> tuple[list[tuple[Any, ...]], int]:
     """Every event as a comparable tuple; how many row events did not come from the library's
     parser (their ``packet`` is not its wrapper)."""
-    reader = cls(
-        connection_settings=dict(conn),
-        server_id=server_id,
-        blocking=False,
-        resume_stream=True,
-        log_file=start[0],
-        log_pos=start[1],
-        only_events=EVENTS,
-        enable_logging=False,
-    )
+    reader = _reader(cls, conn, server_id, start)
     out: list[tuple[Any, ...]] = []
     own = 0
     try:
@@ -182,16 +175,7 @@ def _diff(got: tuple[Any, ...], want: tuple[Any, ...]) -> Any:
 
 def test_table_maps_parsed_once(mariadb_conn: dict[str, Any], position: tuple[str, int]) -> None:
     """Repeated table maps are mapped from the cache: the library parses each body once."""
-    reader = BinlogReader(
-        connection_settings=dict(mariadb_conn),
-        server_id=4303,
-        blocking=False,
-        resume_stream=True,
-        log_file=position[0],
-        log_pos=position[1],
-        only_events=EVENTS,
-        enable_logging=False,
-    )
+    reader = _reader(BinlogReader, mariadb_conn, 4303, position)
     try:
         events = sum(1 for _ in reader)
         assert events > 0
