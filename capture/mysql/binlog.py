@@ -1,4 +1,4 @@
-"""A faster binlog reader: :class:`BinlogReader`, mysql-replication with two hot paths of its own.
+"""A faster binlog reader: :class:`BinlogReader`, mysql-replication with hot paths of its own.
 
 mysql-replication parses every ``TABLE_MAP`` event in full (with ``binlog_row_metadata=FULL``:
 every column's name, charset, ENUM/SET values), and the server writes one before every row
@@ -7,12 +7,14 @@ through a long chain of type tests and small reads. Measured on the TPC-B-like w
 ``benchmarks/mysql_capture.py`` that was ~60 % of the agent's CPU.
 
 :class:`BinlogReader` keeps the library for everything it reads (connection, positions,
-rotation, GTID, DDL, rare events) and takes over two kinds of packets before the library sees
+rotation, DDL, rare events) and takes over three kinds of packets before the library sees
 them:
 
 * ``TABLE_MAP``: a body (everything after the common header, without the checksum) that is
   byte-for-byte one already parsed maps to that parse's ``Table``; only new bodies reach the
   library. Equal bytes give an equal parse, so this is a cache, not a second parser.
+* MariaDB's GTID and the XID (commit) event, one of each per transaction: their few fixed
+  fields are read here.
 * Row events (``WRITE/UPDATE/DELETE_ROWS`` v1 and v2) of a mapped table: decoded here with one
   precompiled reader per column (:func:`_column_reader`). Integer, float, string, blob and the
   temporal types the workload uses most are read inline, exactly as the library reads them
@@ -36,6 +38,7 @@ from typing import Any, Final
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import FIELD_TYPE, NONE_SOURCE
+from pymysqlreplication.event import MariadbGtidEvent, XidEvent
 from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import (
     DeleteRowsEvent,
@@ -132,6 +135,16 @@ class BinlogReader(BinLogStreamReader):
                         self.log_pos = log_pos
                     continue
                 return self._by_library(packet, data)
+            small = _SMALL_EVENTS.get(kind)
+            if small is not None and small[0] in self._BinLogStreamReader__allowed_events:
+                event = small[1](data)
+                event.packet = _Header(log_pos, size, server_id)
+                event.event_type = kind
+                event.timestamp = timestamp
+                event.event_size = size - 19  # the library's: without the common header
+                if log_pos:
+                    self.log_pos = log_pos
+                return event
             rows = _ROWS_EVENTS.get(kind)
             if rows is None or not self._post_header_is(kind, rows[1]):
                 connection.pushed = packet
@@ -173,6 +186,35 @@ class BinlogReader(BinLogStreamReader):
         if not lengths or kind > len(lengths):
             return True  # the library assumes the known length too
         return bool(lengths[kind - 1] == length)
+
+
+# --- transaction boundaries ---------------------------------------------------------------------
+
+
+def _mariadb_gtid(data: bytes) -> Any:
+    """MariaDB's GTID event (type 162), as the library reads it: sequence number, domain,
+    flags; ``gtid`` is ``domain-server-sequence``."""
+    event = object.__new__(MariadbGtidEvent)
+    sequence, domain, flags = _MARIADB_GTID.unpack_from(data, 20)
+    event.server_id = server_id = _HEADER.unpack_from(data)[2]
+    event.gtid_seq_no, event.domain_id, event.flags = sequence, domain, flags
+    event.gtid = f"{domain}-{server_id}-{sequence}"
+    return event
+
+
+def _xid(data: bytes) -> Any:
+    """The XID (commit) event (type 16): its transaction id."""
+    event = object.__new__(XidEvent)
+    event.xid = int.from_bytes(data[20:28], "little")
+    return event
+
+
+_MARIADB_GTID: Final = struct.Struct("<QIB")
+_SMALL_EVENTS: Final[dict[int, tuple[type, Callable[[bytes], Any]]]] = {
+    162: (MariadbGtidEvent, _mariadb_gtid),
+    16: (XidEvent, _xid),
+}
+"""Events read here (one of each per transaction): event type -> (library class, reader)."""
 
 
 # --- row events ---------------------------------------------------------------------------------
