@@ -837,13 +837,41 @@ def stream_values(
     """
     _check_width(table, len(values), "the binlog row image")
     out: list[Any] = []
-    for column, (key, value) in zip(table.columns, values.items(), strict=True):
-        name = _base_type(column, table.charset)
+    for (column, name, fix), (key, value) in zip(_stream_plan(table), values.items(), strict=True):
         if value is None:
             out.append(_stream_none(table, column, name, none_sources.get(key, "null")))
-        else:
+        elif fix:
             out.append(_stream_value(column, name, value, table.charset))
+        else:
+            out.append(value)
     return out
+
+
+_PLANS: dict[int, tuple[TableDef, tuple[tuple[ColumnDef, str, bool], ...]]] = {}
+"""``id(table)`` -> (the table, its columns' (definition, base type, needs a fix))."""
+
+
+def _stream_plan(table: TableDef) -> tuple[tuple[ColumnDef, str, bool], ...]:
+    """Each column with its base type and whether :func:`_stream_value` may change its value;
+    worked out once per table definition (a stream applies one to every row)."""
+    entry = _PLANS.get(id(table))
+    if entry is not None and entry[0] is table:
+        return entry[1]
+    plan = []
+    for column in table.columns:
+        name = _base_type(column, table.charset)
+        fix = name in _STREAM_FIXED or name in _FIXED_BINARY_LENGTH
+        if name in _TEXT_TYPES:
+            fix = _charset(column, table.charset) in _LIBRARY_MISDECODED
+        plan.append((column, name, fix))
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()
+    _PLANS[id(table)] = (table, tuple(plan))
+    return _PLANS[id(table)][1]
+
+
+_STREAM_FIXED: Final = frozenset({"timestamp", "time", "year"})
+"""Base types whose binlog values :func:`_stream_value` corrects (besides text and UUID/INET)."""
 
 
 # --- the binlog's zero and invalid dates ------------------------------------------------------
