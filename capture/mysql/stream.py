@@ -1,8 +1,9 @@
 """The MySQL / MariaDB agent's binlog stream: events to records, :class:`StreamReader`.
 
-Reads the ROW binlog with mysql-replication from the offset's file and position, keeps the
-schema history in step with the DDL it reads and turns row events into Debezium records (see
-:mod:`capture.mysql.source`, steps 4 and 5).
+Reads the ROW binlog with mysql-replication (through :class:`capture.mysql.binlog.BinlogReader`,
+its faster reader) from the offset's file and position, keeps the schema history in step with
+the DDL it reads and turns row events into Debezium records (see :mod:`capture.mysql.source`,
+steps 4 and 5).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
     MariadbAnnotateRowsEvent,
@@ -43,6 +43,7 @@ from capture.database_source import (
     update_records,
 )
 from capture.mysql.agent import CONNECTOR, MySqlTable, MySqlTx, raw_row
+from capture.mysql.binlog import BinlogReader
 from capture.mysql.ddl import DdlParseError, SchemaChange, statement_kind
 from capture.mysql.history import HistoryEntry
 from capture.mysql.position import MySqlPosition
@@ -97,7 +98,7 @@ class StreamReader(TableTracker):
         start = self._resume
         if self._cut is not None:
             start = BinlogPoint(self._cut[0], self._cut[1], self._resume.gtids)
-        self._stream = BinLogStreamReader(
+        self._stream = BinlogReader(
             connection_settings=s.connection(),
             server_id=s.server_id,
             blocking=False,
