@@ -64,6 +64,9 @@ _ROWS_EVENTS: Final[dict[int, tuple[type[RowsEvent], int]]] = {
 }
 _EXPECTED_ERRORS: Final = (2013, 2006)
 """Lost connection: the library reconnects from its last position (as its own loop does)."""
+_NOT_ON_THE_FAST_PATH: Final = ("end_log_pos", "skip_to_timestamp", "verify_checksum")
+"""Library options the hot paths do not apply (table and schema filters do apply: a filtered
+table's map never reaches ``table_map``, so its rows go the library's way and are dropped)."""
 _HEADER: Final = struct.Struct("<xIBIII")
 """OK byte, then the common header: timestamp, type, server id, event size, next position."""
 _EPOCH: Final = dt.datetime(1970, 1, 1)
@@ -104,8 +107,14 @@ class BinlogReader(BinLogStreamReader):
     _BinLogStreamReader__connected_stream: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        unsupported = [k for k in _NOT_ON_THE_FAST_PATH if kwargs.get(k)]
+        if unsupported or args:
+            # The hot paths skip the library's handling of these; nothing in the agent sets them.
+            raise TypeError(
+                f"BinlogReader takes keyword arguments only, without {', '.join(unsupported)}"
+            )
         kwargs["pymysql_wrapper"] = _Connection
-        super().__init__(*args, **kwargs)
+        super().__init__(**kwargs)
         self._maps: dict[bytes, Any] = {}
 
     def fetchone(self) -> Any:

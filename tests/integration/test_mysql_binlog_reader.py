@@ -187,3 +187,9 @@ def test_table_maps_parsed_once(mariadb_conn: dict[str, Any], position: tuple[st
         assert 2 <= len(reader._maps) <= 6
     finally:
         reader.close()
+
+
+@pytest.mark.parametrize("option", ["end_log_pos", "skip_to_timestamp", "verify_checksum"])
+def test_options_the_fast_paths_skip_are_refused(option: str) -> None:
+    with pytest.raises(TypeError, match=option):
+        BinlogReader(connection_settings={}, server_id=1, **{option: 5})
