@@ -334,28 +334,34 @@ def main() -> None:
         fix_debezium.JVM_OPTIONS = BENCH_JVM_OPTIONS
     for kind in ("postgres", "mariadb"):
         require_runtime(kind)
-    load_at_start = os.getloadavg()
     workdir = Path(tempfile.mkdtemp(prefix="medallion-vsdbz-"))
     os.chmod(workdir, 0o755)  # the servers' system users must reach their directories
     connectors = {"PostgreSQL": _postgres, "MariaDB": _mariadb}
     if args.only:
         connectors = {k: v for k, v in connectors.items() if k.lower().startswith(args.only)}
+    machine = (
+        f"{platform.machine()}, {os.cpu_count()} cpu ({mysql_capture._cpu_model()}), "
+        f"Python {platform.python_version()}"
+    )
     tables: dict[str, dict[str, dict[str, Any]]] = {}
+    figures: dict[str, Any] = {}
+    if args.only and RESULTS.exists():  # keep the other connector's latest figures
+        figures = json.loads(RESULTS.read_text())
     try:
         for connector, measure in connectors.items():
+            load_at_start = os.getloadavg()
             runs = [measure(args, workdir, run) for run in range(args.runs)]
             tables[connector] = _median_table(runs)
+            figures[connector] = {
+                "machine": machine,
+                "jvm_options": list(fix_debezium.JVM_OPTIONS),
+                "load_average_at_start": [round(x, 2) for x in load_at_start],
+                "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+                "args": vars(args),
+                "phases": tables[connector],
+            }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    figures = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cpu ({mysql_capture._cpu_model()}), "
-        f"Python {platform.python_version()}",
-        "jvm_options": list(fix_debezium.JVM_OPTIONS),
-        "load_average_at_start": [round(x, 2) for x in load_at_start],
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        "args": vars(args),
-        "figures": tables,
-    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(figures, indent=2, default=str) + "\n")
     median = "median " if args.runs > 1 else ""
@@ -366,11 +372,13 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|---:|")
     for connector, table in tables.items():
         _print(connector, table)
-    print(f"{figures['machine']}; runs: {args.runs}; JVM: {' '.join(fix_debezium.JVM_OPTIONS)}")
-    print(
-        f"load average at start {figures['load_average_at_start']}, "
-        f"at end {figures['load_average_at_end']}"
-    )
+    print(f"{machine}; runs: {args.runs}; JVM: {' '.join(fix_debezium.JVM_OPTIONS)}")
+    for connector in tables:
+        load = figures[connector]
+        print(
+            f"{connector}: load average at start {load['load_average_at_start']}, "
+            f"at end {load['load_average_at_end']}"
+        )
 
 
 if __name__ == "__main__":
