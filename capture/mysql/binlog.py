@@ -121,7 +121,7 @@ class BinlogReader(BinLogStreamReader):
         """The next event, as the library's ``fetchone`` returns it."""
         while True:
             if not self._BinLogStreamReader__connected_stream:
-                return super().fetchone()  # connects, and reads the first event itself
+                return self._library()  # connects, and reads the first event itself
             connection = self._stream_connection
             try:
                 packet = connection._read_packet()
@@ -135,7 +135,7 @@ class BinlogReader(BinLogStreamReader):
             data = packet._data
             if len(data) < 20 or data[0] != 0:  # EOF, error, not an event: the library's case
                 connection.pushed = packet
-                return super().fetchone()
+                return self._library()
             timestamp, kind, server_id, size, log_pos = _HEADER.unpack_from(data)
             end = 1 + size - (4 if self._BinLogStreamReader__use_checksum else 0)
             if kind == _TABLE_MAP:
@@ -157,17 +157,27 @@ class BinlogReader(BinLogStreamReader):
             rows = _ROWS_EVENTS.get(kind)
             if rows is None or not self._post_header_is(kind, rows[1]):
                 connection.pushed = packet
-                return super().fetchone()
+                return self._library()
             table = self.table_map.get(int.from_bytes(data[20:26], "little"))
             if table is None:
                 connection.pushed = packet
-                return super().fetchone()
+                return self._library()
             event = _rows_event(rows[0], table, data, rows[1], end, kind)
             event.packet = _Header(log_pos, size, server_id)
             event.timestamp = timestamp
             if log_pos:
                 self.log_pos = log_pos
             return event
+
+    def _library(self) -> Any:
+        """The library's next event, without the reference cycle between it and its packet
+        wrapper (``wrapper.event``, not read once the event is returned): the agent pauses the
+        cyclic collector while it reads a batch, and reference counting alone then frees it."""
+        event = super().fetchone()
+        wrapper = getattr(event, "packet", None)
+        if isinstance(wrapper, BinLogPacketWrapper):
+            wrapper.event = None
+        return event
 
     def _map_table(self, packet: Any, data: bytes, end: int) -> bool:
         """Map a ``TABLE_MAP`` whose body was parsed before; False when it is new."""
@@ -182,7 +192,7 @@ class BinlogReader(BinLogStreamReader):
         self._stream_connection.pushed = packet
         size = _HEADER.unpack_from(data)[3]
         body = data[20 : 1 + size - (4 if self._BinLogStreamReader__use_checksum else 0)]
-        event = super().fetchone()
+        event = self._library()
         table = self.table_map.get(int.from_bytes(body[:6], "little"))
         if table is not None:
             if len(self._maps) >= _MAP_CACHE_LIMIT:
