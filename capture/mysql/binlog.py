@@ -137,20 +137,21 @@ class BinlogReader(BinLogStreamReader):
                 connection.pushed = packet
                 return self._library()
             timestamp, kind, server_id, size, log_pos = _HEADER.unpack_from(data)
-            end = 1 + size - (4 if self._BinLogStreamReader__use_checksum else 0)
+            checksum = 4 if self._BinLogStreamReader__use_checksum else 0
+            end = 1 + size - checksum
             if kind == _TABLE_MAP:
-                if self._map_table(packet, data, end):
+                if self._map_table(data, end):
                     if log_pos:
                         self.log_pos = log_pos
                     continue
-                return self._by_library(packet, data)
+                return self._by_library(packet, data, end)
             small = _SMALL_EVENTS.get(kind)
             if small is not None and small[0] in self._BinLogStreamReader__allowed_events:
                 event = small[1](data)
                 event.packet = _Header(log_pos, size, server_id)
                 event.event_type = kind
                 event.timestamp = timestamp
-                event.event_size = size - 19  # the library's: without the common header
+                event.event_size = size - 19 - checksum  # the library's: the body's size
                 if log_pos:
                     self.log_pos = log_pos
                 return event
@@ -165,6 +166,7 @@ class BinlogReader(BinLogStreamReader):
             event = _rows_event(rows[0], table, data, rows[1], end, kind)
             event.packet = _Header(log_pos, size, server_id)
             event.timestamp = timestamp
+            event.event_size = size - 19 - checksum
             if log_pos:
                 self.log_pos = log_pos
             return event
@@ -179,7 +181,7 @@ class BinlogReader(BinLogStreamReader):
             wrapper.event = None
         return event
 
-    def _map_table(self, packet: Any, data: bytes, end: int) -> bool:
+    def _map_table(self, data: bytes, end: int) -> bool:
         """Map a ``TABLE_MAP`` whose body was parsed before; False when it is new."""
         table = self._maps.get(data[20:end])
         if table is None:
@@ -187,11 +189,10 @@ class BinlogReader(BinLogStreamReader):
         self.table_map[int.from_bytes(data[20:26], "little")] = table
         return True
 
-    def _by_library(self, packet: Any, data: bytes) -> Any:
+    def _by_library(self, packet: Any, data: bytes, end: int) -> Any:
         """Let the library parse a new ``TABLE_MAP`` (and read on), then remember its parse."""
         self._stream_connection.pushed = packet
-        size = _HEADER.unpack_from(data)[3]
-        body = data[20 : 1 + size - (4 if self._BinLogStreamReader__use_checksum else 0)]
+        body = data[20:end]
         event = self._library()
         table = self.table_map.get(int.from_bytes(body[:6], "little"))
         if table is not None:
