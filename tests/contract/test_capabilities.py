@@ -20,6 +20,9 @@ EXPECTED = {
     # Files: no agent snapshot to hand over from, no server to restart, nothing to acknowledge
     # (bronze's offset is the only record of what was read) and no database log to report.
     "debezium_json": set(),
+    # A wire-level peer (tests/mongomodel/wire.py) that restarts; a change stream keeps nothing
+    # a consumer acknowledges, and the agent reports no oplog status.
+    "mongodb": {"snapshot", "restart"},
 }
 """Per connector, the guarantees beyond those every connector keeps (commit order, exactly
 once at every fault point, resume, quarantine, status, silver equals the source)."""
@@ -33,6 +36,7 @@ MINIMAL = {
     "postgresql": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
     "mysql": {"database.hostname": "localhost", "database.user": "u"},
     "debezium_json": {"path": "inbox"},
+    "mongodb": {"mongodb.connection.string": "mongodb://localhost/?replicaSet=rs0"},
 }
 """Just enough config to build each source (building one connects to nothing)."""
 
