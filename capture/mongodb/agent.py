@@ -17,6 +17,7 @@ import pymongo
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.errors import InvalidBSON
 from bson.raw_bson import RawBSONDocument
+from pymongo import monitoring
 from pymongo.errors import ConnectionFailure
 
 from bronze.position_base import Phase
@@ -88,6 +89,40 @@ def decode(raw: RawBSONDocument) -> tuple[dict[str, Any] | None, dict[str, Any],
         return None, bson.decode(raw.raw, LENIENT), f"invalid BSON: {exc}"
 
 
+_OUTAGE_CODES = frozenset({6, 7, 43, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
+"""Server error codes that mean the server went away or lost the cursor (host unreachable,
+``CursorNotFound``, shutdown in progress, stepped down, ...): what a restart or failover gives."""
+
+
+class _OutageLog(monitoring.CommandListener):
+    """Logs the outages the driver rides out itself: pymongo retries a read and resumes a change
+    stream once after a network error or a lost cursor, so a server restart may never reach the
+    agent's own retry loop; this keeps it visible."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        return None  # only failures are worth a line
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        return None
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        failure = event.failure if isinstance(event.failure, dict) else {}
+        code = failure.get("code")
+        if code is not None and code not in _OUTAGE_CODES:
+            return  # a command error the agent handles where it is raised
+        logger.warning(
+            "source %s: %s on %s:%s failed (%s); the driver is reconnecting and the change "
+            "stream resumes from its last token",
+            self.source,
+            event.command_name,
+            *event.connection_id,
+            failure.get("errmsg") or failure.get("codeName") or "connection lost",
+        )
+
+
 class MongoAgent(DatabaseSource):
     """The agent's state and connection; :class:`~capture.mongodb.source.MongoDbSource` is it.
 
@@ -132,6 +167,7 @@ class MongoAgent(DatabaseSource):
                 unicode_decode_error_handler="replace",
                 serverSelectionTimeoutMS=s.server_selection_timeout_ms,
                 appname=f"medallion:{self.name}",
+                event_listeners=[_OutageLog(self.name)],
             )
             self._client = client
             hello = client.admin.command("hello", codec_options=STRICT)

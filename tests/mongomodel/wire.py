@@ -31,6 +31,7 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -268,6 +269,16 @@ class MongoPeer:
         """A server restart: connections and cursors gone, data and oplog kept."""
         self.stop()
         self.start()
+
+    def wait_for_stream(self, timeout_s: float = 30.0) -> bool:
+        """Wait until a change stream is open on the server (a follower is reading)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self.lock:
+                if any(isinstance(c, _StreamCursor) for c in self._cursors.values()):
+                    return True
+            time.sleep(0.01)
+        return False
 
     # --- commands --------------------------------------------------------------------------------
     def run(self, command: dict[str, Any]) -> dict[str, Any]:

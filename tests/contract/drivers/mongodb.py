@@ -118,7 +118,10 @@ class MongoDbDriver(ContractDriver):
         return POISON_REASON
 
     def restart(self) -> None:
-        """Restart the peer: connections and cursors dropped, data and oplog kept."""
+        """Restart the peer under the following agent: once its change stream is open (a
+        restart before the agent connects would pass unseen), drop connections and cursors,
+        keep data and oplog."""
+        assert self.peer.wait_for_stream(), "no agent opened a change stream to restart under"
         self.peer.restart()
 
     def close(self) -> None:
