@@ -41,9 +41,11 @@ RAW = CodecOptions(
 )
 """What the driver decodes replies with: documents stay raw BSON (the driver itself reads only
 the fields it needs, e.g. a change event's ``_id``, leniently)."""
-STRICT = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS)
+STRICT: CodecOptions[dict[str, Any]] = CodecOptions(
+    datetime_conversion=DatetimeConversion.DATETIME_MS
+)
 """How the agent decodes each document: exact types (Int64, dates of any year), strict UTF-8."""
-LENIENT = CodecOptions(
+LENIENT: CodecOptions[dict[str, Any]] = CodecOptions(
     datetime_conversion=DatetimeConversion.DATETIME_MS, unicode_decode_error_handler="replace"
 )
 """For what the agent must know of a document it quarantines (its ``_id``, its cluster time)."""
@@ -57,9 +59,7 @@ class ResumePointLost(CaptureError, Terminal):
     """The change stream cannot resume: its resume point is gone from the oplog."""
 
 
-def position(
-    at: ClusterTime, phase: Phase, txn_number: int = 0, seq: int = 0
-) -> MongoDbPosition:
+def position(at: ClusterTime, phase: Phase, txn_number: int = 0, seq: int = 0) -> MongoDbPosition:
     """The bronze position of a record at cluster time ``at``."""
     return MongoDbPosition._new(at[0], at[1], phase, txn_number, seq)
 

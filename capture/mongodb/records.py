@@ -162,7 +162,9 @@ class CollectionRecords:
                 if not _excluded(k, self.excluded)
                 and not any(p.startswith(k + ".") for p in self.excluded)
             } | {
-                k: without_paths(v, tuple(p[len(k) + 1 :] for p in self.excluded if p.startswith(k + ".")))
+                k: without_paths(
+                    v, tuple(p[len(k) + 1 :] for p in self.excluded if p.startswith(k + "."))
+                )
                 for k, v in updated.items()
                 if isinstance(v, dict) and any(p.startswith(k + ".") for p in self.excluded)
             }

@@ -114,7 +114,7 @@ class SnapshotReader(MongoAgent):
             record = records.record("r", id_value, source, after=records.image(document))
             self._add(builder, record, at, origin, now, None, None)
         except PipelineError as exc:
-            self._quarantine(builder, raw.raw, origin, exc, now)
+            self._quarantine(builder, bytes(raw.raw), origin, exc, now)
         self._last_position = at
 
     def _find(

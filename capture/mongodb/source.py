@@ -11,7 +11,7 @@ The offset (format 1)::
      "resume": <resume token, canonical Extended JSON> | null, "start_after": bool,
      "start_at": [seconds, ordinal] | null,       # no token yet: the first time after the snapshot
      "tx": {"id": "<lsid>:<txnNumber>", "emitted": n} | null,   # a transaction cut in bronze
-     "snapshot": {"point": [s, o], "collections": [[db, coll], ...], "index": i,
+     "snapshot": {"point": [s, o], "tables": [[db, coll], ...], "index": i,
                   "after": [<last _id read>] | null, "seq": n, "ts_ms": ms} | null}
 
 Nothing is acknowledged to the server: the change stream keeps no server-side state a consumer
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any, ClassVar
 
 from capture.database_source import SnapshotProgress
@@ -92,18 +93,15 @@ class MongoDbSource(StreamReader):
         cut = offset.get("tx")
         self._cut = None if cut is None else (str(cut["id"]), int(cut["emitted"]))
         snap = offset.get("snapshot")
-        self._snapshot = (
-            None
-            if snap is None
-            else SnapshotProgress(
-                (int(snap["point"][0]), int(snap["point"][1])),
-                [(str(db), str(coll)) for db, coll in snap["collections"]],
-                int(snap["index"]),
-                snap.get("after"),
-                int(snap["seq"]),
-                int(snap.get("ts_ms", 0)),
+        self._snapshot = None
+        if snap is not None:
+            self._snapshot = SnapshotProgress(
+                **{
+                    **snap,
+                    "point": tuple(snap["point"]),
+                    "tables": [tuple(t) for t in snap["tables"]],
+                }
             )
-        )
 
     def _offset_now(self) -> dict[str, Any]:
         snap = self._snapshot
@@ -114,16 +112,7 @@ class MongoDbSource(StreamReader):
             "start_after": self._start_after,
             "start_at": None if self._start_at is None else list(self._start_at),
             "tx": None if self._cut is None else {"id": self._cut[0], "emitted": self._cut[1]},
-            "snapshot": None
-            if snap is None or self._phase != "snapshot"
-            else {
-                "point": list(snap.point),
-                "collections": [list(t) for t in snap.tables],
-                "index": snap.index,
-                "after": snap.after,
-                "seq": snap.seq,
-                "ts_ms": snap.ts_ms,
-            },
+            "snapshot": None if snap is None or self._phase != "snapshot" else asdict(snap),
         }
 
     def close(self) -> None:

@@ -101,7 +101,9 @@ class StreamReader(SnapshotReader):
 
     def _history_lost(self, exc: OperationFailure) -> bool:
         where = self._resume or (
-            None if self._start_at is None else f"cluster time {self._start_at[0]}.{self._start_at[1]}"
+            None
+            if self._start_at is None
+            else f"cluster time {self._start_at[0]}.{self._start_at[1]}"
         )
         if self.settings.snapshot_mode == "when_needed":
             logger.warning(
@@ -230,8 +232,10 @@ class StreamReader(SnapshotReader):
             except PipelineError as exc:
                 seq = self._seq(tx)
                 if tx is None or tx.count():
-                    self._quarantine(builder, raw.raw, origin, exc, now)
-                self._last_position = position(at, Phase.STREAM, 0 if tx is None else tx.number, seq)
+                    self._quarantine(builder, bytes(raw.raw), origin, exc, now)
+                self._last_position = position(
+                    at, Phase.STREAM, 0 if tx is None else tx.number, seq
+                )
                 made = []
             for record in made:
                 self._land(builder, record, at, tx, records.collection, origin, now)
@@ -241,7 +245,9 @@ class StreamReader(SnapshotReader):
             tx.last_token = token
 
     def _tx_id(self, view: Mapping[str, Any]) -> str:
-        return f"{json_util.dumps(view.get('lsid'), json_options=_CANONICAL)}:{view.get('txnNumber')}"
+        return (
+            f"{json_util.dumps(view.get('lsid'), json_options=_CANONICAL)}:{view.get('txnNumber')}"
+        )
 
     def _open_tx(self, view: Mapping[str, Any], at: ClusterTime) -> MongoTx:
         tx_id = self._tx_id(view)
@@ -267,7 +273,13 @@ class StreamReader(SnapshotReader):
     ) -> None:
         if tx is None:
             last = self._last_position
-            seq = 1 if last is not None and (last.seconds, last.ord) == at and last.phase == Phase.STREAM else 0
+            seq = (
+                1
+                if last is not None
+                and (last.seconds, last.ord) == at
+                and last.phase == Phase.STREAM
+                else 0
+            )
             at_position = position(at, Phase.STREAM, 0, seq)
             self._add(builder, record, at_position, origin, now, None, None)
             self._last_position = at_position
@@ -311,7 +323,11 @@ class StreamReader(SnapshotReader):
         wall = int(stamp) if isinstance(stamp, bson.DatetimeMS) else None
         session = None if tx is None else (document_text(event.get("lsid")), tx.number)
         source = records.source(at, "false", wall_ms=wall, session=session)
-        block = None if tx is None else tx.block(records.collection, self.settings.provide_transaction_metadata)
+        block = (
+            None
+            if tx is None
+            else tx.block(records.collection, self.settings.provide_transaction_metadata)
+        )
         before = records.image(event.get("fullDocumentBeforeChange"))
         after = records.image(event.get("fullDocument")) if kind != "delete" else None
         description = None

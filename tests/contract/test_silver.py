@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from silver.job import SilverJob, silver_table_name
 from silver.documents import DOCUMENT
+from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
 from tests.contract.conftest import SharedHistory
 from tests.contract.history import TABLES, State

@@ -169,7 +169,9 @@ class ResumePoint:
         data = token.get("_data") if isinstance(token, dict) else None
         if not isinstance(data, str) or len(data) != 26 or not data.startswith("82"):
             raise ValueError(f"not a resume token of this server: {token!r}")
-        return cls(int(data[2:10], 16), int(data[10:18], 16), int(data[18:24], 16), int(data[24:], 16))
+        return cls(
+            int(data[2:10], 16), int(data[10:18], 16), int(data[18:24], 16), int(data[24:], 16)
+        )
 
 
 @dataclass
@@ -306,7 +308,9 @@ class ReplicaSet:
         with self.lock:
             point = self._tick()
             gone = self.collections.pop((db, coll), MongoCollection(db, coll))
-            entry = OplogEntry(point, "drop", db, coll, None, point.t * 1000, dropped=gone.documents)
+            entry = OplogEntry(
+                point, "drop", db, coll, None, point.t * 1000, dropped=gone.documents
+            )
             self.oplog.append(entry)
             return entry
 
@@ -337,7 +341,10 @@ class ReplicaSet:
             LookupError: ``at`` is older than the retained history (``SnapshotTooOld``).
         """
         with self.lock:
-            if self.lost_up_to is not None and (at.t, at.i) < (self.lost_up_to.t, self.lost_up_to.i):
+            if self.lost_up_to is not None and (at.t, at.i) < (
+                self.lost_up_to.t,
+                self.lost_up_to.i,
+            ):
                 raise LookupError("snapshot too old")
             current = self.collections.get((db, coll))
             docs = dict(current.documents) if current is not None else {}

@@ -56,7 +56,9 @@ __all__ = ["MongoPeer"]
 OP_REPLY, OP_QUERY, OP_MSG = 1, 2004, 2013
 _CHECKSUM_PRESENT = 1
 _HEADER = struct.Struct("<iiii")
-_DECODE = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS)
+_DECODE: CodecOptions[dict[str, Any]] = CodecOptions(
+    datetime_conversion=DatetimeConversion.DATETIME_MS
+)
 _INTERNAL = frozenset({"admin", "local", "config"})
 
 
@@ -351,7 +353,12 @@ class MongoPeer:
             for cursor_id in command.get("cursors", []):
                 if self._cursors.pop(int(cursor_id), None) is not None:
                     killed.append(cursor_id)
-        return {"cursorsKilled": killed, "cursorsNotFound": [], "cursorsAlive": [], "cursorsUnknown": []}
+        return {
+            "cursorsKilled": killed,
+            "cursorsNotFound": [],
+            "cursorsAlive": [],
+            "cursorsUnknown": [],
+        }
 
     def _cmd_listdatabases(self, command: dict[str, Any]) -> dict[str, Any]:
         rs = self.replset
@@ -367,7 +374,10 @@ class MongoPeer:
         rs = self.replset
         with rs.lock:
             names = sorted(coll for d, coll in rs.collections if d == db)
-        batch = [{"name": n, "type": "collection", "options": {}, "info": {"readOnly": False}} for n in names]
+        batch = [
+            {"name": n, "type": "collection", "options": {}, "info": {"readOnly": False}}
+            for n in names
+        ]
         return {"cursor": {"id": Int64(0), "ns": f"{db}.$cmd.listCollections", "firstBatch": batch}}
 
     # --- find ------------------------------------------------------------------------------------
@@ -377,7 +387,9 @@ class MongoPeer:
         at = None
         if concern.get("level") == "snapshot":
             stamp = concern.get("atClusterTime")
-            at = self.replset.now() if stamp is None else ResumePoint(stamp.time, stamp.inc, HIGH, 2)
+            at = (
+                self.replset.now() if stamp is None else ResumePoint(stamp.time, stamp.inc, HIGH, 2)
+            )
         else:
             at = self.replset.now()
         try:
@@ -397,7 +409,10 @@ class MongoPeer:
             documents = documents[:limit]
         size = int(command.get("batchSize", 101))
         first, rest = documents[:size], documents[size:]
-        reply_cursor: dict[str, Any] = {"ns": f"{db}.{coll}", "firstBatch": [_from_model(d) for d in first]}
+        reply_cursor: dict[str, Any] = {
+            "ns": f"{db}.{coll}",
+            "firstBatch": [_from_model(d) for d in first],
+        }
         cursor_id = 0
         if rest:
             cursor_id = next(self._cursor_ids)
@@ -452,9 +467,7 @@ class MongoPeer:
         target = command["aggregate"]
         coll = None if target == 1 else str(target)
         if spec.get("allChangesForCluster") and (db != "admin" or coll is not None):
-            raise CommandError(
-                2, "BadValue", "allChangesForCluster requires aggregate: 1 on admin"
-            )
+            raise CommandError(2, "BadValue", "allChangesForCluster requires aggregate: 1 on admin")
         rs = self.replset
         try:
             if "resumeAfter" in spec or "startAfter" in spec:
@@ -539,5 +552,3 @@ class MongoPeer:
         raw = bson.encode(event)
         assert raw.count(old) == 1, "the bytes to swap must occur once"
         return RawBSONDocument(raw.replace(old, new))
-
-
