@@ -112,7 +112,14 @@ class MongoDbSource(StreamReader):
             "start_after": self._start_after,
             "start_at": None if self._start_at is None else list(self._start_at),
             "tx": None if self._cut is None else {"id": self._cut[0], "emitted": self._cut[1]},
-            "snapshot": None if snap is None or self._phase != "snapshot" else asdict(snap),
+            "snapshot": None
+            if snap is None or self._phase != "snapshot"
+            # as JSON gives it back: lists, not tuples
+            else {
+                **asdict(snap),
+                "point": list(snap.point),
+                "tables": [list(t) for t in snap.tables],
+            },
         }
 
     def close(self) -> None:
