@@ -9,6 +9,7 @@ of failing the whole batch the server sent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -109,7 +110,7 @@ class _OutageLog(monitoring.CommandListener):
         return None
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        failure = event.failure if isinstance(event.failure, dict) else {}
+        failure = event.failure if isinstance(event.failure, Mapping) else {}
         code = failure.get("code")
         if code is not None and code not in _OUTAGE_CODES:
             return  # a command error the agent handles where it is raised

@@ -85,19 +85,22 @@ def id_text(id_value: Any) -> str:
 
 
 def without_paths(document: dict[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
-    """``document`` without the dotted ``paths`` (a copy when one is present)."""
-    out = document
+    """``document`` without the dotted ``paths`` (a copy when one is present; arrays are not
+    looked into, as Debezium's ``field.exclude.list`` does not)."""
+    out: dict[str, Any] | None = None
     for path in paths:
-        parts = path.split(".")
-        node: Any = out
-        for part in parts[:-1]:
+        *parents, last = path.split(".")
+        node: Any = document if out is None else out
+        for part in parents:
             node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and parts[-1] in node:
-            if out is document:
-                out = copy.deepcopy(document)
-                return without_paths(out, paths)
-            del node[parts[-1]]
-    return out
+        if not isinstance(node, dict) or last not in node:
+            continue
+        if out is None:
+            out = node = copy.deepcopy(document)
+            for part in parents:
+                node = node[part]
+        del node[last]
+    return document if out is None else out
 
 
 def _excluded(path: str, paths: tuple[str, ...]) -> bool:
@@ -156,18 +159,7 @@ class CollectionRecords:
         removed = list(description.get("removedFields") or [])
         truncated = list(description.get("truncatedArrays") or [])
         if self.excluded:
-            updated = {
-                k: v
-                for k, v in updated.items()
-                if not _excluded(k, self.excluded)
-                and not any(p.startswith(k + ".") for p in self.excluded)
-            } | {
-                k: without_paths(
-                    v, tuple(p[len(k) + 1 :] for p in self.excluded if p.startswith(k + "."))
-                )
-                for k, v in updated.items()
-                if isinstance(v, dict) and any(p.startswith(k + ".") for p in self.excluded)
-            }
+            updated = self._without_excluded(updated)
             removed = [r for r in removed if not _excluded(r, self.excluded)]
             truncated = [t for t in truncated if not _excluded(str(t["field"]), self.excluded)]
         masker = self.settings.masker
@@ -179,6 +171,17 @@ class CollectionRecords:
             "truncatedArrays": [{"field": t["field"], "size": int(t["newSize"])} for t in truncated]
             or None,
         }
+
+    def _without_excluded(self, updated: dict[str, Any]) -> dict[str, Any]:
+        """``updatedFields`` without excluded paths: an excluded path, or one inside an
+        excluded field, is dropped; a document set whole loses the excluded fields inside it."""
+        out = {}
+        for path, value in updated.items():
+            if _excluded(path, self.excluded):
+                continue
+            inner = tuple(p[len(path) + 1 :] for p in self.excluded if p.startswith(path + "."))
+            out[path] = without_paths(value, inner) if inner and isinstance(value, dict) else value
+        return out
 
     # --- records --------------------------------------------------------------------------------
     def source(

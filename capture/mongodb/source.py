@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from capture.database_source import SnapshotProgress
 from capture.mongodb.settings import MongoSettings
+from capture.mongodb.snapshot import after_point
 from capture.mongodb.stream import StreamReader
 from pipeline.errors import CaptureError
 
@@ -66,7 +67,7 @@ class MongoDbSource(StreamReader):
             if self.settings.snapshot_mode == "never":
                 self._phase = "stream"
                 self._resume, self._start_after, self._cut = None, False, None
-                self._start_at = self._cluster_time()
+                self._start_at = after_point(self._cluster_time())
                 logger.info(
                     "source %s: no snapshot (snapshot.mode=never); streaming from cluster time "
                     "%d.%d",

@@ -138,7 +138,7 @@ class StreamReader(SnapshotReader):
         now: dt.datetime,
     ) -> bool:
         if self._stream is None and not self._open_stream():
-            return False  # a new snapshot begins with the next batch
+            return self._snapshot_instead(builder, max_events, now)
         while True:
             if self._batch_ends(
                 builder,
@@ -151,7 +151,7 @@ class StreamReader(SnapshotReader):
                 return False
             raw = self._next()
             if self._phase != "stream":
-                return False  # the history was lost: a new snapshot begins with the next batch
+                return self._snapshot_instead(builder, max_events, now)
             if raw is None:
                 if self._tx is not None:
                     self._finish_tx(builder, now)
@@ -162,6 +162,13 @@ class StreamReader(SnapshotReader):
             self._handle(builder, raw, now)
             if self._phase != "stream":
                 return False
+
+    def _snapshot_instead(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
+        """The history was lost and a new snapshot started: its first rows fill this batch (an
+        agent that lands one batch per run must still get past the lost point)."""
+        if self._read_snapshot(builder, max_events, now) and len(builder) == 0:
+            self._end_marker(builder, now)
+        return False
 
     def _next(self) -> RawBSONDocument | None:
         if self._pending is not None:

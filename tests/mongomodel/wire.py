@@ -91,10 +91,6 @@ class _StreamCursor:
     seen: list[str] = field(default_factory=list)
 
 
-def _from_model(value: Any) -> Any:
-    return to_bson(value)
-
-
 def _to_model(value: Any) -> Any:
     """A decoded BSON value back as a model value (for ``_id`` comparisons in ``find``)."""
     if isinstance(value, dict):
@@ -237,6 +233,9 @@ class MongoPeer:
         self.lock = threading.Lock()
         self.commands: list[str] = []
         """Names of the commands received, in order (what the driver asked)."""
+        self.invalid_utf8: tuple[str, bytes] | None = None
+        """``(text, same-length bytes)``: documents read by ``find`` carry the bytes where the
+        string has the text (a server holding strings an unchecked driver wrote)."""
 
     @property
     def uri(self) -> str:
@@ -247,7 +246,9 @@ class MongoPeer:
         """Listen (on a free port the first time, on the same port after a restart)."""
         self._server = _Server(("127.0.0.1", self.port), self)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -411,7 +412,7 @@ class MongoPeer:
         first, rest = documents[:size], documents[size:]
         reply_cursor: dict[str, Any] = {
             "ns": f"{db}.{coll}",
-            "firstBatch": [_from_model(d) for d in first],
+            "firstBatch": self._out(first),
         }
         cursor_id = 0
         if rest:
@@ -422,6 +423,15 @@ class MongoPeer:
         if concern.get("level") == "snapshot":
             reply_cursor["atClusterTime"] = bson.Timestamp(at.t, at.i)
         return {"cursor": reply_cursor}
+
+    def _out(self, documents: list[dict[str, Any]]) -> list[Any]:
+        swap = self.invalid_utf8
+        if swap is None:
+            return [to_bson(d) for d in documents]
+        text, raw = swap
+        return [
+            RawBSONDocument(bson.encode(to_bson(d)).replace(text.encode(), raw)) for d in documents
+        ]
 
     @staticmethod
     def _filter(documents: list[dict[str, Any]], query: dict[str, Any]) -> list[dict[str, Any]]:
@@ -450,7 +460,7 @@ class MongoPeer:
                 "cursor": {
                     "id": Int64(cursor_id),
                     "ns": cursor.ns,
-                    "nextBatch": [_from_model(d) for d in batch],
+                    "nextBatch": self._out(batch),
                 }
             }
         return {"cursor": self._stream_batch(cursor_id, cursor, "nextBatch", size)}
