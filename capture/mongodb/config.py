@@ -1,4 +1,4 @@
-"""The ``mongodb`` source's config model (the agent is not built yet). Imports no driver."""
+"""The ``mongodb`` source's config model. Imports no driver."""
 
 from __future__ import annotations
 
