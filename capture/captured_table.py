@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Final
 
 from bronze import connect_schema as cs
@@ -38,6 +38,7 @@ from capture.column_types import ColumnType, Unrepresentable, ValueConversionErr
 from capture.masking import ColumnMasker
 
 __all__ = [
+    "AgentRules",
     "HEADER_UNREPRESENTABLE",
     "UNREPRODUCIBLE_PARAMETER",
     "CapturedTable",
@@ -47,7 +48,6 @@ __all__ = [
     "KeyOverrides",
     "TableFilter",
     "field_with_default",
-    "shared_settings",
 ]
 
 HEADER_UNREPRESENTABLE: Final = "__medallion.unrepresentable"
@@ -478,22 +478,38 @@ class CapturedTable:
         return {k: v for k, v in key.items() if self.names.index(k) in self.value_idx}
 
 
-def shared_settings(config: Any) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class AgentRules:
     """What every database agent reads alike off its source config: key overrides, column
-    rules, tombstones, transaction metadata, skipped operations and heartbeats.
+    masks, tombstones, transaction metadata, skipped operations and heartbeats.
 
-    Args:
-        config: A database source's config model (:mod:`capture.source_config`).
-
-    Returns:
-        Keyword arguments for the agent's settings class.
+    Attributes:
+        key_overrides: ``message.key.columns``.
+        masker: ``column.mask.*`` / ``column.mask.hash.*`` / ``column.truncate.*``, if any.
+        tombstones_on_delete: ``tombstones.on.delete``.
+        provide_transaction_metadata: ``provide.transaction.metadata``.
+        skipped_operations: ``skipped.operations`` (op letters).
+        heartbeat_interval_ms: ``heartbeat.interval.ms`` (0: none).
+        heartbeat_action_query: ``heartbeat.action.query``.
     """
-    return {
-        "key_overrides": KeyOverrides.parse(config.message_key_columns),
-        "masker": ColumnMasker.from_source(config),
-        "tombstones_on_delete": bool(config.tombstones_on_delete),
-        "provide_transaction_metadata": bool(config.provide_transaction_metadata),
-        "skipped_operations": frozenset(str(op) for op in config.skipped_operations),
-        "heartbeat_interval_ms": int(config.heartbeat_interval_ms),
-        "heartbeat_action_query": config.heartbeat_action_query,
-    }
+
+    key_overrides: KeyOverrides = field(default_factory=KeyOverrides)
+    masker: ColumnMasker | None = None
+    tombstones_on_delete: bool = True
+    provide_transaction_metadata: bool = False
+    skipped_operations: frozenset[str] = frozenset({"t"})
+    heartbeat_interval_ms: int = 0
+    heartbeat_action_query: str | None = None
+
+    @classmethod
+    def from_config(cls, config: Any) -> AgentRules:
+        """Read a database source's config model (:mod:`capture.source_config`)."""
+        return cls(
+            key_overrides=KeyOverrides.parse(config.message_key_columns),
+            masker=ColumnMasker.from_source(config),
+            tombstones_on_delete=bool(config.tombstones_on_delete),
+            provide_transaction_metadata=bool(config.provide_transaction_metadata),
+            skipped_operations=frozenset(str(op) for op in config.skipped_operations),
+            heartbeat_interval_ms=int(config.heartbeat_interval_ms),
+            heartbeat_action_query=config.heartbeat_action_query,
+        )

@@ -23,7 +23,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 import orjson
 
@@ -44,16 +44,20 @@ from bronze.envelope import (
 )
 from bronze.positions import Position
 from capture.base import CaptureSource, SourceBatch, gc_paused
-from capture.captured_table import HEADER_UNREPRESENTABLE, CapturedTable, Image
+from capture.captured_table import HEADER_UNREPRESENTABLE, AgentRules, CapturedTable, Image
 from capture.column_types import ValueConversionError
 from pipeline.errors import PipelineError, SourceUnavailable
 
 __all__ = [
     "VERSION",
+    "BatchLimits",
     "DatabaseSource",
     "OpenTransaction",
+    "SnapshotProgress",
+    "SnapshotRow",
     "data_record",
     "delete_records",
+    "insert_records",
     "key_move_records",
     "schema_ids",
     "update_records",
@@ -127,6 +131,29 @@ class OpenTransaction:
         self.per_collection[collection] = self.per_collection.get(collection, 0) + 1
 
 
+class BatchLimits(NamedTuple):
+    """Where a stream batch ends (see :meth:`CaptureSource.read_batch`)."""
+
+    max_events: int
+    """Records per batch; a transaction is never cut below it."""
+    max_transaction_events: int
+    """Records of one transaction per batch before it is cut."""
+    until: Mapping[str, Any] | None
+    """The offset a half-landed batch ended at: the batch is read again up to it exactly."""
+
+
+class SnapshotRow(NamedTuple):
+    """A snapshot row as the agent read it (:meth:`DatabaseSource._snapshot_decode`)."""
+
+    key: list[Any]
+    """The row's key in the offset's JSON form: the next chunk starts after it."""
+    values: Callable[[], Sequence[Any]]
+    """The column values (raises :class:`ValueConversionError` for a value that does not
+    convert: the row is quarantined)."""
+    raw: Callable[[], bytes]
+    """What the quarantine keeps of the row."""
+
+
 @dataclass(slots=True)
 class SnapshotProgress(Generic[PointT]):
     """Progress of an agent's initial snapshot (saved in the offset).
@@ -146,6 +173,29 @@ class SnapshotProgress(Generic[PointT]):
     after: list[Any] | None = None
     seq: int = 0
     ts_ms: int = 0
+
+    def to_json(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """The offset's ``snapshot`` entry: ``point`` (the log point's fields), then progress."""
+        return {
+            **point,
+            "tables": [list(t) for t in self.tables],
+            "index": self.index,
+            "after": self.after,
+            "seq": self.seq,
+            "ts_ms": self.ts_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], point: PointT) -> SnapshotProgress[PointT]:
+        """Read :meth:`to_json`'s output back, with ``point`` already decoded from it."""
+        return cls(
+            point,
+            [(a, b) for a, b in data["tables"]],
+            int(data["index"]),
+            data.get("after"),
+            int(data["seq"]),
+            int(data.get("ts_ms", 0)),
+        )
 
 
 class DatabaseSource(CaptureSource):
@@ -173,6 +223,12 @@ class DatabaseSource(CaptureSource):
         """``source_partition`` of every landed record (the logical server name)."""
         self._last_heartbeat = 0.0
         self._last_action = 0.0
+        self._snapshot: SnapshotProgress[Any] | None = None
+        self._snap_conn: Any = None
+        """The connection of the snapshot's transaction (None: not open in this run)."""
+        self._snap_rows: Iterator[tuple[Any, ...]] | None = None
+        """``(table index, table, row, last)`` of the snapshot being read (:meth:`with_last`)."""
+        self._last_position: Position | None = None
 
     def open(self, offset: Mapping[str, Any] | None) -> None:
         """Connect and position at ``offset`` (see :meth:`CaptureSource.open`).
@@ -226,7 +282,8 @@ class DatabaseSource(CaptureSource):
             return SourceBatch(builder, self._offset_now(), exhausted)
         if self._phase == "done":
             return SourceBatch(builder, self._offset_now(), True)
-        exhausted = self._read_stream(builder, max_events, max_transaction_events, until, now)
+        limits = BatchLimits(max_events, max_transaction_events, until)
+        exhausted = self._read_stream(builder, limits, now)
         return SourceBatch(builder, self._offset_now(), exhausted)
 
     def _stops_after_snapshot(self) -> bool:
@@ -234,21 +291,101 @@ class DatabaseSource(CaptureSource):
         return False
 
     def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
-        """Add up to ``max_events`` snapshot records; True when the snapshot is complete."""
-        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+        """Add up to ``max_events`` snapshot rows; True when the snapshot is complete.
+
+        The rows come from :meth:`_snapshot_rows` (resumed after ``snapshot.after`` in table
+        ``snapshot.index``); each is landed by :meth:`_snapshot_emit` at the next snapshot
+        position, and the progress saved in the offset moves with it.
+        """
+        snap = self._snapshot
+        if snap is None:
+            raise PipelineError(f"source {self.name}: snapshot phase without snapshot progress")
+        if self._snap_conn is None:
+            self._resume_snapshot()
+        if self._snap_rows is None:
+            self._snap_rows = with_last(self._snapshot_rows())
+        count = 0
+        # Every row of a table shares one source block (records are never mutated), so it is
+        # built once per table, plus once for the snapshot's last row.
+        sources: dict[tuple[str, bool], dict[str, Any]] = {}
+        for table_index, table, row, last in self._snap_rows:
+            source = sources.get((table.collection, last))
+            if source is None:
+                source = sources[(table.collection, last)] = self._snapshot_source(table, last)
+            position = self._snapshot_position()
+            snap.after, values, raw = self._snapshot_decode(table, row)
+            self._snapshot_row(builder, table, values, source, position, now, raw)
+            self._last_position = position
+            snap.index = table_index
+            count += 1
+            if last:
+                break
+            if count >= max_events:
+                self._snapshot_progress(snap.seq, snap.index, len(snap.tables), table.collection)
+                return False
+        self._snap_rows = None
+        self._finish_snapshot()
+        return True
 
     def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
-        """Add the record that closes the snapshot (Debezium's ``snapshot: last``)."""
+        """Add the record that closes a snapshot without rows (Debezium's ``snapshot: last``
+        went on its last row otherwise)."""
+        position = self._snapshot_position()
+        self._snapshot_marker(builder, position, self._snapshot_end_origin(), now)
+        self._last_position = position
+
+    def _snapshot_json(self, point: Callable[[Any], Mapping[str, Any]]) -> dict[str, Any] | None:
+        """The offset's ``snapshot`` entry while the snapshot runs (``point`` gives the log
+        point's fields), else None."""
+        snap = self._snapshot
+        if snap is None or self._phase != "snapshot":
+            return None
+        return snap.to_json(point(snap.point))
+
+    # The snapshot hooks of a database agent that takes one.
+    def _resume_snapshot(self) -> None:
+        """Reopen the snapshot's connection and transaction to go on from the saved progress."""
         raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
 
-    def _read_stream(
-        self,
-        builder: BatchBuilder,
-        max_events: int,
-        max_transaction_events: int,
-        until: Mapping[str, Any] | None,
-        now: dt.datetime,
-    ) -> bool:
+    def _snapshot_rows(self) -> Iterator[tuple[int, CapturedTable, Any]]:
+        """``(table index, table, row)`` of the rows left, in key order per table."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
+        """The ``source`` block of ``table``'s snapshot rows (``snapshot: last`` when ``last``):
+        :meth:`_snapshot_source_head`, then the connector's own fields."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _snapshot_source_head(self, last: bool) -> dict[str, Any]:
+        """The fields every connector's ``source`` block starts with, for a snapshot row."""
+        snap = self._snapshot
+        assert snap is not None
+        return {
+            "version": VERSION,
+            "connector": self.KIND,
+            "name": self.partition,
+            "ts_ms": snap.ts_ms,
+            "snapshot": "last" if last else "true",
+        }
+
+    def _snapshot_position(self) -> Position:
+        """The next snapshot position (it counts ``seq``)."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _snapshot_decode(self, table: CapturedTable, row: Any) -> SnapshotRow:
+        """``row``'s key (saved to resume after it), its values (a call: a value that does not
+        convert quarantines the row) and its raw form (for the quarantine)."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _snapshot_end_origin(self) -> str:
+        """The origin of the record that closes an empty snapshot."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _finish_snapshot(self) -> None:
+        """Close the snapshot's transaction and hand over to the stream."""
+        raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
+
+    def _read_stream(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
         """Add streamed records to ``builder``; True when the log is exhausted for now."""
         raise NotImplementedError(f"{type(self).__name__} reads no log")
 
@@ -264,22 +401,19 @@ class DatabaseSource(CaptureSource):
         self,
         builder: BatchBuilder,
         tx: OpenTransaction | None,
+        limits: BatchLimits,
         *,
         reached: bool,
-        rereading: bool,
-        max_events: int,
-        max_transaction_events: int,
     ) -> bool:
         """Whether the stream batch ends before the next log record; cuts ``tx`` where it must.
 
         Args:
             builder: The batch being read.
             tx: The transaction being read, if any.
+            limits: The batch's limits; a batch that re-reads a half-landed one (``until``)
+                ends where that one ended, never at ``max_events``, and a transaction is never
+                cut below ``max_events``.
             reached: A re-read of a half-landed batch has come to where that batch ended.
-            rereading: The batch re-reads a half-landed one, so it ends where that one ended,
-                never at ``max_events``.
-            max_events: Records per batch; a transaction is never cut below it.
-            max_transaction_events: Records of one transaction per batch before it is cut.
 
         Returns:
             True when the batch ends here.
@@ -291,11 +425,11 @@ class DatabaseSource(CaptureSource):
                 # and land its first part twice.
                 self._cut_inside(builder, tx)
             return True
-        if rereading or len(builder) < max_events:
+        if limits.until is not None or len(builder) < limits.max_events:
             return False
         if tx is None:
             return True
-        if tx.in_batch >= max_transaction_events:
+        if tx.in_batch >= limits.max_transaction_events:
             self._cut_inside(builder, tx)
             return True
         return False
@@ -348,7 +482,7 @@ class DatabaseSource(CaptureSource):
         self,
         builder: BatchBuilder,
         table: CapturedTable,
-        values: Sequence[Any],
+        values: Callable[[], Sequence[Any]],
         source: dict[str, Any],
         position: Position,
         now: dt.datetime,
@@ -357,7 +491,7 @@ class DatabaseSource(CaptureSource):
         """Add one snapshot row as an ``op r`` record, or quarantine it (``raw()`` is kept)."""
         origin = table.snapshot_origin
         try:
-            after, key = table.row_and_key(values)
+            after, key = table.row_and_key(values())
             record = data_record(_OP_READ, source, None, after, key, None, table)
             self._add(builder, record, position, origin, now, None, table)
         except (ValueConversionError, PipelineError) as exc:
@@ -554,71 +688,72 @@ def _unrepresentable(
     return before, after, (*headers, (HEADER_UNREPRESENTABLE, orjson.dumps(issues).decode()))
 
 
+def insert_records(
+    source: dict[str, Any],
+    after: dict[str, Any] | None,
+    key: Any,
+    table: CapturedTable,
+    tx: OpenTransaction,
+    rules: AgentRules,
+) -> list[ConnectRecord]:
+    """An insert (op ``c``); nothing when ``skipped.operations`` has ``c``."""
+    if "c" in rules.skipped_operations:
+        return []
+    block = tx.block(table.collection, rules.provide_transaction_metadata)
+    return [data_record(_OP_CREATE, source, None, after, key, block, table)]
+
+
 def delete_records(
     source: dict[str, Any],
     before: dict[str, Any] | None,
     key: Any,
     table: CapturedTable,
-    transaction: TransactionInfo | None,
-    *,
-    tombstones: bool,
+    tx: OpenTransaction,
+    rules: AgentRules,
 ) -> list[ConnectRecord]:
-    """A delete (op ``d``) and, with ``tombstones.on.delete`` and a key, its tombstone."""
-    delete = data_record(_OP_DELETE, source, before, None, key, transaction, table)
-    if tombstones and key is not None:
+    """A delete (op ``d``) and, with ``tombstones.on.delete`` and a key, its tombstone; nothing
+    when ``skipped.operations`` has ``d``."""
+    if "d" in rules.skipped_operations:
+        return []
+    block = tx.block(table.collection, rules.provide_transaction_metadata)
+    delete = data_record(_OP_DELETE, source, before, None, key, block, table)
+    if rules.tombstones_on_delete and key is not None:
         return [delete, tombstone_for(delete)]
     return [delete]
 
 
 def update_records(
     source: dict[str, Any],
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    old_key: Any,
-    new_key: Any,
+    images: tuple[dict[str, Any] | None, dict[str, Any] | None],
+    keys: tuple[Any, Any],
     table: CapturedTable,
     tx: OpenTransaction,
-    *,
-    metadata: bool,
-    tombstones: bool,
-    skipped: frozenset[str],
+    rules: AgentRules,
 ) -> list[ConnectRecord]:
-    """An update (op ``u``), or, when it changed the primary key, :func:`key_move_records`."""
+    """An update (op ``u``) from its ``(before, after)`` images and ``(old, new)`` keys, or,
+    when it changed the primary key, :func:`key_move_records`."""
+    old_key, new_key = keys
     if old_key != new_key and old_key is not None and new_key is not None:
-        return key_move_records(
-            source,
-            before,
-            after,
-            old_key,
-            new_key,
-            table,
-            tx,
-            metadata=metadata,
-            tombstones=tombstones,
-            skipped=skipped,
-        )
-    if "u" in skipped:
+        return key_move_records(source, images, keys, table, tx, rules)
+    if "u" in rules.skipped_operations:
         return []
-    block = tx.block(table.collection, metadata)
-    return [data_record(_OP_UPDATE, source, before, after, new_key, block, table)]
+    block = tx.block(table.collection, rules.provide_transaction_metadata)
+    return [data_record(_OP_UPDATE, source, *images, new_key, block, table)]
 
 
 def key_move_records(
     source: dict[str, Any],
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    old_key: Any,
-    new_key: Any,
+    images: tuple[dict[str, Any] | None, dict[str, Any] | None],
+    keys: tuple[Any, Any],
     table: CapturedTable,
     tx: OpenTransaction,
-    *,
-    metadata: bool,
-    tombstones: bool,
-    skipped: frozenset[str],
+    rules: AgentRules,
 ) -> list[ConnectRecord]:
     """An update that changed the primary key, as Debezium writes it (spec §1.7): a delete of
     the old key carrying ``__debezium.newkey``, its tombstone, and a create of the new key
     carrying ``__debezium.oldkey``; ``skipped.operations`` ``d``/``c`` drop their halves."""
+    (before, after), (old_key, new_key) = images, keys
+    skipped, metadata = rules.skipped_operations, rules.provide_transaction_metadata
     out: list[ConnectRecord] = []
     ahead = 0
     if "d" not in skipped:
@@ -634,7 +769,7 @@ def key_move_records(
         )
         out.append(delete)
         ahead = 1
-        if tombstones:
+        if rules.tombstones_on_delete:
             out.append(tombstone_for(delete))
     if "c" not in skipped:
         out.append(

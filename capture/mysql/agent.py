@@ -10,7 +10,6 @@ The agent is one :class:`~capture.mysql.source.MySqlSource`, composed of
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,7 +109,6 @@ class MySqlAgent(DatabaseSource):
         self._server_id: int | None = None
         self._file = ""
         self._pending_history: list[HistoryEntry] = []
-        self._snap_iter: Iterator[tuple[int, MySqlTable, list[Any], list[Any], bool]] | None = None
         self._stream_at = 0
         self._query_warned = False
 
@@ -142,7 +140,7 @@ class MySqlAgent(DatabaseSource):
                 except Exception:  # noqa: BLE001 - already closed by the server
                     pass
         self._snap_conn = self._conn = None
-        self._snap_iter = None  # it reads through the snapshot connection just closed
+        self._snap_rows = None  # it reads through the snapshot connection just closed
 
 
 def raw_row(values: Any) -> bytes:

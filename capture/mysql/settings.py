@@ -6,8 +6,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from capture.captured_table import KeyOverrides, TableFilter, shared_settings
-from capture.masking import ColumnMasker
+from capture.captured_table import AgentRules, TableFilter
 from capture.mysql.types import (
     MySqlHandling,
 )
@@ -47,14 +46,8 @@ class MySqlSettings:
     snapshot_mode: str = "initial"
     snapshot_locking_mode: str = "minimal"
     table_filter: TableFilter = field(default_factory=lambda: TableFilter(system=SYSTEM_DATABASES))
-    key_overrides: KeyOverrides = field(default_factory=KeyOverrides)
     handling: MySqlHandling = field(default_factory=MySqlHandling)
-    masker: ColumnMasker | None = None
-    tombstones_on_delete: bool = True
-    provide_transaction_metadata: bool = False
-    skipped_operations: frozenset[str] = frozenset({"t"})
-    heartbeat_interval_ms: int = 0
-    heartbeat_action_query: str | None = None
+    rules: AgentRules = field(default_factory=AgentRules)
     include_schema_changes: bool = True
     include_query: bool = False
     connect_timeout_s: float = 30.0
@@ -75,7 +68,7 @@ class MySqlSettings:
             snapshot_locking_mode=str(config.snapshot_locking_mode),
             table_filter=TableFilter.from_config(config, SYSTEM_DATABASES),
             handling=MySqlHandling.from_config(config),
-            **shared_settings(config),
+            rules=AgentRules.from_config(config),
             include_schema_changes=bool(config.include_schema_changes),
             include_query=bool(config.include_query),
             connect_timeout_s=int(config.connect_timeout_ms) / 1000,

@@ -17,14 +17,10 @@ from typing import Any
 
 import pymysql
 
-from bronze.batch import BatchBuilder
 from bronze.position_base import Phase
-from capture.column_types import ValueConversionError
-from capture.database_source import (
-    VERSION,
-    with_last,
-)
-from capture.mysql.agent import CONNECTION_LOST, CONNECTOR, MySqlTable, SnapshotProgress, raw_row
+from capture.captured_table import CapturedTable
+from capture.database_source import SnapshotRow
+from capture.mysql.agent import CONNECTION_LOST, MySqlTable, SnapshotProgress, raw_row
 from capture.mysql.position import MySqlPosition
 from capture.mysql.server import (
     snapshot_point,
@@ -149,8 +145,8 @@ class SnapshotReader(TableTracker):
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         self._snap_conn = conn
 
-    def _snapshot_rows(self) -> Iterator[tuple[int, MySqlTable, list[Any], list[Any]]]:
-        """``(table index, table, values, key)`` of the remaining rows, in key order."""
+    def _snapshot_rows(self) -> Iterator[tuple[int, MySqlTable, tuple[list[Any], list[Any]]]]:
+        """``(table index, table, (values, key))`` of the remaining rows, in key order."""
         snap, conn = self._snapshot, self._snap_conn
         assert snap is not None and conn is not None
         size = int(self.settings.snapshot_fetch_size)
@@ -160,69 +156,27 @@ class SnapshotReader(TableTracker):
             if isinstance(table, MySqlTable):
                 bound = None if after is None else _decode_key(after)
                 for chunk in keyed_chunks(conn, table, size, after=bound):
-                    for row, key in chunk:
-                        yield index, table, row, key
+                    for row_and_key in chunk:
+                        yield index, table, row_and_key
             index, after = index + 1, None
 
-    def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
-        """Add up to ``max_events`` snapshot rows; True when the snapshot is complete."""
+    def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
         assert snap is not None
-        if self._snap_conn is None:
-            self._resume_snapshot()
-        s = self.settings
-        count = 0
-        sources: dict[tuple[str, bool], dict[str, Any]] = {}
-        point = snap.point
-        for table_index, table, row, key, last in self._snap_rows():
-            source = sources.get((table.collection, last))
-            if source is None:
-                source = sources[(table.collection, last)] = {
-                    "version": VERSION,
-                    "connector": CONNECTOR,
-                    "name": s.server_name,
-                    "ts_ms": snap.ts_ms,
-                    "snapshot": "last" if last else "true",
-                    "db": table.schema,
-                    "table": table.table,
-                    "server_id": 0,
-                    "gtid": None,
-                    "file": point.file,
-                    "pos": point.pos,
-                    "row": 0,
-                    "thread": None,
-                    "query": None,
-                }
-            position = _position(
-                point.file_number, point.pos, Phase.SNAPSHOT, 0, snap.seq, point.file, None
-            )
-            snap.seq += 1
-            try:
-                values = snapshot_values(table.definition, row)
-            except ValueConversionError as exc:
-                self._quarantine(builder, raw_row(row), table.snapshot_origin, exc, now)
-            else:
-                self._snapshot_row(
-                    builder, table, values, source, position, now, partial(raw_row, row)
-                )
-            self._last_position = position
-            snap.after = _encode_key(key)
-            snap.index = table_index
-            count += 1
-            if last:
-                break
-            if count >= max_events:
-                self._snapshot_progress(snap.seq, snap.index, len(snap.tables), table.collection)
-                return False
-        self._finish_snapshot()
-        return True
+        return {
+            **self._snapshot_source_head(last),
+            "db": table.schema,
+            "table": table.table,
+            "server_id": 0,
+            "gtid": None,
+            "file": snap.point.file,
+            "pos": snap.point.pos,
+            "row": 0,
+            "thread": None,
+            "query": None,
+        }
 
-    def _snap_rows(self) -> Iterator[tuple[int, MySqlTable, list[Any], list[Any], bool]]:
-        if self._snap_iter is None:
-            self._snap_iter = with_last(self._snapshot_rows())
-        return self._snap_iter
-
-    def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
+    def _snapshot_position(self) -> MySqlPosition:
         snap = self._snapshot
         assert snap is not None
         point = snap.point
@@ -230,9 +184,21 @@ class SnapshotReader(TableTracker):
             point.file_number, point.pos, Phase.SNAPSHOT, 0, snap.seq, point.file, None
         )
         snap.seq += 1
-        origin = f"mysql:snapshot-end@{point.file}:{point.pos}"
-        self._snapshot_marker(builder, position, origin, now)
-        self._last_position = position
+        return position
+
+    def _snapshot_decode(self, table: CapturedTable, row: Any) -> SnapshotRow:
+        assert isinstance(table, MySqlTable)
+        values, key = row
+        return SnapshotRow(
+            _encode_key(key),
+            partial(snapshot_values, table.definition, values),
+            partial(raw_row, values),
+        )
+
+    def _snapshot_end_origin(self) -> str:
+        assert self._snapshot is not None
+        point = self._snapshot.point
+        return f"mysql:snapshot-end@{point.file}:{point.pos}"
 
     def _finish_snapshot(self) -> None:
         snap = self._snapshot
@@ -246,7 +212,6 @@ class SnapshotReader(TableTracker):
             finally:
                 self._snap_conn.close()
                 self._snap_conn = None
-        self._snap_iter = None
         self._phase = "stream"
         self._resume = snap.point
         logger.info("source %s: snapshot complete (%d rows)", self.name, snap.seq)

@@ -214,18 +214,12 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
         self._snapshot = (
             None
             if snap is None
-            else SnapshotProgress(
-                BinlogPoint(str(snap["file"]), int(snap["pos"]), snap.get("gtids")),
-                [(a, b) for a, b in snap["tables"]],
-                int(snap["index"]),
-                snap.get("after"),
-                int(snap["seq"]),
-                int(snap.get("ts_ms", 0)),
+            else SnapshotProgress.from_json(
+                snap, BinlogPoint(str(snap["file"]), int(snap["pos"]), snap.get("gtids"))
             )
         )
 
     def _offset_now(self) -> dict[str, Any]:
-        snap = self._snapshot
         resume = self._resume
         assert resume is not None
         return {
@@ -240,18 +234,9 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
             if self._cut is None
             else {"file": self._cut[0], "pos": self._cut[1], "emitted": self._cut[2]},
             "position": None if self._last_position is None else self._last_position.to_json(),
-            "snapshot": None
-            if snap is None or self._phase != "snapshot"
-            else {
-                "file": snap.point.file,
-                "pos": snap.point.pos,
-                "gtids": snap.point.gtids,
-                "tables": [list(t) for t in snap.tables],
-                "index": snap.index,
-                "after": snap.after,
-                "seq": snap.seq,
-                "ts_ms": snap.ts_ms,
-            },
+            "snapshot": self._snapshot_json(
+                lambda point: {"file": point.file, "pos": point.pos, "gtids": point.gtids}
+            ),
         }
 
     def close(self) -> None:

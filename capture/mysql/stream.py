@@ -28,17 +28,18 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from bronze.batch import BatchBuilder
 from bronze.envelope import (
     ConnectRecord,
-    Op,
     heartbeat,
     schema_change,
     truncate_record,
 )
 from bronze.position_base import Phase
+from capture.captured_table import AgentRules
 from capture.column_types import ValueConversionError
 from capture.database_source import (
     VERSION,
-    data_record,
+    BatchLimits,
     delete_records,
+    insert_records,
     update_records,
 )
 from capture.mysql.agent import CONNECTOR, MySqlTable, MySqlTx, raw_row
@@ -72,8 +73,6 @@ _EVENTS = [
     MariadbAnnotateRowsEvent,
     RowsQueryLogEvent,
 ]
-
-_OP_CREATE = Op.CREATE.value
 
 
 class StreamReader(TableTracker):
@@ -121,16 +120,10 @@ class StreamReader(TableTracker):
                     self.name,
                 )
 
-    def _read_stream(
-        self,
-        builder: BatchBuilder,
-        max_events: int,
-        max_transaction_events: int,
-        until: Mapping[str, Any] | None,
-        now: dt.datetime,
-    ) -> bool:
+    def _read_stream(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
         """Add binlog records to ``builder`` (see ``read_batch``); True when the binlog is
         exhausted for now."""
+        until = limits.until
         exhausted = False
         if self._stream is None:
             self._open_stream()
@@ -138,12 +131,7 @@ class StreamReader(TableTracker):
         while True:
             tx = self._tx
             if self._batch_ends(
-                builder,
-                tx,
-                reached=until is not None and self._reached(until),
-                rereading=until is not None,
-                max_events=max_events,
-                max_transaction_events=max_transaction_events,
+                builder, tx, limits, reached=until is not None and self._reached(until)
             ):
                 break
             event = stream.fetchone()
@@ -197,7 +185,7 @@ class StreamReader(TableTracker):
         s = self.settings
         if self._tx is not None or self._resume is None:
             return
-        if not self._heartbeat_due(s.heartbeat_interval_ms, s.heartbeat_action_query):
+        if not self._heartbeat_due(s.rules.heartbeat_interval_ms, s.rules.heartbeat_action_query):
             return
         resume = self._resume
         # Every event before the resume point was read; a heartbeat just below it lets the
@@ -348,7 +336,7 @@ class StreamReader(TableTracker):
                 self._last_position = position
                 seq = 1
         for change in changes:
-            if change.kind == "TRUNCATE" and "t" not in s.skipped_operations:
+            if change.kind == "TRUNCATE" and "t" not in s.rules.skipped_operations:
                 table = self._captured(change.database, change.table)
                 if isinstance(table, MySqlTable):
                     pos = _position(
@@ -489,14 +477,14 @@ class StreamReader(TableTracker):
                 self._last_position = position
             return
         definition = table.definition
-        skipped = s.skipped_operations
+        rules = s.rules
         origin_server = int(event.packet.server_id)
         for row_index, row in enumerate(event.rows):
             source = self._source(
                 table, start, row_index, tx.gtid, ts_ms, tx.thread, tx.query, origin_server
             )
             try:
-                records = self._row_records(event, row, definition, table, source, tx, skipped)
+                records = self._row_records(event, row, definition, table, source, tx, rules)
             except (ValueConversionError, PipelineError) as exc:
                 position = _position(
                     file_number, start, Phase.STREAM, row_index, 0, self._file, tx.gtid
@@ -506,7 +494,7 @@ class StreamReader(TableTracker):
                 self._last_position = position
                 continue
             for seq, record in enumerate(records):
-                if record.value is not None and not tx.begun and s.provide_transaction_metadata:
+                if record.value is not None and not tx.begun and rules.provide_transaction_metadata:
                     self._begin_record(builder, tx, now)
                 position = _position(
                     file_number, start, Phase.STREAM, row_index, seq, self._file, tx.gtid
@@ -531,49 +519,25 @@ class StreamReader(TableTracker):
         table: MySqlTable,
         source: dict[str, Any],
         tx: MySqlTx,
-        skipped: frozenset[str],
+        rules: AgentRules,
     ) -> list[ConnectRecord]:
-        s = self.settings
-        meta = s.provide_transaction_metadata
         if isinstance(event, WriteRowsEvent):
-            if "c" in skipped:
+            if "c" in rules.skipped_operations:
                 return []
             values = stream_values(definition, row["values"], row.get("none_sources", {}))
             after, key = table.row_and_key(values)
-            return [
-                data_record(
-                    _OP_CREATE, source, None, after, key, tx.block(table.collection, meta), table
-                )
-            ]
+            return insert_records(source, after, key, table, tx, rules)
         if isinstance(event, DeleteRowsEvent):
-            if "d" in skipped:
+            if "d" in rules.skipped_operations:
                 return []
             values = stream_values(definition, row["values"], row.get("none_sources", {}))
             before, key = table.row_and_key(values)
-            return delete_records(
-                source,
-                before,
-                key,
-                table,
-                tx.block(table.collection, meta),
-                tombstones=s.tombstones_on_delete,
-            )
+            return delete_records(source, before, key, table, tx, rules)
         old = stream_values(definition, row["before_values"], row.get("before_none_sources", {}))
         new = stream_values(definition, row["after_values"], row.get("after_none_sources", {}))
         before, old_key = table.row_and_key(old)
         after, new_key = table.row_and_key(new)
-        return update_records(
-            source,
-            before,
-            after,
-            old_key,
-            new_key,
-            table,
-            tx,
-            metadata=meta,
-            tombstones=s.tombstones_on_delete,
-            skipped=skipped,
-        )
+        return update_records(source, (before, after), (old_key, new_key), table, tx, rules)
 
 
 def _table_change(change: SchemaChange) -> dict[str, Any]:

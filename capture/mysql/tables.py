@@ -158,9 +158,9 @@ class TableTracker(MySqlAgent):
             types,
             connector=CONNECTOR,
             column_filter=s.table_filter,
-            key_overrides=s.key_overrides,
-            masker=s.masker,
-            with_transaction=s.provide_transaction_metadata,
+            key_overrides=s.rules.key_overrides,
+            masker=s.rules.masker,
+            with_transaction=s.rules.provide_transaction_metadata,
             origin_prefix=self.ORIGIN,
             defaults=defaults,
         )

@@ -10,7 +10,6 @@ The agent is one :class:`~capture.postgresql.source.PostgresSource`, composed of
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +72,6 @@ class PostgresAgent(DatabaseSource):
         self._snap_conn: psycopg.Connection[Any] | None = None
         self._stream: ReplicationStream | None = None
         self._snapshot: SnapshotProgress[int] | None = None
-        self._snap_rows: Iterator[tuple[int, TableSchema, list[str | None], bool]] | None = None
         self._resume_lsn = 0
         self._last_commit: int | None = None
         self._cut: tuple[int, int] | None = None
@@ -204,10 +202,10 @@ class PostgresAgent(DatabaseSource):
             handling=s.handling,
             lookup=self._lookup_type,
             column_filter=s.table_filter,
-            key_overrides=s.key_overrides,
-            masker=s.masker,
+            key_overrides=s.rules.key_overrides,
+            masker=s.rules.masker,
             placeholder=s.toasted_value_placeholder,
-            with_transaction=s.provide_transaction_metadata,
+            with_transaction=s.rules.provide_transaction_metadata,
             added=added,
         )
 

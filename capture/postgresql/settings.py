@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from capture.captured_table import shared_settings
-from capture.masking import ColumnMasker
-from capture.postgresql.schema import KeyOverrides, TableFilter
+from capture.captured_table import AgentRules
+from capture.postgresql.schema import TableFilter
 from capture.postgresql.types import ValueHandling
 
 __all__ = ["SNAPSHOT_FETCH_SIZE", "PgSourceSettings"]
@@ -35,14 +34,8 @@ class PgSourceSettings:
     publication_autocreate_mode: str = "all_tables"
     snapshot_mode: str = "initial"
     table_filter: TableFilter = field(default_factory=TableFilter)
-    key_overrides: KeyOverrides = field(default_factory=KeyOverrides)
     handling: ValueHandling = field(default_factory=ValueHandling)
-    masker: ColumnMasker | None = None
-    tombstones_on_delete: bool = True
-    provide_transaction_metadata: bool = False
-    skipped_operations: frozenset[str] = frozenset({"t"})
-    heartbeat_interval_ms: int = 0
-    heartbeat_action_query: str | None = None
+    rules: AgentRules = field(default_factory=AgentRules)
     toasted_value_placeholder: str = "__debezium_unavailable_value"
     slot_drop_on_stop: bool = False
     snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
@@ -63,7 +56,7 @@ class PgSourceSettings:
             snapshot_mode=str(config.snapshot_mode),
             table_filter=TableFilter.from_config(config),
             handling=ValueHandling.from_config(config),
-            **shared_settings(config),
+            rules=AgentRules.from_config(config),
             toasted_value_placeholder=str(config.toasted_value_placeholder),
             slot_drop_on_stop=bool(config.slot_drop_on_stop),
         )

@@ -6,7 +6,6 @@ of the slot's consistent point (see :mod:`capture.postgresql.source`, step 2).
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -18,13 +17,10 @@ import psycopg
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
-from bronze.batch import BatchBuilder
 from bronze.position_base import Phase
-from capture.database_source import (
-    VERSION,
-    with_last,
-)
-from capture.postgresql.agent import CONNECTOR, PostgresAgent, SnapshotProgress
+from capture.captured_table import CapturedTable
+from capture.database_source import SnapshotRow
+from capture.postgresql.agent import PostgresAgent, SnapshotProgress
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
 from pipeline.errors import CaptureError
@@ -98,63 +94,37 @@ class SnapshotReader(PostgresAgent):
                     yield index, ts, list(values)
             index, after = index + 1, None
 
-    def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
-        """Add up to ``max_events`` snapshot rows; True when the snapshot is complete."""
+    def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
         assert snap is not None
-        if self._snap_conn is None:
-            self._resume_snapshot()
-        if self._snap_rows is None:
-            self._snap_rows = with_last(self._snapshot_rows())
-        s = self.settings
-        count = 0
-        # Every row of a table shares one source block (records are never mutated), so it is
-        # built once per table, plus once for the snapshot's last row.
-        sources: dict[tuple[str, bool], dict[str, Any]] = {}
-        for table_index, ts, values, last in self._snap_rows:
-            ncols = len(ts.names)
-            row_values = values[:ncols] if len(values) > ncols else values
-            source = sources.get((ts.collection, last))
-            if source is None:
-                source = sources[(ts.collection, last)] = {
-                    "version": VERSION,
-                    "connector": CONNECTOR,
-                    "name": s.server_name,
-                    "ts_ms": snap.ts_ms,
-                    "snapshot": "last" if last else "true",
-                    "db": s.dbname,
-                    "sequence": None,
-                    "schema": ts.schema,
-                    "table": ts.table,
-                    "txId": None,
-                    "lsn": snap.point,
-                    "xmin": None,
-                }
-            position = _position(snap.point, Phase.SNAPSHOT, snap.point, snap.seq)
-            snap.seq += 1
-            self._snapshot_row(
-                builder, ts, row_values, source, position, now, partial(orjson.dumps, values)
-            )
-            self._last_position = position
-            snap.after = [row_values[i] for i in ts.key_idx] if ts.has_key else [values[ncols]]
-            snap.index = table_index
-            count += 1
-            if last:
-                break
-            if count >= max_events:
-                self._snapshot_progress(snap.seq, snap.index, len(snap.tables), ts.collection)
-                return False
-        self._finish_snapshot()
-        return True
+        return {
+            **self._snapshot_source_head(last),
+            "db": self.settings.dbname,
+            "sequence": None,
+            "schema": table.schema,
+            "table": table.table,
+            "txId": None,
+            "lsn": snap.point,
+            "xmin": None,
+        }
 
-    def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
+    def _snapshot_position(self) -> PostgresPosition:
         snap = self._snapshot
         assert snap is not None
         position = _position(snap.point, Phase.SNAPSHOT, snap.point, snap.seq)
         snap.seq += 1
-        origin = f"pg:snapshot-end@{format_pg_lsn(snap.point)}"
-        self._snapshot_marker(builder, position, origin, now)
-        self._last_position = position
+        return position
+
+    def _snapshot_decode(self, table: CapturedTable, row: Any) -> SnapshotRow:
+        # A keyless table's rows carry their ctid last: the key to resume after.
+        ncols = len(table.names)
+        values = row[:ncols] if len(row) > ncols else row
+        key = [values[i] for i in table.key_idx] if table.has_key else [row[ncols]]
+        return SnapshotRow(key, lambda: values, partial(orjson.dumps, row))
+
+    def _snapshot_end_origin(self) -> str:
+        assert self._snapshot is not None
+        return f"pg:snapshot-end@{format_pg_lsn(self._snapshot.point)}"
 
     def _finish_snapshot(self) -> None:
         snap = self._snapshot
@@ -163,7 +133,6 @@ class SnapshotReader(PostgresAgent):
             self._snap_conn.commit()
             self._snap_conn.close()
             self._snap_conn = None
-        self._snap_rows = None
         self._phase = "done" if self.settings.snapshot_mode == "initial_only" else "stream"
         self._resume_lsn = snap.point
         logger.info("source %s: snapshot complete (%d rows)", self.name, snap.seq)

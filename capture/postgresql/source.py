@@ -233,20 +233,10 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
         self._last_position = None if position is None else PostgresPosition.from_json(position)
         snap = offset.get("snapshot")
         self._snapshot = (
-            None
-            if snap is None
-            else SnapshotProgress(
-                parse_lsn(snap["point"]),
-                [(a, b) for a, b in snap["tables"]],
-                int(snap["index"]),
-                snap.get("after"),
-                int(snap["seq"]),
-                int(snap.get("ts_ms", 0)),
-            )
+            None if snap is None else SnapshotProgress.from_json(snap, parse_lsn(snap["point"]))
         )
 
     def _offset_now(self) -> dict[str, Any]:
-        snap = self._snapshot
         return {
             "format": OFFSET_FORMAT,
             "slot": self.settings.slot_name,
@@ -257,16 +247,7 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
             if self._cut is None
             else {"commit_lsn": format_pg_lsn(self._cut[0]), "emitted": self._cut[1]},
             "position": None if self._last_position is None else self._last_position.to_json(),
-            "snapshot": None
-            if snap is None or self._phase != "snapshot"
-            else {
-                "point": format_pg_lsn(snap.point),
-                "tables": [list(t) for t in snap.tables],
-                "index": snap.index,
-                "after": snap.after,
-                "seq": snap.seq,
-                "ts_ms": snap.ts_ms,
-            },
+            "snapshot": self._snapshot_json(lambda point: {"point": format_pg_lsn(point)}),
         }
 
     def _stops_after_snapshot(self) -> bool:

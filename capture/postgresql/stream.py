@@ -11,13 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bronze.batch import BatchBuilder
 from bronze.envelope import (
     ConnectRecord,
-    Op,
     heartbeat,
     message_record,
     truncate_record,
@@ -26,8 +25,9 @@ from bronze.position_base import Phase
 from capture.column_types import ValueConversionError
 from capture.database_source import (
     VERSION,
-    data_record,
+    BatchLimits,
     delete_records,
+    insert_records,
     update_records,
 )
 from capture.postgresql import slot as pg_slot
@@ -104,16 +104,10 @@ class StreamReader(PostgresAgent):
         assert row is not None
         return parse_lsn(row[0])
 
-    def _read_stream(
-        self,
-        builder: BatchBuilder,
-        max_events: int,
-        max_transaction_events: int,
-        until: Mapping[str, Any] | None,
-        now: dt.datetime,
-    ) -> bool:
+    def _read_stream(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
         """Add streamed records to ``builder`` (see ``read_batch``); True when the stream is
         exhausted for now."""
+        until = limits.until
         if self._stream is None:
             self._start_streaming()
         stream = self._stream
@@ -129,10 +123,8 @@ class StreamReader(PostgresAgent):
             if self._batch_ends(
                 builder,
                 tx,
+                limits,
                 reached=until_lsn is not None and self._reached(until_lsn, until_cut),
-                rereading=until is not None,
-                max_events=max_events,
-                max_transaction_events=max_transaction_events,
             ):
                 break
             if tx is None and self._server_end >= target:
@@ -203,7 +195,7 @@ class StreamReader(PostgresAgent):
         s = self.settings
         if self._tx is not None:
             return
-        if not self._heartbeat_due(s.heartbeat_interval_ms, s.heartbeat_action_query):
+        if not self._heartbeat_due(s.rules.heartbeat_interval_ms, s.rules.heartbeat_action_query):
             return
         point = max(self._server_end, self._resume_lsn)
         if point <= self._acked:
@@ -313,7 +305,7 @@ class StreamReader(PostgresAgent):
         return _position(tx.commit_lsn, Phase.STREAM, lsn, tx.seq)
 
     def _begin_if_needed(self, builder: BatchBuilder, tx: PgTx, now: dt.datetime) -> None:
-        if tx.begun or not self.settings.provide_transaction_metadata:
+        if tx.begun or not self.settings.rules.provide_transaction_metadata:
             return
         # BEGIN sorts before every change of its transaction: LSN 0 at the commit key.
         self._emit_begin(builder, tx, _position(tx.commit_lsn, Phase.STREAM, 0, 0), now)
@@ -364,41 +356,23 @@ class StreamReader(PostgresAgent):
     def _change_records(
         self, table: TableSchema, message: Insert | Update | Delete, lsn: int, tx: PgTx
     ) -> list[ConnectRecord]:
-        s = self.settings
-        skipped = s.skipped_operations
-        meta = s.provide_transaction_metadata
+        rules = self.settings.rules
         source = self._source(tx, table, lsn)
         if isinstance(message, Insert):
-            if "c" in skipped:
+            if "c" in rules.skipped_operations:
                 return []
             after, key = table.row_and_key(message.new)
-            return [
-                _data_record(
-                    _OP_CREATE,
-                    source,
-                    None,
-                    after,
-                    key,
-                    tx.block(table.collection, meta),
-                    table,
-                )
-            ]
+            return insert_records(source, after, key, table, tx, rules)
         if isinstance(message, Delete):
-            if "d" in skipped:
+            if "d" in rules.skipped_operations:
                 return []
-            old_row = (
-                table.row(message.old)
-                if message.old_kind == "O"
-                else table.identity_row(message.old)
-            )
-            key = table.key(message.old)
             return delete_records(
                 source,
-                old_row,
-                key,
+                self._old_image(table, message.old, message.old_kind),
+                table.key(message.old),
                 table,
-                tx.block(table.collection, meta),
-                tombstones=s.tombstones_on_delete,
+                tx,
+                rules,
             )
         new_values = message.new
         if message.old_kind == "O" and message.old is not None:
@@ -413,27 +387,20 @@ class StreamReader(PostgresAgent):
         before: dict[str, Any] | None
         if message.old is not None:
             old_key = table.key(message.old)
-            before = (
-                table.row(message.old)
-                if message.old_kind == "O"
-                else table.identity_row(message.old)
-            )
+            before = self._old_image(table, message.old, message.old_kind)
         elif table.replica_identity in ("d", "i"):
             before = table.key_only_row(new_key)
         else:
             before = None
-        return update_records(
-            source,
-            before,
-            after,
-            old_key,
-            new_key,
-            table,
-            tx,
-            metadata=meta,
-            tombstones=s.tombstones_on_delete,
-            skipped=skipped,
-        )
+        return update_records(source, (before, after), (old_key, new_key), table, tx, rules)
+
+    @staticmethod
+    def _old_image(
+        table: TableSchema, old: Sequence[Any], kind: str | None
+    ) -> dict[str, Any] | None:
+        """The ``before`` image of an old tuple: the whole row under REPLICA IDENTITY FULL
+        (``O``), else the identity columns (``K``)."""
+        return table.row(old) if kind == "O" else table.identity_row(old)
 
     def _truncate(
         self, builder: BatchBuilder, message: Truncate, lsn: int, raw: bytes, now: dt.datetime
@@ -443,13 +410,13 @@ class StreamReader(PostgresAgent):
         s = self.settings
         for relid in message.relation_ids:
             table = self._relations.get(relid)
-            if table is None or "t" in self.settings.skipped_operations:
+            if table is None or "t" in self.settings.rules.skipped_operations:
                 continue
             self._begin_if_needed(builder, tx, now)
             position = self._position(tx, lsn)
             record = truncate_record(
                 self._source(tx, table, lsn),
-                transaction=tx.block(table.collection, s.provide_transaction_metadata),
+                transaction=tx.block(table.collection, s.rules.provide_transaction_metadata),
                 value_schema=table.envelope_schema,
                 topic=table.topic,
             )
@@ -525,12 +492,6 @@ class StreamReader(PostgresAgent):
 
 
 _MISSING_TABLE: Any = object()
-# Op members' .value goes through the enum descriptor on every access; the hot path uses this.
-
-_OP_CREATE = Op.CREATE.value
-
-_data_record = data_record
-
 # The frozen dataclass constructor validates every component; the agent builds them from LSNs
 # it decoded itself, so it takes the unchecked constructor the landing path uses.
 
