@@ -148,7 +148,7 @@ class CollectionRecords:
             return None
         if self.excluded:
             document = without_paths(document, self.excluded)
-        masker = self.settings.masker
+        masker = self.settings.rules.masker
         if masker:
             document = masker.apply(self.collection, document) or document
         return document_text(document)
@@ -162,7 +162,7 @@ class CollectionRecords:
             updated = self._without_excluded(updated)
             removed = [r for r in removed if not _excluded(r, self.excluded)]
             truncated = [t for t in truncated if not _excluded(str(t["field"]), self.excluded)]
-        masker = self.settings.masker
+        masker = self.settings.rules.masker
         if masker:
             updated = masker.apply(self.collection, updated) or updated
         return {

@@ -12,8 +12,7 @@ from urllib.parse import quote
 
 from pydantic import SecretStr
 
-from capture.captured_table import TableFilter
-from capture.masking import ColumnMasker
+from capture.captured_table import AgentRules, TableFilter
 
 __all__ = ["SNAPSHOT_FETCH_SIZE", "SYSTEM_DATABASES", "FieldExclusions", "MongoSettings"]
 
@@ -66,11 +65,9 @@ class MongoSettings:
     capture_mode: str = "change_streams_update_full"
     collections: TableFilter = field(default_factory=lambda: TableFilter(system=SYSTEM_DATABASES))
     field_exclusions: FieldExclusions = field(default_factory=FieldExclusions)
-    masker: ColumnMasker | None = None
-    tombstones_on_delete: bool = True
-    provide_transaction_metadata: bool = False
-    skipped_operations: frozenset[str] = frozenset({"t"})
-    heartbeat_interval_ms: int = 0
+    rules: AgentRules = field(default_factory=AgentRules)
+    """Masks, tombstones, transaction metadata, skipped operations, heartbeats (no
+    ``message.key.columns``: the key is always the ``_id``)."""
     snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
     server_selection_timeout_ms: int = 10_000
 
@@ -90,11 +87,7 @@ class MongoSettings:
                 system=SYSTEM_DATABASES,
             ),
             field_exclusions=FieldExclusions.parse(tuple(config.field_exclude_list)),
-            masker=ColumnMasker.from_source(config),
-            tombstones_on_delete=bool(config.tombstones_on_delete),
-            provide_transaction_metadata=bool(config.provide_transaction_metadata),
-            skipped_operations=frozenset(str(op) for op in config.skipped_operations),
-            heartbeat_interval_ms=int(config.heartbeat_interval_ms),
+            rules=AgentRules.from_config(_KeyedById(config)),
         )
 
     def connection_string(self) -> str:
@@ -111,6 +104,19 @@ class MongoSettings:
     def before_change(self) -> str:
         """The change stream's ``fullDocumentBeforeChange`` for ``capture.mode``."""
         return "whenAvailable" if self.capture_mode.endswith("pre_image") else "off"
+
+
+class _KeyedById:
+    """A ``mongodb`` config as :meth:`AgentRules.from_config` reads it: the record key is always
+    the document's ``_id``, so there is no ``message.key.columns``."""
+
+    message_key_columns = None
+
+    def __init__(self, config: Any) -> None:
+        self._config = config
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._config, name)
 
 
 _SEEDS = re.compile(r"^(?:(?P<rs>[^/]+)/)?(?P<hosts>[^/]+)$")

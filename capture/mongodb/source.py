@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any, ClassVar
 
 from capture.database_source import SnapshotProgress
+from capture.mongodb.agent import ClusterTime
 from capture.mongodb.settings import MongoSettings
 from capture.mongodb.snapshot import after_point
 from capture.mongodb.stream import StreamReader
@@ -90,22 +90,15 @@ class MongoDbSource(StreamReader):
         self._resume = None if resume is None else str(resume)
         self._start_after = bool(offset.get("start_after"))
         start = offset.get("start_at")
-        self._start_at = None if start is None else (int(start[0]), int(start[1]))
+        self._start_at = None if start is None else _point(start)
         cut = offset.get("tx")
         self._cut = None if cut is None else (str(cut["id"]), int(cut["emitted"]))
         snap = offset.get("snapshot")
-        self._snapshot = None
-        if snap is not None:
-            self._snapshot = SnapshotProgress(
-                **{
-                    **snap,
-                    "point": tuple(snap["point"]),
-                    "tables": [tuple(t) for t in snap["tables"]],
-                }
-            )
+        self._snapshot = (
+            None if snap is None else SnapshotProgress.from_json(snap, _point(snap["point"]))
+        )
 
     def _offset_now(self) -> dict[str, Any]:
-        snap = self._snapshot
         return {
             "format": OFFSET_FORMAT,
             "phase": self._phase,
@@ -113,17 +106,15 @@ class MongoDbSource(StreamReader):
             "start_after": self._start_after,
             "start_at": None if self._start_at is None else list(self._start_at),
             "tx": None if self._cut is None else {"id": self._cut[0], "emitted": self._cut[1]},
-            "snapshot": None
-            if snap is None or self._phase != "snapshot"
-            # as JSON gives it back: lists, not tuples
-            else {
-                **asdict(snap),
-                "point": list(snap.point),
-                "tables": [list(t) for t in snap.tables],
-            },
+            "snapshot": self._snapshot_json(lambda point: {"point": list(point)}),
         }
 
     def close(self) -> None:
         """Close the change stream and the client."""
         self._close_stream()
         self._close_client()
+
+
+def _point(value: Any) -> ClusterTime:
+    """A cluster time from its offset form ``[seconds, ordinal]``."""
+    return int(value[0]), int(value[1])

@@ -49,6 +49,7 @@ from pymongo.errors import OperationFailure
 from bronze.batch import BatchBuilder
 from bronze.envelope import ConnectRecord, heartbeat, tombstone_for
 from bronze.position_base import Phase
+from capture.database_source import BatchLimits
 from capture.mongodb.agent import (
     HISTORY_LOST,
     ClusterTime,
@@ -132,26 +133,19 @@ class StreamReader(SnapshotReader):
     def _read_stream(
         self,
         builder: BatchBuilder,
-        max_events: int,
-        max_transaction_events: int,
-        until: Mapping[str, Any] | None,
+        limits: BatchLimits,
         now: dt.datetime,
     ) -> bool:
+        until = limits.until
         if self._stream is None and not self._open_stream():
-            return self._snapshot_instead(builder, max_events, now)
+            return self._snapshot_instead(builder, limits.max_events, now)
         while True:
-            if self._batch_ends(
-                builder,
-                self._tx,
-                reached=until is not None and self._reached(until),
-                rereading=until is not None,
-                max_events=max_events,
-                max_transaction_events=max_transaction_events,
-            ):
+            reached = until is not None and self._reached(until)
+            if self._batch_ends(builder, self._tx, limits, reached=reached):
                 return False
             raw = self._next()
             if self._phase != "stream":
-                return self._snapshot_instead(builder, max_events, now)
+                return self._snapshot_instead(builder, limits.max_events, now)
             if raw is None:
                 if self._tx is not None:
                     self._finish_tx(builder, now)
@@ -291,7 +285,8 @@ class StreamReader(SnapshotReader):
             self._add(builder, record, at_position, origin, now, None, None)
             self._last_position = at_position
             return
-        if record.value is not None and not tx.begun and self.settings.provide_transaction_metadata:
+        metadata = self.settings.rules.provide_transaction_metadata
+        if record.value is not None and not tx.begun and metadata:
             self._emit_begin(builder, tx, position(at, Phase.STREAM, tx.number, tx.emitted), now)
         at_position = position(at, Phase.STREAM, tx.number, tx.emitted + 1)
         if tx.count():
@@ -320,7 +315,7 @@ class StreamReader(SnapshotReader):
     ) -> list[ConnectRecord]:
         kind = str(event["operationType"])
         op = _DATA_OPS[kind]
-        if op in self.settings.skipped_operations:
+        if op in self.settings.rules.skipped_operations:
             return []
         key = event.get("documentKey")
         if not isinstance(key, Mapping) or "_id" not in key:
@@ -333,7 +328,7 @@ class StreamReader(SnapshotReader):
         block = (
             None
             if tx is None
-            else tx.block(records.collection, self.settings.provide_transaction_metadata)
+            else tx.block(records.collection, self.settings.rules.provide_transaction_metadata)
         )
         before = records.image(event.get("fullDocumentBeforeChange"))
         after = records.image(event.get("fullDocument")) if kind != "delete" else None
@@ -346,7 +341,7 @@ class StreamReader(SnapshotReader):
             op, id_value, source, before=before, after=after, description=description,
             transaction=block,
         )  # fmt: skip
-        if op == "d" and self.settings.tombstones_on_delete:
+        if op == "d" and self.settings.rules.tombstones_on_delete:
             return [record, tombstone_for(record)]
         return [record]
 
@@ -354,7 +349,7 @@ class StreamReader(SnapshotReader):
         """A heartbeat after the last event read, when it is newer than what was landed: it
         carries the offset past events of collections that are not captured."""
         seen = self._seen
-        if seen is None or not self._heartbeat_due(self.settings.heartbeat_interval_ms, None):
+        if seen is None or not self._heartbeat_due(self.settings.rules.heartbeat_interval_ms, None):
             return
         at = position(seen, Phase.STREAM, _HEARTBEAT_TXN, 0)
         last = self._last_position
