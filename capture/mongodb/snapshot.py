@@ -36,6 +36,7 @@ from capture.mongodb.agent import (
     decode,
     position,
 )
+from capture.mongodb.records import CollectionRecords
 from pipeline.errors import CaptureError, PipelineError
 
 __all__ = ["SnapshotReader", "after_point"]
@@ -78,12 +79,20 @@ class SnapshotReader(MongoAgent):
         assert snap is not None
         while len(builder) < max_events and snap.index < len(snap.tables):
             db, coll = snap.tables[snap.index]
+            records = self._records_of(db, coll)
+            assert records is not None, "the snapshot reads captured collections only"
             want = min(self.settings.snapshot_fetch_size, max_events - len(builder))
             documents = self._find(db, coll, snap.point, snap.after, want + 1)
-            last_table = snap.index == len(snap.tables) - 1
-            for n, raw in enumerate(documents[:want]):
-                final = last_table and n == len(documents) - 1
-                self._snapshot_document(builder, db, coll, raw, "last" if final else "true", now)
+            chunk = documents[:want]
+            # Records are never mutated: the rows of a chunk share one source block.
+            source = records.source(snap.point, "true")
+            final = snap.index == len(snap.tables) - 1 and len(documents) <= want
+            for n, raw in enumerate(chunk):
+                if final and n == len(chunk) - 1:
+                    source = records.source(snap.point, "last")
+                id_value = self._snapshot_document(builder, records, raw, source, now)
+            if chunk:
+                snap.after = [json_util.dumps({"_id": id_value}, json_options=_CANONICAL)]
             if len(documents) <= want:
                 snap.index += 1
                 snap.after = None
@@ -94,28 +103,30 @@ class SnapshotReader(MongoAgent):
         return True
 
     def _snapshot_document(
-        self, builder: BatchBuilder, db: str, coll: str, raw: Any, flag: str, now: dt.datetime
-    ) -> None:
+        self,
+        builder: BatchBuilder,
+        records: CollectionRecords,
+        raw: Any,
+        source: dict[str, Any],
+        now: dt.datetime,
+    ) -> Any:
+        """Land one snapshot document (or quarantine it); returns its ``_id``."""
         snap = self._snapshot
         assert snap is not None
         document, view, problem = decode(raw)
         id_value = view.get("_id")
-        snap.after = [json_util.dumps({"_id": id_value}, json_options=_CANONICAL)]
         snap.seq += 1
         at = position(snap.point, Phase.SNAPSHOT, 0, snap.seq)
-        origin = f"mongodb:snapshot:{db}.{coll}:{snap.seq}"
-        records = self._records_of(db, coll)
-        if records is None:  # pragma: no cover - the snapshot reads captured collections only
-            return
+        origin = f"mongodb:snapshot:{records.collection}:{snap.seq}"
         try:
             if document is None:
-                raise CaptureError(f"document of {db}.{coll} cannot be read: {problem}")
-            source = records.source(snap.point, flag)
+                raise CaptureError(f"document of {records.collection} cannot be read: {problem}")
             record = records.record("r", id_value, source, after=records.image(document))
             self._add(builder, record, at, origin, now, None, None)
         except PipelineError as exc:
             self._quarantine(builder, bytes(raw.raw), origin, exc, now)
         self._last_position = at
+        return id_value
 
     def _find(
         self, db: str, coll: str, point: ClusterTime, after: list[Any] | None, limit: int
