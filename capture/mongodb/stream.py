@@ -212,38 +212,59 @@ class StreamReader(SnapshotReader):
             tx = self._open_tx(view, at)
         ns = view.get("ns") or {}
         db, coll = str(ns.get("db", "")), str(ns.get("coll", ""))
+        if kind in _NAMESPACE_EVENTS:
+            self._namespace_event(view, str(kind), db, coll, at)
         records = self._records_of(db, coll) if kind in _DATA_OPS else None
-        if kind in _NAMESPACE_EVENTS and self.settings.collections.table(db, coll or "*"):
-            logger.warning(
-                "source %s: %s of %s.%s at cluster time %d.%d%s",
-                self.name,
-                kind,
-                db,
-                coll,
-                at[0],
-                at[1],
-                "" if kind != "rename" else f" (now {view.get('to')}: captured by its new name)",
-            )
         if records is not None:
-            origin = f"mongodb:{db}.{coll}@{at[0]}.{at[1]}"
-            try:
-                if event is None:
-                    raise CaptureError(f"change event of {db}.{coll} cannot be read: {problem}")
-                made = self._event_records(records, event, at, tx)
-            except PipelineError as exc:
-                seq = self._seq(tx)
-                if tx is None or tx.count():
-                    self._quarantine(builder, bytes(raw.raw), origin, exc, now)
-                self._last_position = position(
-                    at, Phase.STREAM, 0 if tx is None else tx.number, seq
-                )
-                made = []
-            for record in made:
-                self._land(builder, record, at, tx, records.collection, origin, now)
+            self._data_event(builder, raw, (event, problem), records, at, tx, now)
         if tx is None:
             self._resume, self._start_after, self._cut = token, False, None
         else:
             tx.last_token = token
+
+    def _namespace_event(
+        self, view: Mapping[str, Any], kind: str, db: str, coll: str, at: ClusterTime
+    ) -> None:
+        """``drop``, ``rename`` or ``dropDatabase``: nothing to land (Debezium emits nothing);
+        logged when it touches what is captured."""
+        if not self.settings.collections.table(db, coll or "*"):
+            return
+        renamed = f" (now {view.get('to')}: captured by its new name)" if kind == "rename" else ""
+        logger.warning(
+            "source %s: %s of %s.%s at cluster time %d.%d%s",
+            self.name,
+            kind,
+            db,
+            coll,
+            *at,
+            renamed,
+        )
+
+    def _data_event(
+        self,
+        builder: BatchBuilder,
+        raw: RawBSONDocument,
+        decoded: tuple[Mapping[str, Any] | None, str | None],
+        records: CollectionRecords,
+        at: ClusterTime,
+        tx: MongoTx | None,
+        now: dt.datetime,
+    ) -> None:
+        """Land the records of a captured collection's event, or quarantine the event."""
+        event, problem = decoded
+        origin = f"mongodb:{records.collection}@{at[0]}.{at[1]}"
+        try:
+            if event is None:
+                raise CaptureError(
+                    f"change event of {records.collection} cannot be read: {problem}"
+                )
+            made = self._event_records(records, event, at, tx)
+        except PipelineError as exc:
+            if tx is None or tx.count():
+                self._quarantine(builder, bytes(raw.raw), origin, exc, now)
+            return
+        for seq, record in enumerate(made):
+            self._land(builder, record, (at, seq), tx, records.collection, origin, now)
 
     def _tx_id(self, view: Mapping[str, Any]) -> str:
         return (
@@ -259,28 +280,21 @@ class StreamReader(SnapshotReader):
         self._tx = tx
         return tx
 
-    def _seq(self, tx: MongoTx | None) -> int:
-        return 0 if tx is None else tx.emitted
-
     def _land(
         self,
         builder: BatchBuilder,
         record: ConnectRecord,
-        at: ClusterTime,
+        where: tuple[ClusterTime, int],
         tx: MongoTx | None,
         collection: str,
         origin: str,
         now: dt.datetime,
     ) -> None:
+        """Add one record at its position: ``(cluster time, stream, 0, n)`` for the n-th record
+        of a single event, ``(cluster time, stream, txnNumber, k)`` for the k-th of a
+        transaction (BEGIN is its first)."""
+        at, seq = where
         if tx is None:
-            last = self._last_position
-            seq = (
-                1
-                if last is not None
-                and (last.seconds, last.ord) == at
-                and last.phase == Phase.STREAM
-                else 0
-            )
             at_position = position(at, Phase.STREAM, 0, seq)
             self._add(builder, record, at_position, origin, now, None, None)
             self._last_position = at_position
