@@ -168,6 +168,8 @@ class StreamReader(SnapshotReader):
         if self._pending is not None:
             raw, self._pending = self._pending, None
             return raw
+        if self._stream is None and not self._open_stream():  # reopened after an invalidate
+            return None
         stream = self._stream
         assert stream is not None
         try:
@@ -194,7 +196,12 @@ class StreamReader(SnapshotReader):
         event, view, problem = decode(raw)
         token = json_util.dumps(view["_id"], json_options=_CANONICAL)
         stamp = view.get("clusterTime")
-        at: ClusterTime = (stamp.time, stamp.inc) if isinstance(stamp, bson.Timestamp) else (0, 0)
+        if not isinstance(stamp, bson.Timestamp):
+            raise CaptureError(
+                f"source {self.name}: change event {token} has no clusterTime, so it cannot be "
+                "ordered; every MongoDB 4.0+ change event has one"
+            )
+        at: ClusterTime = (stamp.time, stamp.inc)
         self._seen = at
         session = view.get("lsid"), view.get("txnNumber")
         tx = self._tx

@@ -339,3 +339,51 @@ def test_a_snapshot_document_that_is_not_valid_bson_is_quarantined(
     land(config(peer), lake)
     reasons = [q[S.REASON] for q in quarantined(lake)]
     assert len(reasons) == 2 and all("invalid BSON" in r for r in reasons)
+
+
+def follow_until(
+    peer: MongoPeer, raw: dict[str, Any], lake: Path, writes: list[Any], landed: int
+) -> None:
+    """A following agent while ``writes`` (callables) run in turn, each once a change stream
+    is open, until ``landed`` data events are in bronze."""
+    follower, stop = agent(raw, lake), threading.Event()
+    runner = threading.Thread(
+        target=lambda: follower.run(follow=True, poll_interval_s=0.02, stop=stop)
+    )
+    runner.start()
+    try:
+        for write in writes:
+            assert peer.wait_for_stream()
+            write()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            rows = bronze_rows(lake) if (lake / "bronze" / "events").exists() else []
+            if sum(r[S.KIND] == "data" for r in rows) >= landed:
+                break
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        runner.join(timeout=30)
+
+
+def test_an_invalidated_stream_is_reopened_after_the_invalidate(
+    peer: MongoPeer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rs = peer.replset
+    raw, lake = config(peer), tmp_path / "lake"
+    rs.commit([Write("insert", NS, document={"_id": Int32(1)})])
+    land(raw, lake)
+    follow_until(
+        peer,
+        raw,
+        lake,
+        [
+            lambda: rs.commit([Write("insert", NS, document={"_id": Int32(2)})]),
+            peer.invalidate_streams,
+            lambda: rs.commit([Write("insert", NS, document={"_id": Int32(3)})]),
+        ],
+        3,
+    )
+    keys = [orjson.loads(r[S.KEY_JSON])["id"] for r in bronze_rows(lake) if r[S.KIND] == "data"]
+    assert keys == ["1", "2", "3"]
+    assert "invalidated; reopening" in caplog.text

@@ -85,7 +85,8 @@ class _StreamCursor:
     full_document: str
     before_change: str
     resume: ResumePoint | None = None
-    invalidated: bool = False
+    invalidate: bool = False
+    """End with an ``invalidate`` at the next ``getMore`` (:meth:`MongoPeer.invalidate_streams`)."""
     closed: bool = False
     batch_size: int = 101
     seen: list[str] = field(default_factory=list)
@@ -272,6 +273,14 @@ class MongoPeer:
         """A server restart: connections and cursors gone, data and oplog kept."""
         self.stop()
         self.start()
+
+    def invalidate_streams(self) -> None:
+        """End every open change stream with an ``invalidate`` event at its next ``getMore``
+        (what a collection or database stream gets when its namespace is dropped)."""
+        with self.lock:
+            for cursor in self._cursors.values():
+                if isinstance(cursor, _StreamCursor):
+                    cursor.invalidate = True
 
     def wait_for_stream(self, timeout_s: float = 30.0) -> bool:
         """Wait until a change stream is open on the server (a follower is reading)."""
@@ -483,6 +492,13 @@ class MongoPeer:
             if "resumeAfter" in spec or "startAfter" in spec:
                 token = spec.get("resumeAfter") or spec.get("startAfter")
                 point = ResumePoint.parse(token)
+                if point.kind == 3 and "resumeAfter" in spec:
+                    raise CommandError(
+                        260,
+                        "InvalidResumeToken",
+                        "Attempting to resume a change stream using 'resumeAfter' is not allowed "
+                        "from an invalidate notification.",
+                    )
                 start = rs.first_after(point, inclusive=False)
             elif "startAtOperationTime" in spec:
                 stamp = spec["startAtOperationTime"]
@@ -526,6 +542,15 @@ class MongoPeer:
         rs = self.replset
         batch: list[Any] = []
         with rs.lock:
+            if cursor.invalidate:
+                # at the cursor's place: the events not yet read come after it
+                at = (
+                    rs.oplog[cursor.next_index - 1].point
+                    if cursor.next_index
+                    else ResumePoint(0, 0)
+                )
+                batch.append(_invalidate(ResumePoint(at.t, at.i, at.index, 3), at.t * 1000))
+                cursor.closed = True
             while len(batch) < size and cursor.next_index < len(rs.oplog) and not cursor.closed:
                 entry = rs.oplog[cursor.next_index]
                 cursor.next_index += 1
@@ -534,14 +559,9 @@ class MongoPeer:
                     continue
                 batch.append(self._encode(entry, cursor))
                 if cursor.coll is not None and entry.kind in ("drop", "rename"):
-                    invalidate = ResumePoint(entry.point.t, entry.point.i, entry.point.index, 3)
+                    point = entry.point
                     batch.append(
-                        {
-                            "_id": invalidate.token(),
-                            "operationType": "invalidate",
-                            "clusterTime": bson.Timestamp(entry.point.t, entry.point.i),
-                            "wallTime": bson.DatetimeMS(entry.wall_ms),
-                        }
+                        _invalidate(ResumePoint(point.t, point.i, point.index, 3), entry.wall_ms)
                     )
                     cursor.closed = True
             if cursor.next_index >= len(rs.oplog) or cursor.resume is None:
@@ -562,3 +582,12 @@ class MongoPeer:
         raw = bson.encode(event)
         assert raw.count(old) == 1, "the bytes to swap must occur once"
         return RawBSONDocument(raw.replace(old, new))
+
+
+def _invalidate(point: ResumePoint, wall_ms: int) -> dict[str, Any]:
+    return {
+        "_id": point.token(),
+        "operationType": "invalidate",
+        "clusterTime": bson.Timestamp(point.t, point.i),
+        "wallTime": bson.DatetimeMS(wall_ms),
+    }
