@@ -387,3 +387,24 @@ def test_an_invalidated_stream_is_reopened_after_the_invalidate(
     keys = [orjson.loads(r[S.KEY_JSON])["id"] for r in bronze_rows(lake) if r[S.KIND] == "data"]
     assert keys == ["1", "2", "3"]
     assert "invalidated; reopening" in caplog.text
+
+
+def test_through_mongos_and_not_on_a_standalone(tmp_path: Path) -> None:
+    router = MongoPeer(ReplicaSet(seed=9), role="mongos").start()
+    try:
+        router.replset.commit([Write("insert", NS, document={"_id": Int32(1)})])
+        lake = tmp_path / "lake"
+        land(config(router), lake)
+        router.replset.commit([Write("insert", NS, document={"_id": Int32(2)})])
+        land(config(router), lake)
+        values = [v for k, v in records(lake) if k == "data"]
+        assert [(v["op"], v["source"]["rs"]) for v in values if v] == [("r", ""), ("c", "")]
+    finally:
+        router.stop()
+    alone = MongoPeer(role="standalone").start()
+    try:
+        with pytest.raises(StageFailed) as failed:
+            agent(config(alone), tmp_path / "alone").run()
+        assert "standalone mongod, which has no oplog" in str(failed.value.__cause__)
+    finally:
+        alone.stop()

@@ -224,8 +224,11 @@ class MongoPeer:
         replset: The replica set it serves (a new one by default).
     """
 
-    def __init__(self, replset: ReplicaSet | None = None) -> None:
+    def __init__(self, replset: ReplicaSet | None = None, *, role: str = "replica set") -> None:
         self.replset = replset or ReplicaSet()
+        self.role = role
+        """``replica set`` (a primary), ``mongos`` (a router of a sharded cluster, here over
+        one shard) or ``standalone`` (no oplog: ``$changeStream`` is refused)."""
         self.port = 0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -241,6 +244,8 @@ class MongoPeer:
     @property
     def uri(self) -> str:
         """A connection string for pymongo (the replica set by name)."""
+        if self.role != "replica set":
+            return f"mongodb://127.0.0.1:{self.port}/"
         return f"mongodb://127.0.0.1:{self.port}/?replicaSet={self.replset.name}"
 
     def start(self) -> MongoPeer:
@@ -320,6 +325,22 @@ class MongoPeer:
     def _cmd_hello(self, command: dict[str, Any]) -> dict[str, Any]:
         me = f"127.0.0.1:{self.port}"
         now = self.replset.now()
+        if self.role != "replica set":
+            routed = {"msg": "isdbgrid"} if self.role == "mongos" else {}
+            return {
+                **routed,
+                "helloOk": True,
+                "isWritablePrimary": True,
+                "ismaster": True,
+                "maxBsonObjectSize": 16 * 1024 * 1024,
+                "maxMessageSizeBytes": 48_000_000,
+                "maxWriteBatchSize": 100_000,
+                "localTime": bson.DatetimeMS(now.t * 1000),
+                "logicalSessionTimeoutMinutes": 30,
+                "minWireVersion": 0,
+                "maxWireVersion": 21,
+                "readOnly": False,
+            }
         return {
             "helloOk": True,
             "isWritablePrimary": True,
@@ -477,6 +498,10 @@ class MongoPeer:
     # --- change streams --------------------------------------------------------------------------
     def _cmd_aggregate(self, command: dict[str, Any]) -> dict[str, Any]:
         pipeline = command.get("pipeline") or []
+        if self.role == "standalone":
+            raise CommandError(
+                40573, "Location40573", "The $changeStream stage is only supported on replica sets"
+            )
         if not pipeline or "$changeStream" not in pipeline[0]:
             raise CommandError(2, "BadValue", "the peer runs only $changeStream pipelines")
         if len(pipeline) > 1:
