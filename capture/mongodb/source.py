@@ -62,12 +62,15 @@ class MongoDbSource(StreamReader):
         self._close_client()
         self._tx = None
         self._records.clear()
+        self._mark_start = False
         self._connect()
         if offset is None:
             if self.settings.snapshot_mode == "never":
                 self._phase = "stream"
                 self._resume, self._start_after, self._cut = None, False, None
-                self._start_at = after_point(self._cluster_time())
+                self._seen = self._cluster_time()
+                self._start_at = after_point(self._seen)
+                self._mark_start = True  # committed even if nothing changes before a stop
                 logger.info(
                     "source %s: no snapshot (snapshot.mode=never); streaming from cluster time "
                     "%d.%d",

@@ -78,6 +78,10 @@ class StreamReader(SnapshotReader):
 
     _stream: ChangeStream[RawBSONDocument] | None = None
     _pending: RawBSONDocument | None = None
+    _mark_start = False
+    """``snapshot.mode: never`` without an offset: the first batch holds a heartbeat at the
+    start point, so the point is committed (a change stream keeps nothing on the server: an
+    agent stopped before its first commit would otherwise start again at a later "now")."""
 
     def _open_stream(self) -> bool:
         """Open the change stream at the offset; False when a new snapshot was started instead."""
@@ -137,6 +141,9 @@ class StreamReader(SnapshotReader):
         now: dt.datetime,
     ) -> bool:
         until = limits.until
+        if self._mark_start and self._seen is not None:
+            self._mark_start = False
+            self._heartbeat_at(builder, self._seen, now)
         if self._stream is None and not self._open_stream():
             return self._snapshot_instead(builder, limits.max_events, now)
         while True:
@@ -372,6 +379,11 @@ class StreamReader(SnapshotReader):
         seen = self._seen
         if seen is None or not self._heartbeat_due(self.settings.rules.heartbeat_interval_ms, None):
             return
+        self._heartbeat_at(builder, seen, now)
+
+    def _heartbeat_at(self, builder: BatchBuilder, seen: ClusterTime, now: dt.datetime) -> None:
+        """A heartbeat just after every record at cluster time ``seen`` (unless one is landed
+        there or later already)."""
         at = position(seen, Phase.STREAM, _HEARTBEAT_TXN, 0)
         last = self._last_position
         if last is not None and last.encode() >= at.encode():

@@ -1,7 +1,7 @@
 """The connector contract suite: every guarantee, checked alike for every connector that runs here.
 
 One module per guarantee, each test parametrized over the drivers of ``tests/contract/drivers/``
-(PostgreSQL, MariaDB, Debezium JSON files), all running the standard randomized history of
+(PostgreSQL, MariaDB, Debezium JSON files, MongoDB on a wire-level peer), all running the standard randomized history of
 :mod:`tests.contract.history`:
 
 ============================  ====================================================================
