@@ -325,26 +325,26 @@ class MongoPeer:
     def _cmd_hello(self, command: dict[str, Any]) -> dict[str, Any]:
         me = f"127.0.0.1:{self.port}"
         now = self.replset.now()
-        if self.role != "replica set":
-            routed = {"msg": "isdbgrid"} if self.role == "mongos" else {}
-            return {
-                **routed,
-                "helloOk": True,
-                "isWritablePrimary": True,
-                "ismaster": True,
-                "maxBsonObjectSize": 16 * 1024 * 1024,
-                "maxMessageSizeBytes": 48_000_000,
-                "maxWriteBatchSize": 100_000,
-                "localTime": bson.DatetimeMS(now.t * 1000),
-                "logicalSessionTimeoutMinutes": 30,
-                "minWireVersion": 0,
-                "maxWireVersion": 21,
-                "readOnly": False,
-            }
-        return {
+        common = {
             "helloOk": True,
             "isWritablePrimary": True,
             "ismaster": True,
+            "maxBsonObjectSize": 16 * 1024 * 1024,
+            "maxMessageSizeBytes": 48_000_000,
+            "maxWriteBatchSize": 100_000,
+            "localTime": bson.DatetimeMS(now.t * 1000),
+            "logicalSessionTimeoutMinutes": 30,
+            "connectionId": 1,
+            "minWireVersion": 0,
+            "maxWireVersion": 21,
+            "readOnly": False,
+        }
+        if self.role == "mongos":
+            return {**common, "msg": "isdbgrid"}
+        if self.role != "replica set":
+            return common
+        return {
+            **common,
             "secondary": False,
             "setName": self.replset.name,
             "setVersion": 1,
@@ -356,15 +356,6 @@ class MongoPeer:
                 "opTime": {"ts": bson.Timestamp(now.t, now.i), "t": Int64(1)},
                 "lastWriteDate": bson.DatetimeMS(now.t * 1000),
             },
-            "maxBsonObjectSize": 16 * 1024 * 1024,
-            "maxMessageSizeBytes": 48_000_000,
-            "maxWriteBatchSize": 100_000,
-            "localTime": bson.DatetimeMS(now.t * 1000),
-            "logicalSessionTimeoutMinutes": 30,
-            "connectionId": 1,
-            "minWireVersion": 0,
-            "maxWireVersion": 21,
-            "readOnly": False,
         }
 
     _cmd_ismaster = _cmd_hello
