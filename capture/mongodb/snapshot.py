@@ -36,7 +36,7 @@ from capture.mongodb.agent import (
     decode,
     position,
 )
-from capture.mongodb.records import CollectionRecords
+from capture.mongodb.records import CollectionRecords, document_text
 from pipeline.errors import CaptureError, PipelineError
 
 __all__ = ["SnapshotReader", "after_point"]
@@ -92,7 +92,7 @@ class SnapshotReader(MongoAgent):
                     source = records.source(snap.point, "last")
                 id_value = self._snapshot_document(builder, records, raw, source, now)
             if chunk:
-                snap.after = [json_util.dumps({"_id": id_value}, json_options=_CANONICAL)]
+                snap.after = [document_text({"_id": id_value})]
             if len(documents) <= want:
                 snap.index += 1
                 snap.after = None

@@ -201,7 +201,7 @@ class StreamReader(SnapshotReader):
     # --- events ----------------------------------------------------------------------------------
     def _handle(self, builder: BatchBuilder, raw: RawBSONDocument, now: dt.datetime) -> None:
         event, view, problem = decode(raw)
-        token = json_util.dumps(view["_id"], json_options=_CANONICAL)
+        token = document_text(view["_id"])
         stamp = view.get("clusterTime")
         if not isinstance(stamp, bson.Timestamp):
             raise CaptureError(
@@ -281,9 +281,7 @@ class StreamReader(SnapshotReader):
             self._land(builder, record, (at, seq), tx, records.collection, origin, now)
 
     def _tx_id(self, view: Mapping[str, Any]) -> str:
-        return (
-            f"{json_util.dumps(view.get('lsid'), json_options=_CANONICAL)}:{view.get('txnNumber')}"
-        )
+        return f"{document_text(view.get('lsid'))}:{view.get('txnNumber')}"
 
     def _open_tx(self, view: Mapping[str, Any], at: ClusterTime) -> MongoTx:
         tx_id = self._tx_id(view)

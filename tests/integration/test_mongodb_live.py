@@ -98,6 +98,6 @@ def test_snapshot_then_change_stream_on_a_real_replica_set(database: Any, tmp_pa
     assert data == [("r", "1"), ("r", "2"), ("r", "3"), ("u", "1"), ("d", "2"), ("c", "4"),
                     ("u", "3")]  # fmt: skip
     update = orjson.loads(next(r for r in rows(lake) if r[S.OP] == "u")[S.VALUE_JSON])
-    assert update["after"] == '{"_id": {"$numberInt": "1"}, "qty": {"$numberInt": "11"}}'
+    assert update["after"] == '{"_id":{"$numberInt":"1"},"qty":{"$numberInt":"11"}}'
     statuses = [r[S.TX_STATUS] for r in rows(lake) if r[S.KIND] == "transaction"]
     assert statuses == ["BEGIN", "END"]
