@@ -11,7 +11,7 @@ everything after a change is decoded is the same and lives here, once:
 * :meth:`DatabaseSource._read_with_retries`: a lost connection or a restarted server is retried
   with backoff, reading the interrupted batch again from the previous batch's offset, so nothing
   is lost or doubled;
-* :func:`data_record`: a Debezium data envelope built without a second check.
+* the records of a decoded change are built by :mod:`capture.change_records`.
 """
 
 from __future__ import annotations
@@ -30,21 +30,18 @@ import orjson
 from bronze.batch import BatchBuilder, QuarantinedRecord
 from bronze.connect_schema import schema_id
 from bronze.envelope import (
-    HEADER_NEW_KEY,
-    HEADER_OLD_KEY,
     ConnectRecord,
     Op,
     TransactionInfo,
     classify,
-    fast_record,
     heartbeat,
-    tombstone_for,
     transaction_begin,
     transaction_end,
 )
 from bronze.positions import Position
 from capture.base import CaptureSource, SourceBatch, gc_paused
-from capture.captured_table import HEADER_UNREPRESENTABLE, AgentRules, CapturedTable, Image
+from capture.captured_table import CapturedTable
+from capture.change_records import data_record
 from capture.column_types import ValueConversionError
 from pipeline.errors import PipelineError, SourceUnavailable
 
@@ -55,12 +52,7 @@ __all__ = [
     "OpenTransaction",
     "SnapshotProgress",
     "SnapshotRow",
-    "data_record",
-    "delete_records",
-    "insert_records",
-    "key_move_records",
     "schema_ids",
-    "update_records",
     "with_last",
 ]
 
@@ -635,164 +627,8 @@ def with_last(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
         pending = following
 
 
-def data_record(
-    op: str,
-    source: dict[str, Any],
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    key: Any,
-    transaction: TransactionInfo | None,
-    table: CapturedTable,
-    headers: tuple[tuple[str, str | None], ...] = (),
-) -> ConnectRecord:
-    """What :func:`bronze.envelope.data_record` builds, without its check: ``_add`` classifies
-    (and so checks) every record once, and checking twice costs a sixth of the snapshot time.
+_OP_READ = Op.READ.value
 
-    A ``before``/``after`` :class:`capture.captured_table.Image` (a value without a
-    representation, written as null) adds the ``__medallion.unrepresentable`` header (C1)."""
-    if (before is not None and before.__class__ is not dict) or (
-        after is not None and after.__class__ is not dict
-    ):
-        before, after, headers = _unrepresentable(before, after, headers)
-    value: dict[str, Any] = {
-        "before": before,
-        "after": after,
-        "source": source,
-        "op": op,
-        "ts_ms": time.time_ns() // 1_000_000,
-    }
-    if transaction is not None:
-        value["transaction"] = {
-            "id": transaction.id,
-            "total_order": transaction.total_order,
-            "data_collection_order": transaction.data_collection_order,
-        }
-    return fast_record(key, value, table.key_schema, table.envelope_schema, headers, table.topic)
-
-
-def _unrepresentable(
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    headers: tuple[tuple[str, str | None], ...],
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None, tuple[tuple[str, str | None], ...]]:
-    """Plain-dict images and the C1 header naming their unrepresentable values."""
-    issues: dict[str, Any] = {}
-    if isinstance(before, Image):
-        issues["before"] = before.issues
-        before = dict(before)
-    if isinstance(after, Image):
-        issues["after"] = after.issues
-        after = dict(after)
-    if not issues:
-        return before, after, headers
-    return before, after, (*headers, (HEADER_UNREPRESENTABLE, orjson.dumps(issues).decode()))
-
-
-def insert_records(
-    source: dict[str, Any],
-    after: dict[str, Any] | None,
-    key: Any,
-    table: CapturedTable,
-    tx: OpenTransaction,
-    rules: AgentRules,
-) -> list[ConnectRecord]:
-    """An insert (op ``c``); nothing when ``skipped.operations`` has ``c``."""
-    if "c" in rules.skipped_operations:
-        return []
-    block = tx.block(table.collection, rules.provide_transaction_metadata)
-    return [data_record(_OP_CREATE, source, None, after, key, block, table)]
-
-
-def delete_records(
-    source: dict[str, Any],
-    before: dict[str, Any] | None,
-    key: Any,
-    table: CapturedTable,
-    tx: OpenTransaction,
-    rules: AgentRules,
-) -> list[ConnectRecord]:
-    """A delete (op ``d``) and, with ``tombstones.on.delete`` and a key, its tombstone; nothing
-    when ``skipped.operations`` has ``d``."""
-    if "d" in rules.skipped_operations:
-        return []
-    block = tx.block(table.collection, rules.provide_transaction_metadata)
-    delete = data_record(_OP_DELETE, source, before, None, key, block, table)
-    if rules.tombstones_on_delete and key is not None:
-        return [delete, tombstone_for(delete)]
-    return [delete]
-
-
-def update_records(
-    source: dict[str, Any],
-    images: tuple[dict[str, Any] | None, dict[str, Any] | None],
-    keys: tuple[Any, Any],
-    table: CapturedTable,
-    tx: OpenTransaction,
-    rules: AgentRules,
-) -> list[ConnectRecord]:
-    """An update (op ``u``) from its ``(before, after)`` images and ``(old, new)`` keys, or,
-    when it changed the primary key, :func:`key_move_records`."""
-    old_key, new_key = keys
-    if old_key != new_key and old_key is not None and new_key is not None:
-        return key_move_records(source, images, keys, table, tx, rules)
-    if "u" in rules.skipped_operations:
-        return []
-    block = tx.block(table.collection, rules.provide_transaction_metadata)
-    return [data_record(_OP_UPDATE, source, *images, new_key, block, table)]
-
-
-def key_move_records(
-    source: dict[str, Any],
-    images: tuple[dict[str, Any] | None, dict[str, Any] | None],
-    keys: tuple[Any, Any],
-    table: CapturedTable,
-    tx: OpenTransaction,
-    rules: AgentRules,
-) -> list[ConnectRecord]:
-    """An update that changed the primary key, as Debezium writes it (spec §1.7): a delete of
-    the old key carrying ``__debezium.newkey``, its tombstone, and a create of the new key
-    carrying ``__debezium.oldkey``; ``skipped.operations`` ``d``/``c`` drop their halves."""
-    (before, after), (old_key, new_key) = images, keys
-    skipped, metadata = rules.skipped_operations, rules.provide_transaction_metadata
-    out: list[ConnectRecord] = []
-    ahead = 0
-    if "d" not in skipped:
-        delete = data_record(
-            _OP_DELETE,
-            source,
-            before,
-            None,
-            old_key,
-            tx.block(table.collection, metadata),
-            table,
-            ((HEADER_NEW_KEY, orjson.dumps(new_key).decode()),),
-        )
-        out.append(delete)
-        ahead = 1
-        if rules.tombstones_on_delete:
-            out.append(tombstone_for(delete))
-    if "c" not in skipped:
-        out.append(
-            data_record(
-                _OP_CREATE,
-                source,
-                None,
-                after,
-                new_key,
-                tx.block(table.collection, metadata, ahead),
-                table,
-                ((HEADER_OLD_KEY, orjson.dumps(old_key).decode()),),
-            )
-        )
-    return out
-
-
-_OP_READ, _OP_CREATE, _OP_UPDATE, _OP_DELETE = (
-    Op.READ.value,
-    Op.CREATE.value,
-    Op.UPDATE.value,
-    Op.DELETE.value,
-)
 _SCHEMA_ID_CACHE: dict[int, str] = {}
 
 

@@ -10,27 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from bronze.position_base import (
-    U32_MAX,
-    Phase,
-    Position,
-    bad_field,
-    check_json_connector,
-    install_layout,
-    is_incremental,
-    json_field,
-    json_phase,
-    missing_field,
-    parse_uint,
-    phase_of,
-)
+from bronze import position_base as pb
 from bronze.source_block import SCHEMA_TABLE, SourceBlock, SourceField
 from pipeline.errors import PositionError
 
 __all__ = ["Db2Position"]
 
-_SNAPSHOT = Phase.SNAPSHOT
-_STREAM = Phase.STREAM
+_SNAPSHOT = pb.Phase.SNAPSHOT
+_STREAM = pb.Phase.STREAM
 
 
 def _db2_lsn(value: object, name: str, origin: str | None) -> bytes | None:
@@ -56,7 +43,7 @@ def _db2_lsn(value: object, name: str, origin: str | None) -> bytes | None:
             return number.to_bytes(16, "big")
     elif isinstance(value, bytes | bytearray) and len(value) <= 16:
         return bytes(value).rjust(16, b"\x00")
-    raise bad_field("db2", name, value, origin, "a Db2 LSN of at most 16 bytes in hex")
+    raise pb.bad_field("db2", name, value, origin, "a Db2 LSN of at most 16 bytes in hex")
 
 
 def _format_db2_lsn(lsn: bytes) -> str:
@@ -69,7 +56,7 @@ _DB2 = struct.Struct(">B16sB16sI")
 
 
 @dataclass(frozen=True, slots=True)
-class Db2Position(Position):
+class Db2Position(pb.Position):
     """Db2 position: ``(commit_lsn, phase, change_lsn, seq)``.
 
     Fields used:
@@ -99,7 +86,7 @@ class Db2Position(Position):
 
     commit_lsn: bytes
     """16-byte commit LSN."""
-    phase: Phase
+    phase: pb.Phase
     change_lsn: bytes
     """16-byte change LSN."""
     seq: int = 0
@@ -117,16 +104,16 @@ class Db2Position(Position):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         c = cls.CONNECTOR
-        check_json_connector(data, c)
-        commit = _db2_lsn(json_field(data, c, "commit_lsn"), "commit_lsn", None)
-        change = _db2_lsn(json_field(data, c, "change_lsn"), "change_lsn", None)
+        pb.check_json_connector(data, c)
+        commit = _db2_lsn(pb.json_field(data, c, "commit_lsn"), "commit_lsn", None)
+        change = _db2_lsn(pb.json_field(data, c, "change_lsn"), "change_lsn", None)
         if commit is None or change is None:
             raise PositionError(f"{c} position JSON needs both commit_lsn and change_lsn")
         return cls(
             commit,
-            json_phase(data, c),
+            pb.json_phase(data, c),
             change,
-            parse_uint(json_field(data, c, "seq"), c, "seq", None, U32_MAX),
+            pb.parse_uint(pb.json_field(data, c, "seq"), c, "seq", None, pb.U32_MAX),
         )
 
     @classmethod
@@ -134,20 +121,20 @@ class Db2Position(Position):
         cls, source: Mapping[str, Any], *, seq: int = 0, origin: str | None = None
     ) -> Self:
         """Build from a Debezium Db2 ``source`` block (see :meth:`Position.from_source`)."""
-        phase = phase_of(source, origin)
+        phase = pb.phase_of(source, origin)
         change = _db2_lsn(source.get("change_lsn"), "change_lsn", origin)
         commit = _db2_lsn(source.get("commit_lsn"), "commit_lsn", origin)
         if change is None:
             if commit is None:
-                raise missing_field(
+                raise pb.missing_field(
                     cls.CONNECTOR, "change_lsn", origin, "and commit_lsn is null too"
                 )
             # Schema-change records carry the commit LSN and a null change LSN (as SQL Server's
             # do): they sort before the changes of that commit.
             change = _DB2_ZERO_LSN
         if commit is None:
-            if phase is not _SNAPSHOT and not is_incremental(source):
-                raise missing_field(
+            if phase is not _SNAPSHOT and not pb.is_incremental(source):
+                raise pb.missing_field(
                     cls.CONNECTOR, "commit_lsn", origin, "required on streamed records"
                 )
             commit = change
@@ -156,7 +143,7 @@ class Db2Position(Position):
 
 _DB2_ZERO_LSN = bytes(16)
 
-install_layout(
+pb.install_layout(
     Db2Position,
     _DB2,
     ("commit_lsn", "phase", "change_lsn", "seq"),

@@ -34,14 +34,9 @@ from bronze.envelope import (
 )
 from bronze.position_base import Phase
 from capture.captured_table import AgentRules
+from capture.change_records import delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
-from capture.database_source import (
-    VERSION,
-    BatchLimits,
-    delete_records,
-    insert_records,
-    update_records,
-)
+from capture.database_source import VERSION, BatchLimits
 from capture.mysql.agent import CONNECTOR, MySqlTable, MySqlTx, raw_row
 from capture.mysql.ddl import DdlParseError, SchemaChange, statement_kind
 from capture.mysql.history import HistoryEntry

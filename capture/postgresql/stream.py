@@ -22,14 +22,9 @@ from bronze.envelope import (
     truncate_record,
 )
 from bronze.position_base import Phase
+from capture.change_records import delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
-from capture.database_source import (
-    VERSION,
-    BatchLimits,
-    delete_records,
-    insert_records,
-    update_records,
-)
+from capture.database_source import VERSION, BatchLimits
 from capture.postgresql import slot as pg_slot
 from capture.postgresql.agent import CONNECTOR, PgTx, PostgresAgent
 from capture.postgresql.pgoutput import (

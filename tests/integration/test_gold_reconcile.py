@@ -24,7 +24,7 @@ from gold.reconcile import (
     last_reconciled,
     reconcile_source,
 )
-from pipeline.config import PipelineConfig
+from pipeline.config import PipelineConfig, SourceConfig
 from pipeline.errors import ConfigError, ReconcileError
 from pipeline.sql import quote_identifier
 from silver.job import SilverJob
@@ -77,10 +77,11 @@ def create_shop(pg: Pg) -> dict[str, Any]:
     return {"column.mask.hash.SHA-256.with.salt.s3cr3t": f"{s}\\.orders\\.customer"}
 
 
-def capture_and_apply(spark: Any, pg: Pg, lake: Path, extra: dict[str, Any]) -> Cut:
-    land(pg.config(**extra), lake)
+def capture_and_apply(spark: Any, config: SourceConfig, lake: Path) -> Cut:
+    """Land a database source once and apply it to silver; the source's newest cut."""
+    land(config, lake)
     SilverJob(spark, lake).run_once()
-    cut = latest_cut(lake, "pg")
+    cut = latest_cut(lake, config.name)
     assert cut is not None
     return cut
 
@@ -101,7 +102,7 @@ def test_equal_then_a_corrupted_and_a_deleted_row_are_found_by_key_and_range(
 ) -> None:
     lake = tmp_path / "lake"
     extra = create_shop(pg)
-    cut = capture_and_apply(spark, pg, lake, extra)
+    cut = capture_and_apply(spark, pg.config(**extra), lake)
     config = pipeline_config(pg, lake, **extra)
 
     result = reconcile_source(spark, config, lake, "pg", ranges=4)
@@ -177,7 +178,7 @@ def test_changes_after_the_cut_are_reported_as_the_source_being_ahead(
         f"CREATE TABLE {s}.items (id int PRIMARY KEY, name text)",
         f"INSERT INTO {s}.items SELECT g, 'item ' || g FROM generate_series(1, 20) g",
     )
-    capture_and_apply(spark, pg, lake, {})
+    capture_and_apply(spark, pg.config(), lake)
     config = pipeline_config(pg, lake)
     assert reconcile_source(spark, config, lake, "pg").success
 

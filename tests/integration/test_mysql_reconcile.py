@@ -24,11 +24,10 @@ from capture.mysql.config import MySqlSourceConfig
 from capture.mysql.position import MySqlPosition
 from capture.mysql.source import MySqlSource
 from capture.registry import create_source
-from gold.cuts import Cut, latest_cut
 from gold.reconcile import can_reconcile, reconcile_source
 from pipeline.config import PipelineConfig
-from silver.job import SilverJob
-from tests.integration.test_mysql_capture import My, land
+from tests.integration.test_gold_reconcile import capture_and_apply
+from tests.integration.test_mysql_capture import My
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.delta]
 
@@ -56,21 +55,13 @@ def create_orders(my: My) -> None:
     )
 
 
-def capture_and_apply(spark: Any, my: My, lake: Path, extra: dict[str, Any]) -> Cut:
-    land(my.config(**extra), lake)
-    SilverJob(spark, lake).run_once()
-    cut = latest_cut(lake, "my")
-    assert cut is not None
-    return cut
-
-
 def test_equal_then_source_ahead_then_equal_again(spark: Any, my: My, tmp_path: Path) -> None:
     d = my.database
     lake = tmp_path / "lake"
     create_orders(my)
     my.sql(f"CREATE TABLE {d}.scratch (id INT PRIMARY KEY)")  # not captured (include list)
     extra = {"table.include.list": rf"{d}\.orders"}
-    capture_and_apply(spark, my, lake, extra)
+    capture_and_apply(spark, my.config(**extra), lake)
     config = PipelineConfig.model_validate(
         {"lake": {"root": str(lake)}, "sources": [my.raw(**extra)]}
     )
@@ -106,7 +97,7 @@ def test_equal_then_source_ahead_then_equal_again(spark: Any, my: My, tmp_path: 
 
     # Landed and applied: equal again. The cut is now in the stream (the binlog is read from
     # its file's start), and changes of a table the source does not capture do not count.
-    capture_and_apply(spark, my, lake, extra)
+    capture_and_apply(spark, my.config(**extra), lake)
     my.sql(f"INSERT INTO {d}.scratch VALUES (1), (2)")
     result = reconcile_source(spark, config, lake, "my", ranges=4)
     assert [t.collection for t in result.tables] == [f"{d}.orders"]

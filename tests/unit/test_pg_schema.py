@@ -10,8 +10,8 @@ import pytest
 
 from bronze.envelope import ConnectRecord
 from capture.captured_table import HEADER_UNREPRESENTABLE, UNREPRODUCIBLE_PARAMETER
+from capture.change_records import data_record
 from capture.column_types import ValueConversionError
-from capture.database_source import data_record
 from capture.masking import ColumnMasker
 from capture.postgresql.config import PostgresSourceConfig
 from capture.postgresql.pgoutput import UNCHANGED_TOAST, BinaryDatum
