@@ -156,6 +156,9 @@ class MongoAgent(DatabaseSource):
         self._last_position: MongoDbPosition | None = None
         self._seen: ClusterTime | None = None
         """Cluster time of the last event read (captured or not), for heartbeats."""
+        self._read_to: ClusterTime | None = None
+        """Everything at or before this cluster time is read (the resume point's time, or the
+        snapshot's point): what ``medallion status`` measures the oplog after."""
 
     # --- connection ------------------------------------------------------------------------------
     def _connect(self) -> pymongo.MongoClient[RawBSONDocument]:

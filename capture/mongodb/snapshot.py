@@ -65,6 +65,7 @@ class SnapshotReader(MongoAgent):
         self._resume = None
         self._start_after = False
         self._start_at = after_point(point)
+        self._read_to = point
         self._cut = None
         logger.info(
             "source %s: snapshot of %d collections at cluster time %d.%d",

@@ -10,6 +10,7 @@ The offset (format 1)::
     {"format": 1, "phase": "snapshot" | "stream",
      "resume": <resume token, canonical Extended JSON> | null, "start_after": bool,
      "start_at": [seconds, ordinal] | null,       # no token yet: the first time after the snapshot
+     "read_to": [seconds, ordinal] | null,        # the resume point's cluster time (for status)
      "tx": {"id": "<lsid>:<txnNumber>", "emitted": n} | null,   # a transaction cut in bronze
      "snapshot": {"point": [s, o], "tables": [[db, coll], ...], "index": i,
                   "after": [<last _id read>] | null, "seq": n, "ts_ms": ms} | null}
@@ -28,6 +29,7 @@ from capture.database_source import SnapshotProgress
 from capture.mongodb.agent import ClusterTime
 from capture.mongodb.settings import MongoSettings
 from capture.mongodb.snapshot import after_point
+from capture.mongodb.status import OplogStatus
 from capture.mongodb.stream import StreamReader
 from pipeline.errors import CaptureError
 
@@ -39,7 +41,7 @@ OFFSET_FORMAT = 1
 """Version of the offset document this source writes."""
 
 
-class MongoDbSource(StreamReader):
+class MongoDbSource(StreamReader, OplogStatus):
     """Captures the collections of a MongoDB replica set or sharded cluster.
 
     Args:
@@ -49,7 +51,7 @@ class MongoDbSource(StreamReader):
 
     KIND: ClassVar[str] = "mongodb"
     ACKNOWLEDGES: ClassVar[bool] = False
-    REPORTS_LOG: ClassVar[bool] = False
+    REPORTS_LOG: ClassVar[bool] = True
     REPLAYABLE: ClassVar[bool] = True
 
     @classmethod
@@ -70,6 +72,7 @@ class MongoDbSource(StreamReader):
                 self._resume, self._start_after, self._cut = None, False, None
                 self._seen = self._cluster_time()
                 self._start_at = after_point(self._seen)
+                self._read_to = self._seen
                 self._mark_start = True  # committed even if nothing changes before a stop
                 logger.info(
                     "source %s: no snapshot (snapshot.mode=never); streaming from cluster time "
@@ -94,6 +97,8 @@ class MongoDbSource(StreamReader):
         self._start_after = bool(offset.get("start_after"))
         start = offset.get("start_at")
         self._start_at = None if start is None else _point(start)
+        read_to = offset.get("read_to")
+        self._read_to = None if read_to is None else _point(read_to)
         cut = offset.get("tx")
         self._cut = None if cut is None else (str(cut["id"]), int(cut["emitted"]))
         snap = offset.get("snapshot")
@@ -108,6 +113,7 @@ class MongoDbSource(StreamReader):
             "resume": self._resume,
             "start_after": self._start_after,
             "start_at": None if self._start_at is None else list(self._start_at),
+            "read_to": None if self._read_to is None else list(self._read_to),
             "tx": None if self._cut is None else {"id": self._cut[0], "emitted": self._cut[1]},
             "snapshot": self._snapshot_json(lambda point: {"point": list(point)}),
         }

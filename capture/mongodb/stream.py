@@ -233,6 +233,7 @@ class StreamReader(SnapshotReader):
             self._data_event(builder, raw, (event, problem), records, at, tx, now)
         if tx is None:
             self._resume, self._start_after, self._cut = token, False, None
+            self._read_to = at
         else:
             tx.last_token = token
 
@@ -331,6 +332,7 @@ class StreamReader(SnapshotReader):
         self._tx = None
         self._cut = None
         self._resume, self._start_after = tx.last_token, False
+        self._read_to = tx.at
 
     def _event_records(
         self,

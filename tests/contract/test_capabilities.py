@@ -21,8 +21,8 @@ EXPECTED = {
     # (bronze's offset is the only record of what was read) and no database log to report.
     "debezium_json": set(),
     # A wire-level peer (tests/mongomodel/wire.py) that restarts; a change stream keeps nothing
-    # a consumer acknowledges, and the agent reports no oplog status.
-    "mongodb": {"snapshot", "restart"},
+    # a consumer acknowledges; status reports the oplog.
+    "mongodb": {"snapshot", "restart", "reports_log"},
 }
 """Per connector, the guarantees beyond those every connector keeps (commit order, exactly
 once at every fault point, resume, quarantine, status, silver equals the source)."""

@@ -33,7 +33,7 @@ from deltalake import DeltaTable
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.mongodb.agent import ResumePointLost
-from pipeline.errors import StageFailed
+from pipeline.errors import CaptureError, StageFailed
 from silver.documents_apply import Event, document_id, fold
 from tests.contract.harness import agent, quarantined
 from tests.mongomodel.bson import Int32, Int64, from_canonical, same
@@ -384,6 +384,8 @@ def test_through_mongos_and_not_on_a_standalone(tmp_path: Path) -> None:
         land(config(router), lake)
         values = [v for k, v in records(lake) if k == "data"]
         assert [(v["op"], v["source"]["rs"]) for v in values if v] == [("r", ""), ("c", "")]
+        with pytest.raises(CaptureError, match="cannot read local.oplog.rs"):
+            agent(config(router), lake).source.log_status(None)
     finally:
         router.stop()
     alone = MongoPeer(role="standalone").start()
@@ -393,3 +395,27 @@ def test_through_mongos_and_not_on_a_standalone(tmp_path: Path) -> None:
         assert "standalone mongod, which has no oplog" in str(failed.value.__cause__)
     finally:
         alone.stop()
+
+
+def test_status_reports_the_oplog_after_the_resume_point(peer: MongoPeer, tmp_path: Path) -> None:
+    rs = peer.replset
+    raw, lake = config(peer), tmp_path / "lake"
+    rs.commit([Write("insert", NS, document={"_id": Int32(1)})])
+    land(raw, lake)
+    writer = BronzeWriter(BronzeTables.under(lake))
+
+    def status() -> dict[str, Any]:
+        committed = writer.last_committed(agent_app_id("mongo"))
+        source = agent(raw, lake).source
+        return source.log_status(None if committed is None else committed.offset)
+
+    caught_up = status()
+    assert caught_up["slot"] == "local.oplog.rs" and caught_up["slot_lag_bytes"] == 0
+    assert caught_up["retained_wal_bytes"] > 0 and "slot_error" not in caught_up
+    rs.commit([Write("insert", NS, document={"_id": Int32(2), "pad": "x" * 100})])
+    behind = status()
+    assert behind["slot_lag_bytes"] > 100  # the new entry, with its 100-byte string
+    assert behind["retained_wal_bytes"] > caught_up["retained_wal_bytes"]
+    rs.commit([Write("insert", NS, document={"_id": Int32(3)})])
+    rs.truncate_history(keep=1)  # the entry right after bronze's resume point is gone
+    assert "cannot resume" in status()["slot_error"]

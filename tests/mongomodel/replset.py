@@ -325,6 +325,32 @@ class ReplicaSet:
             self.oplog.append(entry)
             return entry
 
+    def oplog_document(self, entry: OplogEntry) -> dict[str, Any]:
+        """``entry`` as a ``local.oplog.rs`` document (``ts, t, op, ns, o, o2, wall`` and the
+        session of a transaction; an update's ``o`` is its v1 ``$set``/``$unset`` patch)."""
+        change = entry.change
+        op = {"insert": "i", "update": "u", "replace": "u", "delete": "d"}.get(entry.kind, "c")
+        document: dict[str, Any] = {
+            "ts": bson.Timestamp(entry.point.t, entry.point.i),
+            "t": BsonInt64(1),
+            "op": op,
+            "ns": f"{entry.db}.{entry.coll}",
+        }
+        if change is None:
+            document["o"] = {entry.kind: entry.coll}
+        elif change.kind == "update":
+            document["o"] = to_bson(change.patch or {})
+            document["o2"] = {"_id": to_bson(change.id)}
+        elif change.kind == "delete":
+            document["o"] = {"_id": to_bson(change.id)}
+        else:
+            document["o"] = to_bson(change.after)
+        if entry.lsid is not None:
+            document["lsid"] = entry.lsid
+            document["txnNumber"] = BsonInt64(entry.txn_number or 0)
+        document["wall"] = bson.DatetimeMS(entry.wall_ms)
+        return document
+
     def truncate_history(self, keep: int = 0) -> None:
         """Drop all but the newest ``keep`` oplog entries (the capped oplog rolled over)."""
         with self.lock:

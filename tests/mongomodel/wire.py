@@ -237,6 +237,9 @@ class MongoPeer:
         self.lock = threading.Lock()
         self.commands: list[str] = []
         """Names of the commands received, in order (what the driver asked)."""
+        self.oplog_max_bytes = 990 * 1024 * 1024
+        """``maxSize`` of ``local.oplog.rs`` (MongoDB's default is 5% of the disk, 990 MB at
+        least)."""
         self.invalid_utf8: tuple[str, bytes] | None = None
         """``(text, same-length bytes)``: documents read by ``find`` carry the bytes where the
         string has the text (a server holding strings an unchecked driver wrote)."""
@@ -305,6 +308,10 @@ class MongoPeer:
             self.commands.append(name)
         handler = getattr(self, f"_cmd_{name.lower()}", None)
         try:
+            if command.get("$db") == "local" and self.role == "mongos":
+                raise CommandError(
+                    20, "IllegalOperation", "Can't use 'local' database through mongos"
+                )
             if handler is None:
                 raise CommandError(59, "CommandNotFound", f"no such command: '{name}'")
             reply = handler(command)
@@ -403,8 +410,52 @@ class MongoPeer:
         return {"cursor": {"id": Int64(0), "ns": f"{db}.$cmd.listCollections", "firstBatch": batch}}
 
     # --- find ------------------------------------------------------------------------------------
+    def _cmd_collstats(self, command: dict[str, Any]) -> dict[str, Any]:
+        if (command["$db"], command["collStats"]) != ("local", "oplog.rs"):
+            raise CommandError(2, "BadValue", "the peer has collStats for local.oplog.rs only")
+        sizes = [len(bson.encode(d)) for d in self._oplog_documents()]
+        return {
+            "ns": "local.oplog.rs",
+            "size": sum(sizes),
+            "count": len(sizes),
+            "capped": True,
+            "maxSize": self.oplog_max_bytes,
+        }
+
+    def _oplog_documents(self) -> list[dict[str, Any]]:
+        rs = self.replset
+        with rs.lock:
+            return [rs.oplog_document(e) for e in rs.oplog]
+
+    def _oplog_find(self, command: dict[str, Any]) -> dict[str, Any]:
+        if command.get("sort") not in (None, {}, {"$natural": 1}) or command.get("filter"):
+            raise CommandError(2, "BadValue", "the peer reads the oplog in $natural order only")
+        documents = self._oplog_documents()[: int(command.get("limit") or 0) or None]
+        return {"cursor": {"id": Int64(0), "ns": "local.oplog.rs", "firstBatch": documents}}
+
+    def _oplog_aggregate(self, pipeline: list[dict[str, Any]]) -> dict[str, Any]:
+        """``[{$match: {ts: {$gt: T}}}, {$group: {_id: null, <f>: {$sum: {$bsonSize:
+        "$$ROOT"}}}}]``: the one pipeline the peer runs on the oplog."""
+        match, group = (pipeline + [{}, {}])[:2]
+        after = (match.get("$match") or {}).get("ts", {}).get("$gt")
+        spec = group.get("$group") or {}
+        fields = [k for k in spec if k != "_id"]
+        if len(pipeline) != 2 or not isinstance(after, bson.Timestamp) or len(fields) != 1:
+            raise CommandError(2, "BadValue", f"the peer cannot run {pipeline!r} on the oplog")
+        if spec[fields[0]] != {"$sum": {"$bsonSize": "$$ROOT"}}:
+            raise CommandError(2, "BadValue", f"the peer cannot run {pipeline!r} on the oplog")
+        later = [
+            d
+            for d in self._oplog_documents()
+            if (d["ts"].time, d["ts"].inc) > (after.time, after.inc)
+        ]
+        batch = [{"_id": None, fields[0]: sum(len(bson.encode(d)) for d in later)}] if later else []
+        return {"cursor": {"id": Int64(0), "ns": "local.oplog.rs", "firstBatch": batch}}
+
     def _cmd_find(self, command: dict[str, Any]) -> dict[str, Any]:
         db, coll = command["$db"], command["find"]
+        if (db, coll) == ("local", "oplog.rs"):
+            return self._oplog_find(command)
         concern = command.get("readConcern") or {}
         at = None
         if concern.get("level") == "snapshot":
@@ -489,6 +540,8 @@ class MongoPeer:
     # --- change streams --------------------------------------------------------------------------
     def _cmd_aggregate(self, command: dict[str, Any]) -> dict[str, Any]:
         pipeline = command.get("pipeline") or []
+        if (command["$db"], command["aggregate"]) == ("local", "oplog.rs"):
+            return self._oplog_aggregate(pipeline)
         if self.role == "standalone":
             raise CommandError(
                 40573, "Location40573", "The $changeStream stage is only supported on replica sets"

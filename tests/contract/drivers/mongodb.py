@@ -43,7 +43,7 @@ class MongoDbDriver(ContractDriver):
     CONNECTOR: ClassVar[str] = "mongodb"
     SOURCE_NAME: ClassVar[str] = "mongo"
     CAPABILITIES: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.SNAPSHOT, Capability.RESTART}
+        {Capability.SNAPSHOT, Capability.RESTART, Capability.REPORTS_LOG}
     )
 
     def __init__(self, server: Any, workdir: Path) -> None:
