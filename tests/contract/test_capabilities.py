@@ -26,6 +26,9 @@ EXPECTED = {
     # The Oracle LogMiner model (tests/oraclemodel): no acknowledgement (bronze's offset is
     # the only record), restart = every session of the model dropped.
     "oracle": {"snapshot", "restart", "reports_log"},
+    # A wire-level peer (tests/mongomodel/wire.py) that restarts; a change stream keeps nothing
+    # a consumer acknowledges; status reports the oplog.
+    "mongodb": {"snapshot", "restart", "reports_log"},
 }
 """Per connector, the guarantees beyond those every connector keeps (commit order, exactly
 once at every fault point, resume, quarantine, status, silver equals the source)."""
@@ -41,6 +44,7 @@ MINIMAL = {
     "debezium_json": {"path": "inbox"},
     "sqlserver": {"database.hostname": "localhost", "database.user": "u", "database.names": "d"},
     "oracle": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
+    "mongodb": {"mongodb.connection.string": "mongodb://localhost/?replicaSet=rs0"},
 }
 """Just enough config to build each source (building one connects to nothing)."""
 
