@@ -144,6 +144,24 @@ def _run_agent(
     return result
 
 
+def agent_config(server: dict[str, Any]) -> dict[str, Any]:
+    """The agent's source config for database ``bench`` on ``server`` (password by reference)."""
+    raw: dict[str, Any] = {
+        "name": "bench",
+        "connector": "mysql",
+        "database.hostname": server["host"],
+        "database.port": server["port"],
+        "database.user": server["user"],
+        "database.include.list": "bench",
+        "topic.prefix": "bench",
+        "database.server.id": 6001,
+        "snapshot.mode": "initial",
+    }
+    if server["password"]:
+        raw["database.password"] = "${" + PASSWORD_ENV + "}"
+    return raw
+
+
 def _connect(server: dict[str, Any], **extra: Any) -> Any:
     return pymysql.connect(**server, autocommit=True, **extra)
 
@@ -285,19 +303,7 @@ def main() -> None:
         t0 = time.perf_counter()
         version = _load(server, args.rows)
         load_s = time.perf_counter() - t0
-        raw: dict[str, Any] = {
-            "name": "bench",
-            "connector": "mysql",
-            "database.hostname": server["host"],
-            "database.port": server["port"],
-            "database.user": server["user"],
-            "database.include.list": "bench",
-            "topic.prefix": "bench",
-            "database.server.id": 6001,
-            "snapshot.mode": "initial",
-        }
-        if server["password"]:
-            raw["database.password"] = "${" + PASSWORD_ENV + "}"
+        raw = agent_config(server)
         runs = [
             _one_run(server, raw, workdir, args, run, profile=args.profile and run == args.runs - 1)
             for run in range(args.runs)

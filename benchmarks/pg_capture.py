@@ -82,6 +82,21 @@ def _run_agent(raw: dict[str, Any], lake: Path, max_events: int) -> dict[str, An
     return result
 
 
+def agent_config(host: str, port: int, slot: str) -> dict[str, Any]:
+    """The agent's source config for pgbench's tables (slot and publication named ``slot``)."""
+    return {
+        "name": "bench",
+        "connector": "postgresql",
+        "database.hostname": host,
+        "database.port": port,
+        "database.user": "postgres",
+        "database.dbname": "postgres",
+        "slot.name": slot,
+        "publication.name": slot,
+        "table.include.list": r"public\.pgbench_.*",
+    }
+
+
 def _pgbench(args: list[str], host: str, port: int) -> None:
     subprocess.run(
         [str(PG_BIN / "pgbench"), "-h", host, "-p", str(port), "-U", "postgres", *args, "postgres"],
@@ -120,17 +135,7 @@ def main() -> None:
         )
     try:
         _pgbench(["-i", "-q", "-s", str(args.scale)], host, port)
-        raw = {
-            "name": "bench",
-            "connector": "postgresql",
-            "database.hostname": host,
-            "database.port": port,
-            "database.user": "postgres",
-            "database.dbname": "postgres",
-            "slot.name": "medallion_bench",
-            "publication.name": "medallion_bench",
-            "table.include.list": r"public\.pgbench_.*",
-        }
+        raw = agent_config(host, port, "medallion_bench")
         lake = workdir / "lake"
         snapshot = _run_agent(raw, lake, args.batch)
         rows = args.scale * 100_000 + args.scale * 10 + args.scale

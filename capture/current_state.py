@@ -11,13 +11,24 @@ agents: it is evidence of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from capture.captured_table import CapturedTable
+from capture.column_types import ValueConversionError
+from pipeline.errors import PipelineError
 
-__all__ = ["READS_CURRENT_STATE", "CurrentRows", "CurrentStateReader", "LogCheck"]
+__all__ = [
+    "READS_CURRENT_STATE",
+    "CurrentRows",
+    "CurrentStateReader",
+    "LogCheck",
+    "current_payload",
+]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +96,20 @@ class CurrentStateReader(Protocol):
         ...
 
 
-READS_CURRENT_STATE: Final = frozenset({"postgresql", "mysql", "mariadb"})
+READS_CURRENT_STATE: Final = frozenset({"postgresql", "mysql", "mariadb", "sqlserver", "oracle"})
 """Connector kinds whose agent is a :class:`CurrentStateReader`. Known without importing the
 agents (and so their drivers); :func:`gold.reconcile.reconcile_source` checks the agent it gets."""
+
+
+def current_payload(
+    source: str, table: CapturedTable, values: Sequence[Any]
+) -> dict[str, Any] | None:
+    """One current row as the ``after`` payload the agent would land (its conversion, filters,
+    masks); None, with a warning, for a row the agent would quarantine."""
+    try:
+        return table.row_and_key(values)[0]
+    except (ValueConversionError, PipelineError) as exc:
+        logger.warning(
+            "source %s: %s: a row the agent would quarantine: %s", source, table.collection, exc
+        )
+        return None

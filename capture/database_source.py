@@ -320,9 +320,10 @@ class DatabaseSource(CaptureSource):
         # built once per table, plus once for the snapshot's last row.
         sources: dict[tuple[str, bool], dict[str, Any]] = {}
         for table_index, table, row, last in self._snap_rows:
-            source = sources.get((table.collection, last))
+            # by topic: SQL Server's databases may each have a table of one schema.table name
+            source = sources.get((table.topic, last))
             if source is None:
-                source = sources[(table.collection, last)] = self._snapshot_source(table, last)
+                source = sources[(table.topic, last)] = self._snapshot_source(table, last)
             position = self._snapshot_position()
             snap.after, values, raw = self._snapshot_decode(table, row)
             self._snapshot_row(builder, table, values, source, position, now, raw)

@@ -69,6 +69,24 @@ def load_mysql(config: Any) -> CaptureSource:
     return MySqlSource.from_config(config)
 
 
+def load_mongodb(config: Any) -> CaptureSource:
+    """MongoDB change streams (pymongo) with a consistent initial snapshot."""
+    try:
+        from capture.mongodb.source import MongoDbSource
+    except ImportError as exc:
+        raise NotInstalledError(
+            "the mongodb capture agent needs pymongo: pip install '.[mongodb]'"
+        ) from exc
+    return MongoDbSource.from_config(config)
+
+
+def load_sqlserver(config: Any) -> CaptureSource:
+    """SQL Server CDC change tables over pyodbc (FreeTDS), with a snapshot at the max LSN."""
+    from capture.sqlserver.source import SqlServerSource  # pyodbc is imported when connecting
+
+    return SqlServerSource.from_config(config)
+
+
 def _not_built(kind: SourceType, where: str) -> Callable[[Any], CaptureSource]:
     def load(config: Any) -> CaptureSource:
         raise NotBuiltError(
@@ -90,15 +108,24 @@ class Connector:
     """Builds the agent from a validated config, importing the agent and its driver lazily."""
 
 
+def load_oracle(config: Any) -> CaptureSource:
+    """Oracle through LogMiner (python-oracledb, thin mode)."""
+    try:
+        from capture.oracle.source import OracleSource
+    except ImportError as exc:
+        raise NotInstalledError(
+            "the oracle capture agent needs python-oracledb: pip install '.[oracle]'"
+        ) from exc
+    return OracleSource.from_config(config)
+
+
 CONNECTORS: Mapping[SourceType, Connector] = {
     SourceType.DEBEZIUM_JSON: Connector(DebeziumJsonSourceConfig, load_debezium_json),
     SourceType.POSTGRESQL: Connector(PostgresSourceConfig, load_postgresql),
     SourceType.MYSQL: Connector(MySqlSourceConfig, load_mysql),
-    SourceType.MONGODB: Connector(MongoDbSourceConfig, _not_built(SourceType.MONGODB, "planned")),
-    SourceType.SQLSERVER: Connector(
-        SqlServerSourceConfig, _not_built(SourceType.SQLSERVER, "planned")
-    ),
-    SourceType.ORACLE: Connector(OracleSourceConfig, _not_built(SourceType.ORACLE, "planned")),
+    SourceType.MONGODB: Connector(MongoDbSourceConfig, load_mongodb),
+    SourceType.SQLSERVER: Connector(SqlServerSourceConfig, load_sqlserver),
+    SourceType.ORACLE: Connector(OracleSourceConfig, load_oracle),
     SourceType.DB2: Connector(Db2SourceConfig, _not_built(SourceType.DB2, "planned")),
     SourceType.YUGABYTEDB: Connector(
         YugabyteDbSourceConfig, _not_built(SourceType.YUGABYTEDB, "planned")

@@ -5,7 +5,7 @@
 #   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, and
 #           a JDK 17/Maven if missing.
 #           The Debian services are NOT started: the tests start private instances.
-#   venv    .venv with `pip install -e '.[dev,postgres,mysql]'`, pinned by requirements.lock.
+#   venv    .venv with `pip install -e '.[dev,postgres,mysql,oracle]'`, pinned by requirements.lock.
 #   jars    Delta's jars, fetched once from Maven Central into .cache/jars (scripts/fetch_jars.sh).
 #   debezium  Debezium Embedded fetched once from Maven Central into .cache/debezium and the
 #           tests' runner compiled against it (scripts/fetch_debezium.sh).
@@ -23,7 +23,7 @@ cd "$ROOT"
 VENV=$ROOT/.venv
 LOCK=$ROOT/requirements.lock
 VENV_STAMP=$VENV/.medallion-bootstrap
-EXTRAS="dev,postgres,mysql"
+EXTRAS="dev,postgres,mysql,sqlserver,oracle,mongodb"
 PYTHON=${PYTHON:-python3}
 PIP_FLAGS=(--disable-pip-version-check --no-input --progress-bar off)
 
@@ -33,7 +33,9 @@ elapsed() { echo "$((SECONDS - $1)) s"; }
 
 # ---------------------------------------------------------------- system packages
 # chromium + chromium-driver: the tests render the HTML quality report headless.
-APT_PACKAGES=(postgresql-15 postgresql-15-wal2json mariadb-server chromium chromium-driver)
+# unixodbc + tdsodbc: pyodbc's driver manager and FreeTDS's ODBC driver (the SQL Server agent).
+APT_PACKAGES=(postgresql-15 postgresql-15-wal2json mariadb-server chromium chromium-driver
+  unixodbc tdsodbc)
 PG_BIN=/usr/lib/postgresql/15/bin
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
@@ -76,7 +78,8 @@ step_system() {
   local bin
   for bin in "$PG_BIN/initdb" "$PG_BIN/pg_ctl" /usr/lib/postgresql/15/lib/wal2json.so \
     /usr/sbin/mariadbd /usr/bin/mariadb-install-db /usr/bin/mariadb-admin /usr/bin/chromium \
-    /usr/bin/chromedriver; do
+    /usr/bin/chromedriver /usr/lib/x86_64-linux-gnu/libodbc.so.2 \
+    /usr/lib/x86_64-linux-gnu/odbc/libtdsodbc.so; do
     [ -e "$bin" ] || die "$bin is missing after installing ${APT_PACKAGES[*]}"
   done
 }

@@ -1,11 +1,11 @@
-"""The ``mongodb`` source's config model (the agent is not built yet). Imports no driver."""
+"""The ``mongodb`` source's config model. Imports no driver."""
 
 from __future__ import annotations
 
 from typing import ClassVar, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import SecretStr, model_validator
+from pydantic import SecretStr, field_validator, model_validator
 
 from capture.source_config import (
     CONNECTOR,
@@ -13,6 +13,7 @@ from capture.source_config import (
     SNAPSHOT_MODE,
     SNAPSHOT_MODE_DEFAULT,
     CaptureSourceConfig,
+    ColumnRules,
     DatabaseFilters,
     SourceType,
 )
@@ -33,7 +34,7 @@ FIELD_BLACKLIST = "field.blacklist"
 CAPTURE_MODE = "capture.mode"
 CAPTURE_MODE_DEFAULT = "change_streams_update_full"
 
-MongoSnapshotMode = Literal["initial", "never"]
+MongoSnapshotMode = Literal["initial", "never", "when_needed"]
 MongoCaptureMode = Literal[
     "change_streams",
     "change_streams_update_full",
@@ -50,7 +51,7 @@ def _uri_without_password(value: str) -> bool:
         return False
 
 
-class MongoDbSourceConfig(DatabaseFilters, CaptureSourceConfig):
+class MongoDbSourceConfig(ColumnRules, DatabaseFilters, CaptureSourceConfig):
     """MongoDB replica set or sharded cluster (change streams)."""
 
     KIND = SourceType.MONGODB
@@ -84,7 +85,29 @@ class MongoDbSourceConfig(DatabaseFilters, CaptureSourceConfig):
     capture_mode: MongoCaptureMode = config_key(CAPTURE_MODE_DEFAULT, CAPTURE_MODE)
     """Change streams (with full documents and/or pre-images) or the 1.2-style ``oplog``."""
     snapshot_mode: MongoSnapshotMode = config_key(SNAPSHOT_MODE_DEFAULT, SNAPSHOT_MODE)
-    """``initial`` or ``never``."""
+    """``initial``, ``never``, or ``when_needed`` (a new snapshot when the resume point is no
+    longer in the oplog, instead of an error)."""
+
+    @field_validator("capture_mode", mode="before")
+    @classmethod
+    def _change_streams_only(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() == "oplog":
+            raise ValueError(
+                "'oplog' is not supported: the agent reads change streams (MongoDB 4.0+), which "
+                "Debezium also replaced oplog capture with; use 'change_streams' or one of its "
+                "variants"
+            )
+        return value
+
+    @field_validator("heartbeat_action_query", mode="before")
+    @classmethod
+    def _no_action_query(cls, value: object) -> object:
+        if value is not None:
+            raise ValueError(
+                "not supported for MongoDB: the heartbeat carries the last resume token the "
+                "change stream gave, so a quiet database needs no write"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_way_to_connect(self) -> Self:

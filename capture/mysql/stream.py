@@ -1,8 +1,9 @@
 """The MySQL / MariaDB agent's binlog stream: events to records, :class:`StreamReader`.
 
-Reads the ROW binlog with mysql-replication from the offset's file and position, keeps the
-schema history in step with the DDL it reads and turns row events into Debezium records (see
-:mod:`capture.mysql.source`, steps 4 and 5).
+Reads the ROW binlog with mysql-replication (through :class:`capture.mysql.binlog.BinlogReader`,
+its faster reader) from the offset's file and position, keeps the schema history in step with
+the DDL it reads and turns row events into Debezium records (see :mod:`capture.mysql.source`,
+steps 4 and 5).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
     MariadbAnnotateRowsEvent,
@@ -38,6 +38,7 @@ from capture.change_records import delete_records, insert_records, update_record
 from capture.column_types import ValueConversionError
 from capture.database_source import VERSION, BatchLimits
 from capture.mysql.agent import CONNECTOR, MySqlTable, MySqlTx, raw_row
+from capture.mysql.binlog import BinlogReader
 from capture.mysql.ddl import DdlParseError, SchemaChange, statement_kind
 from capture.mysql.history import HistoryEntry
 from capture.mysql.position import MySqlPosition
@@ -94,7 +95,7 @@ class StreamReader(TableTracker):
         start = self._resume
         if self._cut is not None:
             start = BinlogPoint(self._cut[0], self._cut[1], self._resume.gtids)
-        self._stream = BinLogStreamReader(
+        self._stream = BinlogReader(
             connection_settings=s.connection(),
             server_id=s.server_id,
             blocking=False,
@@ -189,9 +190,7 @@ class StreamReader(TableTracker):
         resume = self._resume
         # Every event before the resume point was read; a heartbeat just below it lets the
         # committed offset move past changes of tables that are not captured.
-        position = _position(
-            resume.file_number, resume.pos - 1, Phase.STREAM, 0, 0, resume.file, None
-        )
+        position = _position(resume.file_number, resume.pos - 1, _STREAM, 0, 0, resume.file, None)
         last = self._last_position
         if last is not None and last.encode() >= position.encode():
             return
@@ -302,7 +301,7 @@ class StreamReader(TableTracker):
         tx = self._tx
         gtid = None if tx is None else tx.gtid
         ts_ms = int(event.timestamp) * 1000
-        position = _position(self._file_number(), start, Phase.STREAM, 0, 0, self._file, gtid)
+        position = _position(self._file_number(), start, _STREAM, 0, 0, self._file, gtid)
         try:
             changes = self._schema.apply(sql, database, ts_ms)
         except DdlParseError as exc:
@@ -345,9 +344,7 @@ class StreamReader(TableTracker):
             if change.kind == "TRUNCATE" and "t" not in s.rules.skipped_operations:
                 table = self._captured(change.database, change.table)
                 if isinstance(table, MySqlTable):
-                    pos = _position(
-                        self._file_number(), start, Phase.STREAM, 0, seq, self._file, gtid
-                    )
+                    pos = _position(self._file_number(), start, _STREAM, 0, seq, self._file, gtid)
                     seq += 1
                     source = self._source(table, start, 0, gtid, ts_ms, int(event.slave_proxy_id))
                     record = truncate_record(
@@ -411,9 +408,7 @@ class StreamReader(TableTracker):
             self._advance(end)
             return
         if tx.begun:
-            position = _position(
-                self._file_number(), start, Phase.STREAM, 0, 0, self._file, tx.gtid
-            )
+            position = _position(self._file_number(), start, _STREAM, 0, 0, self._file, tx.gtid)
             self._emit_end(builder, tx, position, now)
             self._last_position = position
         self._tx = None
@@ -475,9 +470,7 @@ class StreamReader(TableTracker):
         file_number = self._file_number()
         if isinstance(table, PipelineError):
             for row_index, row in enumerate(event.rows):
-                position = _position(
-                    file_number, start, Phase.STREAM, row_index, 0, self._file, tx.gtid
-                )
+                position = _position(file_number, start, _STREAM, row_index, 0, self._file, tx.gtid)
                 if tx.count():
                     self._quarantine(builder, raw_row(row), f"{origin}#{row_index}", table, now)
                 self._last_position = position
@@ -492,9 +485,7 @@ class StreamReader(TableTracker):
             try:
                 records = self._row_records(event, row, definition, table, source, tx, rules)
             except (ValueConversionError, PipelineError) as exc:
-                position = _position(
-                    file_number, start, Phase.STREAM, row_index, 0, self._file, tx.gtid
-                )
+                position = _position(file_number, start, _STREAM, row_index, 0, self._file, tx.gtid)
                 if tx.count():
                     self._quarantine(
                         builder, raw_row(row), f"{origin}#{row_index}", exc, now, table
@@ -505,7 +496,7 @@ class StreamReader(TableTracker):
                 if record.value is not None and not tx.begun and rules.provide_transaction_metadata:
                     self._begin_record(builder, tx, now)
                 position = _position(
-                    file_number, start, Phase.STREAM, row_index, seq, self._file, tx.gtid
+                    file_number, start, _STREAM, row_index, seq, self._file, tx.gtid
                 )
                 if tx.count():
                     self._add(builder, record, position, f"{origin}#{row_index}", now, tx, table)
@@ -516,7 +507,7 @@ class StreamReader(TableTracker):
     def _begin_record(self, builder: BatchBuilder, tx: MySqlTx, now: dt.datetime) -> None:
         # BEGIN sorts before every change of its group: it takes the group's first position.
         file, start = tx.start
-        position = _position(int(file.rsplit(".", 1)[-1]), start, Phase.STREAM, 0, 0, file, tx.gtid)
+        position = _position(int(file.rsplit(".", 1)[-1]), start, _STREAM, 0, 0, file, tx.gtid)
         self._emit_begin(builder, tx, position, now)
 
     def _row_records(
@@ -582,3 +573,6 @@ def _table_change(change: SchemaChange) -> dict[str, Any]:
 
 
 _position = MySqlPosition._new
+_STREAM = Phase.STREAM
+"""Looked up once: an enum member read from its class is a descriptor call (Python 3.11), and
+the row loop needs it for every record."""

@@ -115,6 +115,8 @@ from capture.mysql.schema import ColumnDef, TableDef
 from pipeline.errors import CaptureError, InternalError
 
 __all__ = [
+    "binlog_date",
+    "binlog_datetime2",
     "SNAPSHOT_SESSION_SQL",
     "column_default",
     "install_binlog_date_readers",
@@ -835,13 +837,41 @@ def stream_values(
     """
     _check_width(table, len(values), "the binlog row image")
     out: list[Any] = []
-    for column, (key, value) in zip(table.columns, values.items(), strict=True):
-        name = _base_type(column, table.charset)
+    for (column, name, fix), (key, value) in zip(_stream_plan(table), values.items(), strict=True):
         if value is None:
             out.append(_stream_none(table, column, name, none_sources.get(key, "null")))
-        else:
+        elif fix:
             out.append(_stream_value(column, name, value, table.charset))
+        else:
+            out.append(value)
     return out
+
+
+_PLANS: dict[int, tuple[TableDef, tuple[tuple[ColumnDef, str, bool], ...]]] = {}
+"""``id(table)`` -> (the table, its columns' (definition, base type, needs a fix))."""
+
+
+def _stream_plan(table: TableDef) -> tuple[tuple[ColumnDef, str, bool], ...]:
+    """Each column with its base type and whether :func:`_stream_value` may change its value;
+    worked out once per table definition (a stream applies one to every row)."""
+    entry = _PLANS.get(id(table))
+    if entry is not None and entry[0] is table:
+        return entry[1]
+    plan = []
+    for column in table.columns:
+        name = _base_type(column, table.charset)
+        fix = name in _STREAM_FIXED or name in _FIXED_BINARY_LENGTH
+        if name in _TEXT_TYPES:
+            fix = _charset(column, table.charset) in _LIBRARY_MISDECODED
+        plan.append((column, name, fix))
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()
+    _PLANS[id(table)] = (table, tuple(plan))
+    return _PLANS[id(table)][1]
+
+
+_STREAM_FIXED: Final = frozenset({"timestamp", "time", "year"})
+"""Base types whose binlog values :func:`_stream_value` corrects (besides text and UUID/INET)."""
 
 
 # --- the binlog's zero and invalid dates ------------------------------------------------------
@@ -863,9 +893,14 @@ def _date_or_text(year: int, month: int, day: int) -> dt.date | str:
         return _temporal_text(year, month, day, None)
 
 
-def _read_date(self: Any) -> dt.date | str:
-    raw = self.packet.read_uint24()
+def binlog_date(raw: int) -> dt.date | str:
+    """A binlog DATE (3 bytes, little-endian, already read) -> the date, or its text when it is
+    a zero or invalid date."""
     return _date_or_text(raw >> 9, (raw >> 5) & 0xF, raw & 0x1F)
+
+
+def _read_date(self: Any) -> dt.date | str:
+    return binlog_date(self.packet.read_uint24())
 
 
 def _read_datetime(self: Any) -> dt.datetime | str:
@@ -881,18 +916,23 @@ def _read_datetime(self: Any) -> dt.datetime | str:
         return _temporal_text(year, month, day, (hh, mi, ss))
 
 
-def _read_datetime2(self: Any, column: Any) -> dt.datetime | str:
+def binlog_datetime2(data: int, micros: int, fsp: int) -> dt.datetime | str:
+    """A binlog DATETIME2 (its 5-byte big-endian integer and fraction in microseconds, already
+    read) -> the datetime, or its text when it is a zero or invalid date."""
     # DATETIME2: sign (1 bit), year*13+month (17), day (5), hour (5), minute (6), second (6).
-    data = self.packet.read_int_be_by_size(5)
     year, month = divmod((data >> 22) & 0x1FFFF, 13)
     day, hh, mi, ss = (data >> 17) & 0x1F, (data >> 12) & 0x1F, (data >> 6) & 0x3F, data & 0x3F
-    micros = self._RowsEvent__read_fsp(column)
     try:
         return dt.datetime(year, month, day, hh, mi, ss, micros)
     except ValueError:
-        fsp = int(column.fsp or 0)
         fraction = f".{micros // 10 ** (6 - fsp):0{fsp}d}" if fsp else ""
         return _temporal_text(year, month, day, (hh, mi, ss), fraction)
+
+
+def _read_datetime2(self: Any, column: Any) -> dt.datetime | str:
+    data = self.packet.read_int_be_by_size(5)
+    micros = self._RowsEvent__read_fsp(column)
+    return binlog_datetime2(data, micros, int(column.fsp or 0))
 
 
 def install_binlog_date_readers() -> None:

@@ -1,4 +1,4 @@
-"""The ``oracle`` source's config model (the agent is not built yet). Imports no driver."""
+"""The ``oracle`` source's config model (agent: :mod:`capture.oracle.source`). Imports no driver."""
 
 from __future__ import annotations
 
@@ -32,6 +32,12 @@ LOG_MINING_QUERY_FILTER_MODE = "log.mining.query.filter.mode"
 LOG_MINING_QUERY_FILTER_MODE_DEFAULT = "none"
 LOB_ENABLED = "lob.enabled"
 LOB_ENABLED_DEFAULT = False
+LOG_MINING_BATCH_SIZE_MIN = "log.mining.batch.size.min"
+LOG_MINING_BATCH_SIZE_MIN_DEFAULT = 1000
+LOG_MINING_BATCH_SIZE_MAX = "log.mining.batch.size.max"
+LOG_MINING_BATCH_SIZE_MAX_DEFAULT = 100_000
+LOG_MINING_BATCH_SIZE_DEFAULT = "log.mining.batch.size.default"
+LOG_MINING_BATCH_SIZE_DEFAULT_DEFAULT = 20_000
 
 OracleSnapshotMode = Literal[
     "always", "initial", "initial_only", "schema_only", "schema_only_recovery"
@@ -59,7 +65,7 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
     database_connection_adapter: OracleAdapter = config_key(
         DATABASE_CONNECTION_ADAPTER_DEFAULT, DATABASE_CONNECTION_ADAPTER
     )
-    """Only ``logminer`` is implemented by our agent."""
+    """Only ``logminer`` is implemented by our agent (others are refused when it starts)."""
     log_mining_strategy: LogMiningStrategy = config_key(
         LOG_MINING_STRATEGY_DEFAULT, LOG_MINING_STRATEGY
     )
@@ -77,6 +83,19 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
         INCLUDE_SCHEMA_CHANGES_DEFAULT, INCLUDE_SCHEMA_CHANGES
     )
     """Land DDL as schema-change records."""
+
+    log_mining_batch_size_min: int = config_key(
+        LOG_MINING_BATCH_SIZE_MIN_DEFAULT, LOG_MINING_BATCH_SIZE_MIN, gt=0
+    )
+    """Smallest mining window (SCNs), and the step by which the window grows or shrinks."""
+    log_mining_batch_size_max: int = config_key(
+        LOG_MINING_BATCH_SIZE_MAX_DEFAULT, LOG_MINING_BATCH_SIZE_MAX, gt=0
+    )
+    """Largest mining window (SCNs)."""
+    log_mining_batch_size_default: int = config_key(
+        LOG_MINING_BATCH_SIZE_DEFAULT_DEFAULT, LOG_MINING_BATCH_SIZE_DEFAULT, gt=0
+    )
+    """First mining window; the window grows while the agent is further behind than this."""
 
     def _connection_problem(self) -> tuple[str, str] | None:
         if not self.database_hostname and not self.database_url:

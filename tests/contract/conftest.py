@@ -1,8 +1,8 @@
 """The connector contract suite: every guarantee, checked alike for every connector that runs here.
 
 One module per guarantee, each test parametrized over the drivers of ``tests/contract/drivers/``
-(PostgreSQL, MariaDB, Debezium JSON files), all running the standard randomized history of
-:mod:`tests.contract.history`:
+(PostgreSQL, MariaDB, Debezium JSON files, MongoDB on a wire-level peer), all running the
+standard randomized history of :mod:`tests.contract.history`:
 
 ============================  ====================================================================
 ``test_commit_order``         bronze positions sort in the source's commit order

@@ -117,7 +117,7 @@ def landed_events(driver: ContractDriver, lake: Path) -> Landed:
     rows = sorted(table, key=lambda r: r[S.POSITION])
     tables = {driver.collection(spec.name): spec.name for spec in TABLES}
     data = [
-        (tables[r[S.COLLECTION]], r[S.OP], orjson.loads(r[S.KEY_JSON])["id"])
+        (tables[r[S.COLLECTION]], r[S.OP], driver.event_key(orjson.loads(r[S.KEY_JSON])))
         for r in rows
         if r[S.KIND] == "data" and r[S.COLLECTION] in tables
     ]

@@ -20,6 +20,15 @@ EXPECTED = {
     # Files: no agent snapshot to hand over from, no server to restart, nothing to acknowledge
     # (bronze's offset is the only record of what was read) and no database log to report.
     "debezium_json": set(),
+    # A CDC model stands in for the server; its change tables are read, never consumed, so
+    # there is nothing to acknowledge, and no log measured in bytes to report.
+    "sqlserver": {"snapshot", "restart"},
+    # The Oracle LogMiner model (tests/oraclemodel): no acknowledgement (bronze's offset is
+    # the only record), restart = every session of the model dropped.
+    "oracle": {"snapshot", "restart", "reports_log"},
+    # A wire-level peer (tests/mongomodel/wire.py) that restarts; a change stream keeps nothing
+    # a consumer acknowledges; status reports the oplog.
+    "mongodb": {"snapshot", "restart", "reports_log"},
 }
 """Per connector, the guarantees beyond those every connector keeps (commit order, exactly
 once at every fault point, resume, quarantine, status, silver equals the source)."""
@@ -33,6 +42,9 @@ MINIMAL = {
     "postgresql": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
     "mysql": {"database.hostname": "localhost", "database.user": "u"},
     "debezium_json": {"path": "inbox"},
+    "sqlserver": {"database.hostname": "localhost", "database.user": "u", "database.names": "d"},
+    "oracle": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
+    "mongodb": {"mongodb.connection.string": "mongodb://localhost/?replicaSet=rs0"},
 }
 """Just enough config to build each source (building one connects to nothing)."""
 

@@ -124,12 +124,12 @@ def test_the_configs_log_level_applies_unless_the_option_is_given(tmp_path: Path
 def test_unbuilt_source_kind_is_reported(tmp_path: Path) -> None:
     config = tmp_path / "pipeline.yaml"
     config.write_text(
-        "lake: {root: lake}\nsources:\n  - name: mongo\n    connector: mongodb\n"
-        "    mongodb.connection.string: mongodb://localhost:27017/?replicaSet=rs0\n"
+        "lake: {root: lake}\nsources:\n  - name: ibm\n    connector: db2\n"
+        "    database.hostname: localhost\n    database.user: u\n    database.dbname: d\n"
     )
     result = CliRunner().invoke(cli, ["--config", str(config), "capture"])
-    assert result.exit_code == EXIT_NOT_BUILT
-    assert "mongodb capture agent is not built yet" in result.output
+    assert result.exit_code == EXIT_NOT_BUILT, result.output
+    assert "db2 capture agent is not built yet" in result.output
 
 
 @pytest.mark.spark

@@ -93,6 +93,10 @@ class ContractDriver(ABC):
             A fragment the quarantine reason must contain.
         """
 
+    def event_key(self, key: dict[str, Any]) -> int:
+        """The history's key of a landed record key (``{"id": 5}``)."""
+        return int(key["id"])
+
     def restart(self) -> None:
         """Restart the server (``Capability.RESTART``)."""
         raise NotImplementedError(f"{self.CONNECTOR} has no server to restart")

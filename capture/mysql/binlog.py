@@ -1,0 +1,522 @@
+"""A faster binlog reader: :class:`BinlogReader`, mysql-replication with hot paths of its own.
+
+mysql-replication parses every ``TABLE_MAP`` event in full (with ``binlog_row_metadata=FULL``:
+every column's name, charset, ENUM/SET values), and the server writes one before every row
+event, so an OLTP stream pays that parse once per row event; it then decodes each row value
+through a long chain of type tests and small reads. Measured on the TPC-B-like workload of
+``benchmarks/mysql_capture.py`` that was ~60 % of the agent's CPU.
+
+:class:`BinlogReader` keeps the library for everything it reads (connection, positions,
+rotation, DDL, rare events) and takes over three kinds of packets before the library sees
+them:
+
+* ``TABLE_MAP``: a body (everything after the common header, without the checksum) that is
+  byte-for-byte one already parsed maps to that parse's ``Table``; only new bodies reach the
+  library. Equal bytes give an equal parse, so this is a cache, not a second parser.
+* MariaDB's GTID and the XID (commit) event, one of each per transaction: their few fixed
+  fields are read here.
+* Row events (``WRITE/UPDATE/DELETE_ROWS`` v1 and v2) of a mapped table: decoded here with one
+  precompiled reader per column (:func:`_column_reader`). Integer, float, string, blob and the
+  temporal types the workload uses most are read inline, exactly as the library reads them
+  (including the zero-date text of :func:`capture.mysql.types.install_binlog_date_readers`);
+  every other type is handed to the library's own per-column reader, so its result is the
+  library's by construction. The events are the library's classes (``WriteRowsEvent`` ...)
+  with the same ``rows`` (``values``/``none_sources`` dicts), so the agent cannot tell.
+
+``tests/integration/test_mysql_binlog_reader.py`` decodes one binlog with both readers and
+compares every event.
+"""
+
+from __future__ import annotations
+
+import codecs
+import datetime as dt
+import struct
+from collections.abc import Callable
+from typing import Any, Final
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.constants import FIELD_TYPE, NONE_SOURCE
+from pymysqlreplication.event import MariadbGtidEvent, XidEvent
+from pymysqlreplication.packet import BinLogPacketWrapper
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    RowsEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
+
+from capture.mysql.types import binlog_date, binlog_datetime2
+from pipeline.errors import CaptureError
+
+__all__ = ["BinlogReader"]
+
+_TABLE_MAP: Final = 19
+_ROWS_EVENTS: Final[dict[int, tuple[type[RowsEvent], int]]] = {
+    # event type -> (the library's class, post-header length)
+    23: (WriteRowsEvent, 8),
+    24: (UpdateRowsEvent, 8),
+    25: (DeleteRowsEvent, 8),
+    30: (WriteRowsEvent, 10),
+    31: (UpdateRowsEvent, 10),
+    32: (DeleteRowsEvent, 10),
+}
+_EXPECTED_ERRORS: Final = (2013, 2006)
+"""Lost connection: the library reconnects from its last position (as its own loop does)."""
+_NOT_ON_THE_FAST_PATH: Final = ("end_log_pos", "skip_to_timestamp", "verify_checksum")
+"""Library options the hot paths do not apply (table and schema filters do apply: a filtered
+table's map never reaches ``table_map``, so its rows go the library's way and are dropped)."""
+_HEADER: Final = struct.Struct("<xIBIII")
+"""OK byte, then the common header: timestamp, type, server id, event size, next position."""
+_EPOCH: Final = dt.datetime(1970, 1, 1)
+_MAP_CACHE_LIMIT: Final = 4096
+
+Reader = Callable[[bytes, int], tuple[Any, int]]
+"""Decodes one non-NULL value at an offset: (value, offset after it)."""
+
+
+class _Connection(pymysql.connections.Connection):
+    """A PyMySQL connection that can hand one packet back to the next ``_read_packet``."""
+
+    pushed: Any = None
+
+    def _read_packet(self, packet_type: Any = pymysql.connections.MysqlPacket) -> Any:
+        packet = self.pushed
+        if packet is not None:
+            self.pushed = None
+            return packet
+        return super()._read_packet(packet_type)
+
+
+class _Header:
+    """What the agent reads of ``event.packet`` (the library's packet wrapper) on a row event."""
+
+    __slots__ = ("event_size", "log_pos", "server_id")
+
+    def __init__(self, log_pos: int, event_size: int, server_id: int) -> None:
+        self.log_pos = log_pos
+        self.event_size = event_size
+        self.server_id = server_id
+
+
+class BinlogReader(BinLogStreamReader):
+    """mysql-replication's ``BinLogStreamReader`` with the table-map cache and the row decoder
+    of this module (module docstring); same arguments, same events."""
+
+    _BinLogStreamReader__connected_stream: bool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        unsupported = [k for k in _NOT_ON_THE_FAST_PATH if kwargs.get(k)]
+        if unsupported or args:
+            # The hot paths skip the library's handling of these; nothing in the agent sets them.
+            raise TypeError(
+                f"BinlogReader takes keyword arguments only, without {', '.join(unsupported)}"
+            )
+        kwargs["pymysql_wrapper"] = _Connection
+        super().__init__(**kwargs)
+        self._maps: dict[bytes, Any] = {}
+
+    def fetchone(self) -> Any:
+        """The next event, as the library's ``fetchone`` returns it."""
+        while True:
+            if not self._BinLogStreamReader__connected_stream:
+                return self._library()  # connects, and reads the first event itself
+            connection = self._stream_connection
+            try:
+                packet = connection._read_packet()
+            except pymysql.OperationalError as error:
+                if error.args[0] not in _EXPECTED_ERRORS:
+                    raise
+                connection.pushed = None
+                connection.close()
+                self._BinLogStreamReader__connected_stream = False
+                continue
+            data = packet._data
+            if len(data) < 20 or data[0] != 0:  # EOF, error, not an event: the library's case
+                connection.pushed = packet
+                return self._library()
+            timestamp, kind, server_id, size, log_pos = _HEADER.unpack_from(data)
+            checksum = 4 if self._BinLogStreamReader__use_checksum else 0
+            end = 1 + size - checksum
+            if kind == _TABLE_MAP:
+                if self._map_table(data, end):
+                    if log_pos:
+                        self.log_pos = log_pos
+                    continue
+                return self._by_library(packet, data, end)
+            small = _SMALL_EVENTS.get(kind)
+            if small is not None and small[0] in self._BinLogStreamReader__allowed_events:
+                event = small[1](data)
+                event.packet = _Header(log_pos, size, server_id)
+                event.event_type = kind
+                event.timestamp = timestamp
+                event.event_size = size - 19 - checksum  # the library's: the body's size
+                if log_pos:
+                    self.log_pos = log_pos
+                return event
+            rows = _ROWS_EVENTS.get(kind)
+            if rows is None or not self._post_header_is(kind, rows[1]):
+                connection.pushed = packet
+                return self._library()
+            table = self.table_map.get(int.from_bytes(data[20:26], "little"))
+            if table is None:
+                connection.pushed = packet
+                return self._library()
+            event = _rows_event(rows[0], table, data, rows[1], end, kind)
+            event.packet = _Header(log_pos, size, server_id)
+            event.timestamp = timestamp
+            event.event_size = size - 19 - checksum
+            if log_pos:
+                self.log_pos = log_pos
+            return event
+
+    def _library(self) -> Any:
+        """The library's next event, without the reference cycle between it and its packet
+        wrapper (``wrapper.event``, not read once the event is returned): the agent pauses the
+        cyclic collector while it reads a batch, and reference counting alone then frees it."""
+        event = super().fetchone()
+        wrapper = getattr(event, "packet", None)
+        if isinstance(wrapper, BinLogPacketWrapper):
+            wrapper.event = None
+        return event
+
+    def _map_table(self, data: bytes, end: int) -> bool:
+        """Map a ``TABLE_MAP`` whose body was parsed before; False when it is new."""
+        table = self._maps.get(data[20:end])
+        if table is None:
+            return False
+        self.table_map[int.from_bytes(data[20:26], "little")] = table
+        return True
+
+    def _by_library(self, packet: Any, data: bytes, end: int) -> Any:
+        """Let the library parse a new ``TABLE_MAP`` (and read on), then remember its parse."""
+        self._stream_connection.pushed = packet
+        body = data[20:end]
+        event = self._library()
+        table = self.table_map.get(int.from_bytes(body[:6], "little"))
+        if table is not None:
+            if len(self._maps) >= _MAP_CACHE_LIMIT:
+                self._maps.clear()
+            self._maps[body] = table
+        return event
+
+    def _post_header_is(self, kind: int, length: int) -> bool:
+        lengths = self._BinLogStreamReader__post_header_lengths
+        if not lengths or kind > len(lengths):
+            return True  # the library assumes the known length too
+        return bool(lengths[kind - 1] == length)
+
+
+# --- transaction boundaries ---------------------------------------------------------------------
+
+
+def _mariadb_gtid(data: bytes) -> Any:
+    """MariaDB's GTID event (type 162), as the library reads it: sequence number, domain,
+    flags; ``gtid`` is ``domain-server-sequence``."""
+    event = object.__new__(MariadbGtidEvent)
+    sequence, domain, flags = _MARIADB_GTID.unpack_from(data, 20)
+    event.server_id = server_id = _HEADER.unpack_from(data)[2]
+    event.gtid_seq_no, event.domain_id, event.flags = sequence, domain, flags
+    event.gtid = f"{domain}-{server_id}-{sequence}"
+    return event
+
+
+def _xid(data: bytes) -> Any:
+    """The XID (commit) event (type 16): its transaction id."""
+    event = object.__new__(XidEvent)
+    event.xid = int.from_bytes(data[20:28], "little")
+    return event
+
+
+_MARIADB_GTID: Final = struct.Struct("<QIB")
+_SMALL_EVENTS: Final[dict[int, tuple[type, Callable[[bytes], Any]]]] = {
+    162: (MariadbGtidEvent, _mariadb_gtid),
+    16: (XidEvent, _xid),
+}
+"""Events read here (one of each per transaction): event type -> (library class, reader)."""
+
+
+# --- row events ---------------------------------------------------------------------------------
+
+
+def _rows_event(
+    cls: type[RowsEvent], table: Any, data: bytes, post_header: int, end: int, kind: int
+) -> Any:
+    """One of the library's row event classes, filled without its parser."""
+    event = object.__new__(cls)
+    event.event_type = kind
+    event.table_id = table.table_id
+    event.schema = table.schema
+    event.table = table.table
+    event.primary_key = table.primary_key
+    event.columns = table.columns
+    event.table_map = {table.table_id: table}
+    event.complete = True
+    event._processed = True
+    pos = 20 + post_header
+    if post_header == 10:  # v2: extra data, its length counting its own two bytes
+        pos += int.from_bytes(data[28:30], "little") - 2
+    count, pos = _length_coded(data, pos)
+    width = (count + 7) >> 3
+    present = int.from_bytes(data[pos : pos + width], "little")
+    pos += width
+    readers = _readers(table)
+    if len(readers) != count:
+        raise CaptureError(
+            f"binlog row event of {table.schema}.{table.table}: {count} columns, its table map "
+            f"has {len(readers)}"
+        )
+    out: list[dict[str, Any]] = []
+    if cls is UpdateRowsEvent:
+        after = int.from_bytes(data[pos : pos + width], "little")
+        pos += width
+        while pos < end:
+            before_values, before_none, pos = _image(data, pos, readers, present)
+            after_values, after_none, pos = _image(data, pos, readers, after)
+            out.append(
+                {
+                    "before_values": before_values,
+                    "before_none_sources": before_none,
+                    "after_values": after_values,
+                    "after_none_sources": after_none,
+                }
+            )
+    else:
+        while pos < end:
+            values, none, pos = _image(data, pos, readers, present)
+            out.append({"values": values, "none_sources": none})
+    if pos != end:
+        raise CaptureError(
+            f"binlog row event of {table.schema}.{table.table}: its rows end at byte {pos}, "
+            f"the event at {end}"
+        )
+    event._RowsEvent__rows = out
+    return event
+
+
+def _image(
+    data: bytes, pos: int, readers: list[tuple[str, Reader]], present: int
+) -> tuple[dict[str, Any], dict[str, str], int]:
+    """One row image: values by column name, the reasons of its Nones, the offset after it."""
+    width = (present.bit_count() + 7) >> 3
+    nulls = int.from_bytes(data[pos : pos + width], "little")
+    pos += width
+    values: dict[str, Any] = {}
+    none: dict[str, str] = {}
+    bit = 0
+    for index, (name, read) in enumerate(readers):
+        if not (present >> index) & 1:
+            values[name] = None
+            none[name] = NONE_SOURCE.COLS_BITMAP
+            continue
+        if (nulls >> bit) & 1:
+            values[name] = None
+            none[name] = NONE_SOURCE.NULL
+        else:
+            value, pos = read(data, pos)
+            values[name] = value
+            if value is None:
+                none[name] = _library_reason(read, name)
+        bit += 1
+    return values, none, pos
+
+
+def _length_coded(data: bytes, pos: int) -> tuple[int, int]:
+    first = data[pos]
+    if first < 251:
+        return first, pos + 1
+    size = {252: 2, 253: 3, 254: 8}[first]
+    return int.from_bytes(data[pos + 1 : pos + 1 + size], "little"), pos + 1 + size
+
+
+def _readers(table: Any) -> list[tuple[str, Reader]]:
+    """The table's column readers, compiled once per parsed table map."""
+    readers: list[tuple[str, Reader]] | None = table.__dict__.get("_medallion_readers")
+    if readers is None:
+        readers = [
+            ((column.name or f"UNKNOWN_COL{i}"), _column_reader(table, column, i))
+            for i, column in enumerate(table.columns)
+        ]
+        table.__dict__["_medallion_readers"] = readers  # "_": not part of Table.data
+    return readers
+
+
+# --- column readers -----------------------------------------------------------------------------
+
+
+def _column_reader(table: Any, column: Any, index: int) -> Reader:
+    """How one column's non-NULL value is read: inline for the common types, else the
+    library's reader."""
+    kind = column.type
+    unsigned = bool(column.unsigned)
+    if kind in _INTEGERS:
+        fmt = _INTEGERS[kind]
+        return _fixed(struct.Struct("<" + (fmt.upper() if unsigned else fmt)))
+    if kind in _FLOATS:
+        return _fixed(struct.Struct("<" + _FLOATS[kind]))
+    if kind == FIELD_TYPE.INT24:
+        return _int24(not unsigned)
+    if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
+        return _text(2 if column.max_length > 255 else 1, _decode(column))
+    if kind == FIELD_TYPE.BLOB:
+        return _text(int(column.length_size), _decode(column))
+    if kind == FIELD_TYPE.DATETIME2:
+        return _datetime2(int(column.fsp or 0))
+    if kind == FIELD_TYPE.TIMESTAMP2:
+        return _timestamp2(int(column.fsp or 0))
+    if kind == FIELD_TYPE.DATE:
+        return _date
+    return _LibraryReader(table, column, index)
+
+
+_INTEGERS: Final = {
+    FIELD_TYPE.TINY: "b",
+    FIELD_TYPE.SHORT: "h",
+    FIELD_TYPE.LONG: "i",
+    FIELD_TYPE.LONGLONG: "q",
+}
+"""Little-endian integer columns: their struct format (upper case when UNSIGNED)."""
+_FLOATS: Final = {FIELD_TYPE.FLOAT: "f", FIELD_TYPE.DOUBLE: "d"}
+
+
+def _fixed(shape: struct.Struct) -> Reader:
+    unpack, size = shape.unpack_from, shape.size
+
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        return unpack(data, pos)[0], pos + size
+
+    return read
+
+
+def _int24(signed: bool) -> Reader:
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        return int.from_bytes(data[pos : pos + 3], "little", signed=signed), pos + 3
+
+    return read
+
+
+def _decode(column: Any) -> Callable[[bytes], Any]:
+    """The library's string decoding of a column: its charset's codec, strict; the bytes as
+    they are when Python has no such codec (binary, ucs2); UTF-8 without charset metadata."""
+    name = column.character_set_name
+    if name is None:
+        return bytes.decode
+    encoding = RowsEvent.charset_to_encoding(name)
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        # CPython decodes b"" to "" without looking the codec up: the library's empty value
+        return lambda raw: raw if raw else ""
+    return lambda raw: raw.decode(encoding)
+
+
+def _text(length_size: int, decode: Callable[[bytes], Any]) -> Reader:
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        start = pos + length_size
+        stop = start + int.from_bytes(data[pos:start], "little")
+        return decode(data[start:stop]), stop
+
+    return read
+
+
+_FSP_BYTES: Final = (0, 1, 1, 2, 2, 3, 3)
+
+
+def _fraction(data: bytes, pos: int, fsp: int) -> tuple[int, int]:
+    """The library's ``__read_fsp``: microseconds from 0-3 signed big-endian bytes."""
+    size = _FSP_BYTES[fsp]
+    if not size:
+        return 0, pos
+    value = int.from_bytes(data[pos : pos + size], "big", signed=True)
+    if fsp % 2:
+        value = int(value / 10)
+    return value * 10 ** (6 - fsp), pos + size
+
+
+def _datetime2(fsp: int) -> Reader:
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        packed = int.from_bytes(data[pos : pos + 5], "big")
+        micros, pos = _fraction(data, pos + 5, fsp)
+        return binlog_datetime2(packed, micros, fsp), pos
+
+    return read
+
+
+def _timestamp2(fsp: int) -> Reader:
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        seconds = int.from_bytes(data[pos : pos + 4], "big", signed=True)
+        micros, pos = _fraction(data, pos + 4, fsp)
+        value = _EPOCH + dt.timedelta(seconds=seconds)
+        return (value.replace(microsecond=micros) if micros > 0 else value), pos
+
+    return read
+
+
+def _date(data: bytes, pos: int) -> tuple[Any, int]:
+    return binlog_date(int.from_bytes(data[pos : pos + 3], "little")), pos + 3
+
+
+class _Slice:
+    """The byte source under the library's packet wrapper (``read``/``advance`` only)."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self) -> None:
+        self.data = b""
+        self.pos = 0
+
+    def read(self, size: int) -> bytes:
+        start = self.pos
+        self.pos = start + size
+        return self.data[start : self.pos]
+
+    def advance(self, size: int) -> None:
+        self.pos += size
+
+
+class _LibraryReader:
+    """The library's own reader of one column (``RowsEvent.__read_values_name``), run on a
+    wrapper over the event's bytes; for every type not read inline."""
+
+    def __init__(self, table: Any, column: Any, index: int) -> None:
+        self.column = column
+        self.index = index
+        self.source = _Slice()
+        wrapper = BinLogPacketWrapper.__new__(BinLogPacketWrapper)
+        wrapper.packet = self.source
+        wrapper.read_bytes = 0
+        wrapper._BinLogPacketWrapper__data_buffer = b""
+        self.wrapper = wrapper
+        event = RowsEvent.__new__(RowsEvent)
+        event.packet = wrapper
+        event.table_map = {table.table_id: table}
+        event.table_id = table.table_id
+        event.columns = table.columns
+        event.event_type = 0
+        event._ignore_decode_errors = False
+        event._RowsEvent__none_sources = {}
+        self.event = event
+        self.present = b"\xff" * ((index >> 3) + 1)
+
+    def __call__(self, data: bytes, pos: int) -> tuple[Any, int]:
+        source, wrapper = self.source, self.wrapper
+        source.data, source.pos = data, pos
+        wrapper._BinLogPacketWrapper__data_buffer = b""
+        self.event._RowsEvent__none_sources = {}
+        value = self.event._RowsEvent__read_values_name(
+            self.column, b"\x00", 0, False, self.present, self.column.unsigned, self.index
+        )
+        if wrapper._BinLogPacketWrapper__data_buffer:
+            raise CaptureError(f"binlog column {self.column.name}: bytes left unread")
+        return value, source.pos
+
+    def reason(self, name: str) -> str:
+        return str(self.event._RowsEvent__none_sources.get(name, NONE_SOURCE.NULL))
+
+
+def _library_reason(read: Reader, name: str) -> str:
+    """Why a reader returned None for a non-NULL value (only the library's readers do)."""
+    if isinstance(read, _LibraryReader):
+        return read.reason(name)
+    return str(NONE_SOURCE.NULL)

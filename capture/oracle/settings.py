@@ -1,0 +1,109 @@
+"""What the Oracle agent reads off an ``oracle`` source config: :class:`OracleSettings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from capture.captured_table import AgentRules, TableFilter
+from capture.oracle.types import OracleHandling
+from pipeline.errors import ConfigError
+
+__all__ = ["SPILL_EVENTS", "SYSTEM_SCHEMAS", "OracleSettings"]
+
+SPILL_EVENTS = 10_000
+"""Events of one open transaction kept in memory; the rest go to a file until its COMMIT."""
+
+SYSTEM_SCHEMAS = frozenset(
+    s.upper()
+    for s in (
+        "appqossys audsys ctxsys dvsys dbsfwuser dbsnmp qsmadmin_internal lbacsys mdsys "
+        "ojvmsys olapsys orddata ordsys outln sys system wmsys xdb"
+    ).split()
+)
+"""Schemas Debezium never captures (seed Oracle document, "Schemas excluded")."""
+
+
+@dataclass(frozen=True, slots=True)
+class OracleSettings:
+    """Everything the agent needs from an ``oracle`` source config (:meth:`from_config`).
+
+    ``password`` is the config's ``SecretStr``, revealed only when connecting.
+    """
+
+    host: str
+    port: int
+    user: str
+    dbname: str
+    password: Any = None
+    pdb: str | None = None
+    url: str | None = None
+    server_name: str = "oracle"
+    snapshot_mode: str = "initial"
+    strategy: str = "redo_log_catalog"
+    table_filter: TableFilter = field(default_factory=TableFilter)
+    handling: OracleHandling = field(default_factory=OracleHandling)
+    rules: AgentRules = field(default_factory=AgentRules)
+    batch_min: int = 1000
+    batch_max: int = 100_000
+    batch_default: int = 20_000
+    spill_events: int = SPILL_EVENTS
+
+    @property
+    def dsn(self) -> str:
+        """``database.url`` when set (a JDBC thin URL's ``jdbc:oracle:thin:@`` prefix dropped:
+        python-oracledb takes what follows, an Easy Connect string or a TNS descriptor), else
+        ``host:port/dbname`` (Easy Connect)."""
+        if self.url:
+            return self.url.removeprefix("jdbc:oracle:thin:@")
+        return f"{self.host}:{self.port}/{self.dbname}"
+
+    @classmethod
+    def from_config(cls, config: Any) -> OracleSettings:
+        """Read a validated :class:`capture.oracle.config.OracleSourceConfig`."""
+        if config.database_connection_adapter != "logminer":
+            raise ConfigError(
+                f"database.connection.adapter {config.database_connection_adapter!r} is not "
+                "implemented: this agent reads LogMiner only (set it to 'logminer')",
+                key_path="database.connection.adapter",
+            )
+        if config.log_mining_query_filter_mode != "none":
+            raise ConfigError(
+                f"log.mining.query.filter.mode {config.log_mining_query_filter_mode!r} is not "
+                "implemented: the agent applies the filters to the mined rows itself (set it to "
+                "'none', which captures the same changes)",
+                key_path="log.mining.query.filter.mode",
+            )
+        if config.lob_enabled:
+            raise ConfigError(
+                "lob.enabled is not implemented: the agent does not mine LOB_WRITE/"
+                "SEL_LOB_LOCATOR rows, so CLOB/NCLOB/BLOB columns are left out of the records "
+                "(set it to false)",
+                key_path="lob.enabled",
+            )
+        low, high = int(config.log_mining_batch_size_min), int(config.log_mining_batch_size_max)
+        first = int(config.log_mining_batch_size_default)
+        if not low <= first <= high:
+            raise ConfigError(
+                f"log.mining.batch.size.default {first} must lie between "
+                f"log.mining.batch.size.min {low} and log.mining.batch.size.max {high}",
+                key_path="log.mining.batch.size.default",
+            )
+        return cls(
+            host=str(config.database_hostname or ""),
+            port=int(config.database_port),
+            user=str(config.database_user),
+            dbname=str(config.database_dbname),
+            password=config.database_password,
+            pdb=config.database_pdb_name,
+            url=config.database_url,
+            server_name=str(config.logical_name),
+            snapshot_mode=str(config.snapshot_mode),
+            strategy=str(config.log_mining_strategy),
+            table_filter=TableFilter.from_config(config, SYSTEM_SCHEMAS),
+            handling=OracleHandling.from_config(config),
+            rules=AgentRules.from_config(config),
+            batch_min=low,
+            batch_max=high,
+            batch_default=first,
+        )

@@ -1,0 +1,522 @@
+"""The LogMiner read loop: :class:`StreamReader`.
+
+Each mining window (seed Oracle document; spec digest §A1):
+
+1. **Logs.** When the set of current logs changed (a log switch) or none is registered, the
+   LogMiner session is ended and the online logs not yet archived plus the archives ending after
+   the window's start are added (``DBMS_LOGMNR.ADD_LOGFILE``, per redo thread, by sequence).
+   ``redo_log_catalog`` first writes the dictionary to the redo (``DBMS_LOGMNR_D.BUILD``).
+2. **Window.** ``end = min(CURRENT_SCN, start + window)``; the window starts at
+   ``log.mining.batch.size.default`` and moves by ``...min`` within ``[min, max]``: it grows
+   while the agent is further behind than the default, and shrinks when it has caught up.
+3. **Session.** ``DBMS_LOGMNR.START_LOGMNR(STARTSCN, ENDSCN, OPTIONS)`` then one query of
+   ``V$LOGMNR_CONTENTS`` for ``SCN > start AND SCN <= end`` (and ``SRC_CON_NAME`` = the PDB).
+4. **Rows** go to the transaction buffer (:mod:`.buffer`): START opens, DML appends (``CSF``
+   continuation rows joined; ``ROLLBACK = 1`` undoes by ``ROW_ID``), ROLLBACK drops, COMMIT
+   moves the transaction to the ready queue unless bronze already has it (commit SCN below the
+   offset's ``commit_scn``, or equal and its XID recorded).
+5. **Offset.** ``scn`` is the low watermark: one below the oldest start SCN of every
+   transaction not yet in bronze (open or ready), else the end of the mined range. Restarting
+   there re-mines every unfinished transaction whole; ``commit_scn``/``commit_xids`` skip the
+   finished ones.
+
+``ORA-01291`` (a log the range needs is not registered) re-registers once; if the logs really
+do not reach back to the offset (``MIN(FIRST_CHANGE#)``), it is a terminal error that asks for a
+new snapshot. ``ORA-00310`` (an online log reused while it was being read) re-registers from
+the archives and mines the window again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from bronze.batch import BatchBuilder
+from bronze.envelope import ConnectRecord, heartbeat
+from bronze.position_base import Phase
+from capture.change_records import delete_records, insert_records, update_records
+from capture.column_types import ValueConversionError
+from capture.database_source import VERSION, BatchLimits
+from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTx, ora_code
+from capture.oracle.buffer import MinedChange, TxBuffer
+from capture.oracle.position import OraclePosition, _parse_rs_id
+from capture.oracle.redo import RedoParseError, parse_redo
+from capture.oracle.types import redo_python
+from pipeline.errors import CaptureError, PipelineError
+
+__all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "xid_text"]
+
+logger = logging.getLogger(__name__)
+
+OP_INSERT, OP_DELETE, OP_UPDATE, OP_START, OP_COMMIT, OP_ROLLBACK = 1, 2, 3, 6, 7, 36
+OP_MISSING_SCN, OP_UNSUPPORTED = 34, 255
+DML = frozenset({OP_INSERT, OP_DELETE, OP_UPDATE, OP_UNSUPPORTED})
+
+CONTENTS_COLUMNS = (
+    "SCN, SQL_REDO, OPERATION_CODE, TIMESTAMP, XID, CSF, TABLE_NAME, SEG_OWNER, OPERATION, "
+    "USERNAME, ROW_ID, ROLLBACK, RS_ID, SSN, THREAD#"
+)
+CONTENTS_SQL = (
+    f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
+    " AND SRC_CON_NAME = :3 AND (OPERATION_CODE IN (1, 2, 3, 6, 7, 34, 36, 255))"
+)
+CONTENTS_SQL_NO_PDB = (
+    f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
+    " AND (OPERATION_CODE IN (1, 2, 3, 6, 7, 34, 36, 255))"
+)
+LOGS_SQL = (
+    "SELECT F.MEMBER AS FILE_NAME, L.FIRST_CHANGE#, L.NEXT_CHANGE#, L.SEQUENCE#, L.THREAD# "
+    "FROM V$LOG L JOIN V$LOGFILE F ON F.GROUP# = L.GROUP# WHERE L.STATUS <> 'UNUSED' "
+    "AND L.ARCHIVED = 'NO' "
+    "UNION ALL SELECT A.NAME, A.FIRST_CHANGE#, A.NEXT_CHANGE#, A.SEQUENCE#, A.THREAD# "
+    "FROM V$ARCHIVED_LOG A WHERE A.NAME IS NOT NULL AND A.ARCHIVED = 'YES' AND A.STATUS = 'A' "
+    "AND A.NEXT_CHANGE# > :1 AND A.DEST_ID IN (SELECT DEST_ID FROM V$ARCHIVE_DEST_STATUS "
+    "WHERE STATUS = 'VALID' AND TYPE = 'LOCAL' AND ROWNUM = 1) ORDER BY 5, 4"
+)
+OLDEST_SQL = (
+    "SELECT MIN(FIRST_CHANGE#) FROM (SELECT FIRST_CHANGE# FROM V$LOG UNION ALL "
+    "SELECT FIRST_CHANGE# FROM V$ARCHIVED_LOG WHERE STATUS = 'A')"
+)
+CURRENT_LOGS_SQL = "SELECT THREAD#, SEQUENCE# FROM V$LOG WHERE STATUS = 'CURRENT'"
+ADD_FIRST = (
+    "BEGIN SYS.DBMS_LOGMNR.ADD_LOGFILE(LOGFILENAME => :1, OPTIONS => SYS.DBMS_LOGMNR.NEW); END;"
+)
+ADD_NEXT = (
+    "BEGIN SYS.DBMS_LOGMNR.ADD_LOGFILE(LOGFILENAME => :1, OPTIONS => SYS.DBMS_LOGMNR.ADDFILE); END;"
+)
+BUILD_DICTIONARY = (
+    "BEGIN SYS.DBMS_LOGMNR_D.BUILD(OPTIONS => SYS.DBMS_LOGMNR_D.STORE_IN_REDO_LOGS); END;"
+)
+START_OPTIONS = {
+    "online_catalog": "SYS.DBMS_LOGMNR.DICT_FROM_ONLINE_CATALOG + SYS.DBMS_LOGMNR.NO_ROWID_IN_STMT",
+    "redo_log_catalog": "SYS.DBMS_LOGMNR.DICT_FROM_REDO_LOGS + SYS.DBMS_LOGMNR.DDL_DICT_TRACKING"
+    " + SYS.DBMS_LOGMNR.NO_ROWID_IN_STMT",
+    "hybrid": "SYS.DBMS_LOGMNR.DICT_FROM_ONLINE_CATALOG + SYS.DBMS_LOGMNR.NO_ROWID_IN_STMT",
+}
+START_SQL = "BEGIN SYS.DBMS_LOGMNR.START_LOGMNR(STARTSCN => :1, ENDSCN => :2, OPTIONS => {}); END;"
+END_SQL = "BEGIN SYS.DBMS_LOGMNR.END_LOGMNR; END;"
+
+_ALL = "*"
+"""``commit_xids`` entry meaning every transaction committed at ``commit_scn`` is in bronze
+(the snapshot's SCN: everything committed up to it is in the snapshot)."""
+
+
+class Ready:
+    """A committed transaction waiting to be emitted, in commit order."""
+
+    __slots__ = ("buffer", "commit_rs_id", "commit_scn", "thread", "ts_ms")
+
+    def __init__(
+        self, buffer: TxBuffer, commit_scn: int, rs_id: str | None, ts_ms: int, thread: int
+    ) -> None:
+        self.buffer = buffer
+        self.commit_scn = commit_scn
+        self.commit_rs_id = rs_id
+        self.ts_ms = ts_ms
+        self.thread = thread
+
+
+def xid_text(value: Any) -> str:
+    """``XID`` (``RAW(8)``: python-oracledb returns bytes) as upper-case hex, the form
+    ``RAWTOHEX(XID)`` gives in ``V$TRANSACTION`` and Debezium's ``txId`` shows."""
+    return value.hex().upper() if isinstance(value, bytes | bytearray) else str(value)
+
+
+def _ts_ms(value: Any) -> int:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return int(value.timestamp() * 1000)
+    return 0
+
+
+class StreamReader(OracleAgent):
+    """The LogMiner side of the agent."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._mined_to = 0
+        self._buffer: dict[str, TxBuffer] = {}
+        self._ready: deque[Ready] = deque()
+        self._done_scn = 0
+        self._done_xids: set[str] = set()
+        self._cut: tuple[str, int, int] | None = None
+        self._emitting: tuple[Ready, OracleTx, Iterator[MinedChange]] | None = None
+        """The transaction being emitted: its changes are read lazily (a spilled transaction
+        stays on disk)."""
+        self._registered: set[tuple[int, int]] | None = None
+        self._window = self.settings.batch_default
+        self._last_position: OraclePosition | None = None
+
+    # --- state ----------------------------------------------------------------------------------
+    def _reset_stream(
+        self, low: int, done_scn: int, done_xids: set[str], cut: tuple[str, int, int] | None
+    ) -> None:
+        self._drop_buffers()
+        self._mined_to, self._done_scn, self._done_xids, self._cut = low, done_scn, done_xids, cut
+        self._registered = None
+
+    def _drop_buffers(self) -> None:
+        """Forget every buffered transaction and delete their spill files."""
+        buffers = [*self._buffer.values(), *(ready.buffer for ready in self._ready)]
+        if self._emitting is not None:
+            buffers.append(self._emitting[0].buffer)
+        for buffered in buffers:
+            buffered.close()
+        self._buffer, self._ready, self._emitting = {}, deque(), None
+
+    def _low_watermark(self) -> int:
+        starts = [b.start_scn for b in self._buffer.values()]
+        starts += [r.buffer.start_scn for r in self._ready]
+        if self._emitting is not None:
+            starts.append(self._emitting[0].buffer.start_scn)
+        return min(starts) - 1 if starts else self._mined_to
+
+    def _finished(self, scn: int, xid: str) -> bool:
+        """Whether bronze already has the transaction committed at ``scn``."""
+        if scn != self._done_scn:
+            return scn < self._done_scn
+        return _ALL in self._done_xids or xid in self._done_xids
+
+    # --- mining -------------------------------------------------------------------------------
+    def _register_logs(self) -> None:
+        miner = self._miner()
+        if self._registered is not None:
+            miner.cursor().execute(END_SQL)
+        if self.settings.strategy == "redo_log_catalog":
+            miner.cursor().execute(BUILD_DICTIONARY)
+        logs = self._query(miner, LOGS_SQL, self._mined_to)
+        added = 0
+        for name, _first, next_change, _seq, _thread in logs:
+            if int(next_change) <= self._mined_to:
+                continue
+            miner.cursor().execute(ADD_FIRST if added == 0 else ADD_NEXT, [name])
+            added += 1
+        self._registered = {(int(t), int(s)) for t, s in self._query(miner, CURRENT_LOGS_SQL)}
+
+    def _logs_switched(self) -> bool:
+        current = {(int(t), int(s)) for t, s in self._query(self._miner(), CURRENT_LOGS_SQL)}
+        return current != self._registered
+
+    def _check_coverage(self) -> None:
+        oldest = self._query(self._miner(), OLDEST_SQL)[0][0]
+        if oldest is not None and int(oldest) > self._mined_to + 1:
+            raise CaptureError(
+                f"source {self.name}: online redo logs or archive logs do not contain the offset "
+                f"SCN {self._mined_to} (the oldest log starts at SCN {oldest}); the changes in "
+                "between are gone. Please perform a new snapshot (delete bronze's offset for "
+                "this source, snapshot.mode=initial)"
+            )
+
+    def _mine_window(self) -> bool:
+        """Mine the next window into the buffer; False when the database has nothing newer."""
+        current = self._current_scn()
+        if current <= self._mined_to:
+            return False
+        end = min(current, self._mined_to + self._window)
+        for attempt in range(3):
+            try:
+                if self._registered is None or self._logs_switched():
+                    self._register_logs()
+                rows = self._mine(self._mined_to, end)
+                break
+            except self.driver.DatabaseError as exc:
+                code = ora_code(exc)
+                if isinstance(exc, self.OUTAGES) or code not in (1291, 310) or attempt == 2:
+                    if code == 1291:
+                        self._check_coverage()
+                    raise
+                if code == 1291:
+                    self._check_coverage()
+                logger.info(
+                    "source %s: %s; registering the logs again", self.name, str(exc).strip()
+                )
+                self._registered = set()
+        self._apply(rows)
+        self._mined_to = end
+        s = self.settings
+        if current - end > s.batch_default:
+            self._window = min(self._window + s.batch_min, s.batch_max)
+        else:
+            self._window = max(self._window - s.batch_min, s.batch_min)
+        return True
+
+    def _mine(self, start: int, end: int) -> list[tuple[Any, ...]]:
+        miner = self._miner()
+        options = START_OPTIONS[self.settings.strategy]
+        miner.cursor().execute(START_SQL.format(options), [start + 1, end])
+        if self.settings.pdb:
+            return self._query(miner, CONTENTS_SQL, start, end, self.settings.pdb.upper())
+        return self._query(miner, CONTENTS_SQL_NO_PDB, start, end)
+
+    def _apply(self, rows: list[tuple[Any, ...]]) -> None:
+        pending: list[str] = []
+        for row in rows:
+            (
+                scn,
+                sql,
+                code,
+                ts,
+                xid,
+                csf,
+                table,
+                owner,
+                _op,
+                user,
+                row_id,
+                rollback,
+                rs_id,
+                ssn,
+                thread,
+            ) = row
+            if csf:
+                pending.append(sql or "")
+                continue
+            if pending:
+                sql, pending = "".join(pending) + (sql or ""), []
+            scn, code, xid = int(scn), int(code), xid_text(xid)
+            if code == OP_START:
+                self._open_tx(xid, scn)
+            elif code == OP_COMMIT:
+                self._commit(xid, scn, rs_id, _ts_ms(ts), int(thread or 1))
+            elif code == OP_ROLLBACK:
+                dropped = self._buffer.pop(xid, None)
+                if dropped is not None:
+                    dropped.close()
+            elif code == OP_MISSING_SCN:
+                logger.warning("source %s: LogMiner reports a missing SCN at %s", self.name, scn)
+            elif code in DML and owner is not None and self._captured(str(owner), str(table)):
+                tx = self._open_tx(xid, scn)
+                if rollback:
+                    tx.undo(row_id)
+                    continue
+                change = MinedChange(
+                    scn,
+                    rs_id,
+                    int(ssn or 0),
+                    code,
+                    str(owner),
+                    str(table),
+                    str(sql or ""),
+                    row_id,
+                    _ts_ms(ts),
+                    int(thread or 1),
+                    user,
+                )
+                tx.add(change)
+
+    def _open_tx(self, xid: str, scn: int) -> TxBuffer:
+        tx = self._buffer.get(xid)
+        if tx is None:
+            tx = self._buffer[xid] = TxBuffer(xid, scn, self.settings.spill_events)
+        return tx
+
+    def _commit(self, xid: str, scn: int, rs_id: str | None, ts_ms: int, thread: int) -> None:
+        tx = self._buffer.pop(xid, None)
+        if tx is None:
+            return
+        if self._finished(scn, xid) or len(tx) == 0:
+            tx.close()
+            return
+        self._ready.append(Ready(tx, scn, rs_id, ts_ms, thread))
+
+    # --- emission ------------------------------------------------------------------------------
+    def _read_stream(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
+        until = limits.until
+        target = None if until is None else self._emission_point(until)
+        while True:
+            if until is not None and self._emission_state() == target:
+                tx = None if self._emitting is None else self._emitting[1]
+                self._batch_ends(builder, tx, limits, reached=True)
+                self._restore_stream(until)
+                return True
+            if self._emitting is None:
+                if not self._ready:
+                    if not self._mine_window():
+                        self._maybe_heartbeat(builder, now)
+                        return True
+                    continue
+                self._begin_emitting(builder, now)
+                continue
+            if self._batch_ends(builder, self._emitting[1], limits, reached=False):
+                return False
+            if not self._emit_next(builder, now):
+                self._finish_tx(builder, now)
+                if until is None and len(builder) >= limits.max_events:
+                    return False
+
+    def _emission_state(self) -> tuple[Any, ...]:
+        cut = self._cut
+        if self._emitting is not None:
+            ready, tx = self._emitting[0], self._emitting[1]
+            cut = (ready.buffer.xid, ready.commit_scn, tx.emitted)
+        return (self._done_scn, frozenset(self._done_xids), cut)
+
+    @staticmethod
+    def _emission_point(offset: Mapping[str, Any]) -> tuple[Any, ...]:
+        cut = offset.get("tx")
+        return (
+            int(offset["commit_scn"]),
+            frozenset(offset.get("commit_xids") or ()),
+            None if cut is None else (cut["xid"], int(cut["commit_scn"]), int(cut["emitted"])),
+        )
+
+    def _restore_stream(self, offset: Mapping[str, Any]) -> None:
+        """Adopt ``offset`` (bronze's, or a half-landed batch's end reached again)."""
+        point = self._emission_point(offset)
+        self._reset_stream(int(offset["scn"]), point[0], set(point[1]), point[2])
+        position = offset.get("position")
+        self._last_position = None if position is None else OraclePosition.from_json(position)
+
+    def _begin_emitting(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        ready = self._ready.popleft()
+        xid = ready.buffer.xid
+        tx = OracleTx(
+            xid, ready.ts_ms, commit_scn=ready.commit_scn, start_scn=ready.buffer.start_scn
+        )
+        tx.commit_rs_id = ready.commit_rs_id
+        if self._cut is not None and self._cut[:2] == (xid, ready.commit_scn):
+            tx.skip = self._cut[2]
+        self._cut = None
+        self._emitting = (ready, tx, ready.buffer.changes())
+        if self.settings.rules.provide_transaction_metadata:
+            position = OraclePosition._new(ready.commit_scn, Phase.STREAM, 0, None, 0, 0)
+            self._emit_begin(builder, tx, position, now)
+            self._last_position = position
+
+    def _emit_next(self, builder: BatchBuilder, now: dt.datetime) -> bool:
+        assert self._emitting is not None
+        ready, tx, changes = self._emitting
+        change = next(changes, None)
+        if change is None:
+            return False
+        origin = f"oracle:{change.rs_id or ''}:{change.scn}:{tx.id}"
+        try:
+            records, table = self._records(change, tx)
+        except (RedoParseError, ValueConversionError, PipelineError) as exc:
+            if tx.count():
+                raw = f"{change.owner}.{change.table} scn={change.scn}: {change.sql}".encode()
+                self._quarantine(builder, raw, origin, exc, now)
+            return True
+        for record in records:
+            tx.seq += 1
+            if not tx.count():
+                continue
+            position = OraclePosition._new(
+                ready.commit_scn,
+                Phase.STREAM,
+                change.scn,
+                _parse_rs_id(change.rs_id or ""),
+                change.ssn,
+                tx.seq,
+            )
+            self._add(builder, record, position, origin, now, tx, table)
+            self._last_position = position
+            if record.value is not None:
+                tx.note_data(table.collection)
+        return True
+
+    def _records(self, change: MinedChange, tx: OracleTx) -> tuple[list[ConnectRecord], Any]:
+        table = self._table(change.owner, change.table)
+        if table is None:
+            return [], None
+        captured = table.captured
+        if change.code == OP_UNSUPPORTED:
+            raise CaptureError(
+                f"{captured.collection}: LogMiner could not reconstruct the change "
+                f"(OPERATION_CODE 255 UNSUPPORTED, SQL_REDO {change.sql[:60]!r})"
+            )
+        statement = parse_redo(change.sql)
+        table = self._refresh(table, [*statement.new, *statement.old])
+        captured = table.captured
+        source = {
+            "version": VERSION,
+            "connector": CONNECTOR,
+            "name": self.settings.server_name,
+            "ts_ms": change.ts_ms,
+            "snapshot": "false",
+            **self._source_fields(
+                captured,
+                scn=change.scn,
+                commit_scn=tx.commit_scn,
+                xid=tx.id,
+                rs_id=(change.rs_id or "").strip() or None,
+                ssn=change.ssn,
+                thread=change.thread,
+                user=change.username,
+            ),
+        }
+        rules = self.settings.rules
+        if statement.op == "insert":
+            after, key = captured.row_and_key(self._values(table, statement.new))
+            return insert_records(source, after, key, captured, tx, rules), captured
+        before, old_key = captured.row_and_key(self._values(table, statement.old))
+        if statement.op == "delete":
+            return delete_records(source, before, old_key, captured, tx, rules), captured
+        after, new_key = captured.row_and_key(self._values(table, statement.after()))
+        records = update_records(source, (before, after), (old_key, new_key), captured, tx, rules)
+        return records, captured
+
+    def _values(self, table: Any, values: Mapping[str, Any]) -> list[Any]:
+        out: list[Any] = [None] * len(table.columns)
+        for name, value in values.items():
+            index = table.index.get(name)
+            if index is not None:
+                try:
+                    out[index] = redo_python(value)
+                except (ValueError, TypeError) as exc:
+                    raise ValueConversionError(
+                        f"{table.captured.collection}.{name}: {exc}"
+                    ) from None
+        return out
+
+    def _finish_tx(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        assert self._emitting is not None
+        ready, tx, _changes = self._emitting
+        if self.settings.rules.provide_transaction_metadata:
+            tx.seq += 1
+            position = OraclePosition._new(
+                ready.commit_scn,
+                Phase.STREAM,
+                ready.commit_scn,
+                _parse_rs_id(ready.commit_rs_id or ""),
+                0,
+                tx.seq,
+            )
+            self._emit_end(builder, tx, position, now)
+            self._last_position = position
+        ready.buffer.close()
+        self._emitting = None
+        if ready.commit_scn != self._done_scn:
+            self._done_scn, self._done_xids = ready.commit_scn, set()
+        self._done_xids.add(ready.buffer.xid)
+
+    def _cut_inside(self, builder: BatchBuilder, tx: Any) -> None:
+        """End the batch inside ``tx``: bronze marks it partial; the offset's ``tx`` (from
+        :meth:`_emission_state`) resumes inside it."""
+        builder.mark_partial(str(tx.id))
+
+    def _maybe_heartbeat(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        s = self.settings
+        rules = s.rules
+        if not self._heartbeat_due(rules.heartbeat_interval_ms, rules.heartbeat_action_query):
+            return
+        self._last_heartbeat = time.monotonic()
+        # Every commit up to the mined SCN is in bronze or before it, and later commits come
+        # after it: the heartbeat sits there.
+        low = self._low_watermark()
+        position = OraclePosition._new(self._mined_to, Phase.STREAM, self._mined_to, None, 0, 0)
+        if self._last_position is not None and position.encode() <= self._last_position.encode():
+            return
+        record = heartbeat(s.server_name, int(time.time() * 1000))
+        self._add(builder, record, position, f"oracle:heartbeat:{low}", now, None, None)
+        self._last_position = position
+
+    def _run_action_query(self, sql: str) -> None:
+        conn = self._side()
+        conn.cursor().execute(sql)
+        conn.commit()

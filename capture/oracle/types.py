@@ -1,0 +1,354 @@
+"""Oracle column types as Debezium represents them (seed Oracle document, "Data type mappings").
+
+One :class:`OracleColumn` per ``ALL_TAB_COLUMNS`` row; :func:`column_type` gives its
+:class:`capture.column_types.ColumnType`. A converter takes either what python-oracledb returns
+for a snapshot row (``int``/``Decimal``/``float``/``str``/``datetime``/``bytes``) or a value
+parsed from ``SQL_REDO`` (:func:`redo_python` turns the text, ``TO_DATE(...)``,
+``HEXTORAW(...)``... into the same Python types first), so the snapshot and the stream write one
+representation:
+
+======================================  ==========================================================
+NUMBER(P,S<=0)                          INT8 (P-S<3), INT16 (<5), INT32 (<10), INT64 (<19), else
+                                        ``Decimal`` bytes (``decimal.handling.mode``)
+NUMBER(P,S>0), INTEGER (=NUMBER(38,0))  ``org.apache.kafka.connect.data.Decimal`` (scale S)
+NUMBER, FLOAT(P)                        ``io.debezium.data.VariableScaleDecimal``
+BINARY_FLOAT / BINARY_DOUBLE            FLOAT32 / FLOAT64
+CHAR, NCHAR, VARCHAR2, NVARCHAR2, ROWID STRING
+RAW                                     BYTES (``binary.handling.mode``)
+DATE; TIMESTAMP(0-3/4-6/7-9)            ``io.debezium.time.Timestamp`` (ms) / ``MicroTimestamp`` /
+                                        ``NanoTimestamp`` (``time.precision.mode=connect``: ms)
+TIMESTAMP WITH (LOCAL) TIME ZONE        ``io.debezium.time.ZonedTimestamp`` text (UTC)
+INTERVAL DAY TO SECOND / YEAR TO MONTH  ``io.debezium.time.MicroDuration`` (a month is
+                                        365.25 / 12 days)
+======================================  ==========================================================
+
+Other types (LONG, BFILE, XMLTYPE, user-defined...) are unsupported by Debezium too, and
+CLOB/NCLOB/BLOB need ``lob.enabled``, which this agent does not implement (their values come in
+LOB_WRITE rows it does not mine): :func:`column_type` returns None and the agent leaves the
+column out, with a warning.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from bronze import connect_schema as cs
+from capture.column_types import (
+    ColumnType,
+    b64,
+    days_from_civil,
+    decimal_bytes,
+    format_utc,
+    json_float,
+)
+from capture.oracle.redo import RedoFunction, RedoValue
+
+__all__ = ["OracleColumn", "OracleHandling", "column_type", "redo_python"]
+
+
+@dataclass(frozen=True, slots=True)
+class OracleHandling:
+    """The value-handling modes of an ``oracle`` source."""
+
+    decimal: str = "precise"
+    time_precision: str = "adaptive"
+    binary: str = "bytes"
+
+    @classmethod
+    def from_config(cls, config: Any) -> OracleHandling:
+        """Read ``decimal``/``time.precision``/``binary.handling.mode`` off a source config."""
+        return cls(
+            str(config.decimal_handling_mode),
+            str(config.time_precision_mode),
+            str(config.binary_handling_mode),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OracleColumn:
+    """One ``ALL_TAB_COLUMNS`` row.
+
+    Attributes:
+        name: ``COLUMN_NAME``.
+        data_type: ``DATA_TYPE`` (``NUMBER``, ``VARCHAR2``, ``TIMESTAMP(6)`` ...).
+        precision: ``DATA_PRECISION`` (None: not declared).
+        scale: ``DATA_SCALE`` (None: not declared).
+        nullable: ``NULLABLE = 'Y'``.
+    """
+
+    name: str
+    data_type: str
+    precision: int | None
+    scale: int | None
+    nullable: bool
+
+
+_FRACTION = re.compile(r"\((\d)\)")
+
+
+def _micros(value: dt.datetime) -> int:
+    days = days_from_civil(value.year, value.month, value.day)
+    seconds = value.hour * 3600 + value.minute * 60 + value.second
+    return (days * 86_400 + seconds) * 1_000_000 + value.microsecond
+
+
+def _as_datetime(value: Any) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day)
+    raise TypeError(f"not a date/time: {value!r}")
+
+
+def _number(value: Any) -> Decimal:
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, int):
+        return Decimal(value)
+    try:
+        return Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError(f"not a number: {value!r}") from None
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, int):
+        return value
+    number = _number(value)
+    if number != number.to_integral_value():
+        raise ValueError(f"{value!r} is not an integer")
+    return int(number)
+
+
+def _numeric(column: OracleColumn, handling: OracleHandling) -> ColumnType:
+    precision, scale, name = column.precision, column.scale, column.data_type
+    if column.data_type in ("INTEGER", "SMALLINT", "INT"):
+        precision, scale = 38, 0
+    if precision is None or column.data_type == "FLOAT":
+        return _variable_scale(handling, name)
+    scale = scale or 0
+    if scale <= 0 and precision - scale < 19 and handling.decimal == "precise":
+        width = precision - scale
+        kind = "int8" if width < 3 else "int16" if width < 5 else "int32" if width < 10 else "int64"
+        return ColumnType(cs.primitive(kind), _integer, name)
+    if handling.decimal == "double":
+        return ColumnType(cs.primitive("float64"), lambda v: float(_number(v)), name)
+    if handling.decimal == "string":
+        return ColumnType(cs.primitive("string"), lambda v: format(_number(v), "f"), name)
+    exponent = Decimal(1).scaleb(-max(scale, 0))
+
+    def exact(value: Any) -> str:
+        return decimal_bytes(_number(value).quantize(exponent), max(scale, 0))
+
+    return ColumnType(cs.decimal(max(scale, 0), precision=precision), exact, name, is_binary=True)
+
+
+def _variable_scale(handling: OracleHandling, name: str) -> ColumnType:
+    if handling.decimal == "double":
+        return ColumnType(cs.primitive("float64"), lambda v: float(_number(v)), name)
+    if handling.decimal == "string":
+        return ColumnType(cs.primitive("string"), lambda v: format(_number(v), "f"), name)
+
+    def struct(value: Any) -> dict[str, Any]:
+        number = _number(value)
+        exponent = number.as_tuple().exponent
+        scale = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+        return {"scale": scale, "value": decimal_bytes(number, scale)}
+
+    return ColumnType(cs.variable_scale_decimal(), struct, name)
+
+
+def _binary(handling: OracleHandling, name: str) -> ColumnType:
+    mode = handling.binary
+
+    def encode(value: Any) -> str:
+        data = bytes(value) if not isinstance(value, str) else value.encode("utf-8")
+        if mode == "hex":
+            return data.hex()
+        if mode == "base64-url-safe":
+            return base64.urlsafe_b64encode(data).decode("ascii")
+        return b64(data)
+
+    schema = cs.primitive("string" if mode in ("hex", "base64", "base64-url-safe") else "bytes")
+    return ColumnType(schema, encode, name, is_binary=mode == "bytes")
+
+
+def _temporal(column: OracleColumn, handling: OracleHandling) -> ColumnType:
+    name = column.data_type
+    if name == "DATE":
+        return ColumnType(cs.timestamp_millis(), lambda v: _micros(_as_datetime(v)) // 1000, name)
+    if "TIME ZONE" in name:
+        return ColumnType(
+            cs.zoned_timestamp(), lambda v: format_utc(_micros(_as_datetime(v))), name
+        )
+    match = _FRACTION.search(name)
+    digits = int(match.group(1)) if match else 6
+    if handling.time_precision == "connect" or digits <= 3:
+        return ColumnType(cs.timestamp_millis(), lambda v: _micros(_as_datetime(v)) // 1000, name)
+    if digits <= 6:
+        return ColumnType(cs.micro_timestamp(), lambda v: _micros(_as_datetime(v)), name)
+    return ColumnType(cs.nano_timestamp(), lambda v: _micros(_as_datetime(v)) * 1000, name)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "read"):  # a LOB locator of the driver
+        return str(value.read())
+    return str(value)
+
+
+def column_type(column: OracleColumn, handling: OracleHandling) -> ColumnType | None:
+    """The Debezium representation of ``column``; None for a type Debezium does not capture."""
+    name = column.data_type
+    if name in ("NUMBER", "INTEGER", "SMALLINT", "INT", "FLOAT", "DECIMAL", "NUMERIC"):
+        return _numeric(column, handling)
+    if name == "BINARY_FLOAT":
+        return ColumnType(cs.primitive("float32"), lambda v: json_float(float(v)), name)
+    if name == "BINARY_DOUBLE":
+        return ColumnType(cs.primitive("float64"), lambda v: json_float(float(v)), name)
+    if name in ("CHAR", "NCHAR", "VARCHAR2", "NVARCHAR2", "VARCHAR", "ROWID"):
+        return ColumnType(cs.primitive("string"), _text, name)
+    if name == "RAW":
+        return _binary(handling, name)
+    if name == "DATE" or name.startswith("TIMESTAMP"):
+        return _temporal(column, handling)
+    if name.startswith("INTERVAL DAY"):
+        return ColumnType(cs.micro_duration(), _ds_micros, name)
+    if name.startswith("INTERVAL YEAR"):
+        return ColumnType(cs.micro_duration(), _ym_micros, name)
+    return None
+
+
+_DAY_US = 86_400_000_000
+_MONTH_US = _DAY_US * 365.25 / 12
+"""Debezium's month for MicroDuration: 365.25 / 12 days."""
+
+
+def _ds_micros(value: Any) -> int:
+    """INTERVAL DAY TO SECOND: a ``timedelta`` (python-oracledb) in microseconds."""
+    if not isinstance(value, dt.timedelta):
+        raise TypeError(f"not an INTERVAL DAY TO SECOND: {value!r}")
+    return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+
+
+def _ym_micros(value: Any) -> int:
+    """INTERVAL YEAR TO MONTH: python-oracledb's ``IntervalYM(years, months)`` (or a
+    ``(years, months)`` pair) in microseconds, a month being 365.25 / 12 days."""
+    years, months = (value.years, value.months) if hasattr(value, "years") else value
+    return round((int(years) * 12 + int(months)) * _MONTH_US)
+
+
+# --- SQL_REDO values ---------------------------------------------------------------------------
+
+_DATE_FORMATS = {
+    "YYYY-MM-DD HH24:MI:SS": "%Y-%m-%d %H:%M:%S",
+    "YYYY-MM-DD": "%Y-%m-%d",
+    "DD-MON-RR": "%d-%b-%y",
+    "DD-MON-YYYY HH24:MI:SS": "%d-%b-%Y %H:%M:%S",
+}
+
+
+def _timestamp_text(text: str) -> dt.datetime:
+    """``YYYY-MM-DD HH24:MI:SS.FF`` (the session's NLS_TIMESTAMP_FORMAT); an empty fraction
+    (``'2020-02-01 00:00:00.'``, as LogMiner prints a zero fraction) is allowed."""
+    text = text.strip()
+    main, _, fraction = text.partition(".")
+    if " " in fraction:  # a zone after the fraction: TO_TIMESTAMP_TZ
+        fraction, _, zone = fraction.partition(" ")
+    else:
+        zone = ""
+    base = dt.datetime.strptime(main, "%Y-%m-%d %H:%M:%S")
+    micros = int((fraction + "000000")[:6]) if fraction else 0
+    value = base.replace(microsecond=micros)
+    if zone:
+        sign = -1 if zone.startswith("-") else 1
+        hours, _, minutes = zone.lstrip("+-").partition(":")
+        offset = dt.timedelta(hours=int(hours), minutes=int(minutes or 0)) * sign
+        value = value.replace(tzinfo=dt.timezone(offset))
+    return value
+
+
+_DS = re.compile(r"^([+-])?(\d+) (\d+):(\d+):(\d+)(?:\.(\d*))?$")
+_YM = re.compile(r"^([+-])?(\d+)-(\d+)$")
+
+
+def _ds_text(text: str) -> dt.timedelta:
+    """``+DD HH:MI:SS.FFFFFF`` (``TO_DSINTERVAL``) as a ``timedelta``."""
+    match = _DS.match(text.strip())
+    if match is None:
+        raise ValueError(f"not an INTERVAL DAY TO SECOND literal: {text!r}")
+    sign, days, hours, minutes, seconds, fraction = match.groups()
+    micros = int(((fraction or "") + "000000")[:6])
+    value = dt.timedelta(
+        days=int(days), hours=int(hours), minutes=int(minutes), seconds=int(seconds)
+    ) + dt.timedelta(microseconds=micros)
+    return -value if sign == "-" else value
+
+
+def _ym_text(text: str) -> tuple[int, int]:
+    """``+YY-MM`` (``TO_YMINTERVAL``) as ``(years, months)``, both signed."""
+    match = _YM.match(text.strip())
+    if match is None:
+        raise ValueError(f"not an INTERVAL YEAR TO MONTH literal: {text!r}")
+    sign = -1 if match.group(1) == "-" else 1
+    return sign * int(match.group(2)), sign * int(match.group(3))
+
+
+def _unistr(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] == "\\" and text[i + 1 : i + 2] == "\\":
+            out.append("\\")
+            i += 2
+        elif text[i] == "\\":
+            out.append(chr(int(text[i + 1 : i + 5], 16)))
+            i += 5
+        else:
+            out.append(text[i])
+            i += 1
+    joined = "".join(out)
+    return joined.encode("utf-16", "surrogatepass").decode("utf-16")
+
+
+def _function(value: RedoFunction) -> Any:
+    name, args = value.name, value.args
+    texts = [redo_python(a) for a in args]
+    if name in ("EMPTY_CLOB", "EMPTY_BLOB"):
+        return "" if name == "EMPTY_CLOB" else b""
+    if any(t is None for t in texts):
+        return None
+    if name == "HEXTORAW":
+        return bytes.fromhex(str(texts[0]))
+    if name == "UNISTR":
+        return _unistr(str(texts[0]))
+    if name == "TO_DATE":
+        fmt = _DATE_FORMATS.get(
+            str(texts[1]).upper() if len(texts) > 1 else "YYYY-MM-DD HH24:MI:SS"
+        )
+        if fmt is None:
+            raise ValueError(f"TO_DATE format {texts[1]!r} is not one the agent sets")
+        return dt.datetime.strptime(str(texts[0]), fmt)
+    if name in ("TO_TIMESTAMP", "TO_TIMESTAMP_TZ"):
+        return _timestamp_text(str(texts[0]))
+    if name == "TO_DSINTERVAL":
+        return _ds_text(str(texts[0]))
+    if name == "TO_YMINTERVAL":
+        return _ym_text(str(texts[0]))
+    raise ValueError(f"SQL_REDO function {name} is not supported")
+
+
+def redo_python(value: RedoValue) -> Any:
+    """A ``SQL_REDO`` value as the Python value python-oracledb would return for it: literal
+    text stays text (the column's converter parses numbers), functions are evaluated."""
+    if value is None or isinstance(value, str):
+        return value
+    return _function(value)

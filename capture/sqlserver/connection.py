@@ -1,0 +1,216 @@
+"""Sessions on SQL Server through pyodbc (or the module :data:`~.settings.DBAPI_ENV` names).
+
+Every statement the agent sends is a constant or a builder here, so that the CDC model of the
+tests (``tests/mssqlmodel``) checks exactly what a server would receive. A driver error is
+classified once, in :meth:`Session.run`: a lost or refused link (SQLSTATE class ``08``, or
+pyodbc's ``OperationalError``/``InterfaceError``) is :class:`SourceUnavailable` (retried with
+backoff by :class:`capture.database_source.DatabaseSource`); anything else is a
+:class:`CaptureError` naming the statement.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import logging
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from capture.sqlserver.settings import ODBC_DRIVER, SqlServerSettings
+from pipeline.errors import CaptureError, NotInstalledError, SourceUnavailable
+
+__all__ = [
+    "AGENT_RUNNING",
+    "CDC_ENABLED",
+    "CAPTURED_COLUMNS",
+    "COLUMNS",
+    "HELP_CHANGE_DATA_CAPTURE",
+    "INCREMENT_LSN",
+    "MAX_LSN",
+    "MIN_LSN",
+    "Session",
+    "TRANSACTIONS",
+    "all_changes",
+    "connection_string",
+    "quote",
+]
+
+logger = logging.getLogger(__name__)
+
+AGENT_RUNNING = (
+    "SELECT CASE WHEN dss.[status]=4 THEN 1 ELSE 0 END AS isRunning FROM sys.dm_server_services "
+    "dss WHERE dss.[servicename] LIKE N'SQL Server Agent (%'"
+)
+"""Debezium's check (needs ``VIEW SERVER STATE``), run when there is no max LSN."""
+CDC_ENABLED = "SELECT is_cdc_enabled FROM sys.databases WHERE name = ?"
+MAX_LSN = "SELECT sys.fn_cdc_get_max_lsn()"
+MIN_LSN = "SELECT sys.fn_cdc_get_min_lsn(?)"
+INCREMENT_LSN = "SELECT sys.fn_cdc_increment_lsn(?)"
+HELP_CHANGE_DATA_CAPTURE = "EXEC sys.sp_cdc_help_change_data_capture"
+"""One row per capture instance the login may read (``sp_cdc_help_change_data_capture``)."""
+COLUMNS = (
+    "SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, "
+    "DATETIME_PRECISION, IS_NULLABLE FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = ? AND "
+    "TABLE_NAME = ? ORDER BY ORDINAL_POSITION"
+)
+CAPTURED_COLUMNS = (
+    "SELECT cc.column_name, cc.column_type FROM cdc.captured_columns cc JOIN cdc.change_tables "
+    "ct ON cc.object_id = ct.object_id WHERE ct.capture_instance = ? ORDER BY cc.column_ordinal"
+)
+TRANSACTIONS = (
+    "SELECT TOP (?) start_lsn, tran_end_time FROM cdc.lsn_time_mapping WHERE start_lsn > ? "
+    "AND start_lsn <= ? ORDER BY start_lsn"
+)
+"""The next commit LSNs (a window of ``max.iteration.transactions``) and their commit times."""
+ISOLATION = {
+    "read_uncommitted": "READ UNCOMMITTED",
+    "read_committed": "READ COMMITTED",
+    "repeatable_read": "REPEATABLE READ",
+    "snapshot": "SNAPSHOT",
+    "exclusive": "REPEATABLE READ",
+}
+"""``snapshot.isolation.mode`` -> the session's level (``exclusive`` adds ``TABLOCKX``)."""
+
+
+def quote(name: str) -> str:
+    """A T-SQL identifier in brackets (``]`` doubled): the one way names enter SQL."""
+    return "[" + name.replace("]", "]]") + "]"
+
+
+def all_changes(capture_instance: str, columns: Sequence[str]) -> str:
+    """Every change row of an instance between two commit LSNs, update before-images included
+    (``cdc.fn_cdc_get_all_changes_<ci>(@from_lsn, @to_lsn, N'all update old')``), in the order
+    Debezium reads them: commit LSN, change LSN, operation. The columns are named: the
+    function's result is the four ``__$`` columns, then the captured ones."""
+    if not capture_instance.replace("_", "").isalnum():
+        raise CaptureError(f"capture instance name {capture_instance!r} is not an identifier")
+    names = ", ".join(quote(c) for c in columns)
+    return (
+        f"SELECT [__$start_lsn], [__$seqval], [__$operation], [__$update_mask], {names} "
+        f"FROM cdc.fn_cdc_get_all_changes_{capture_instance}(?, ?, N'all update old') "
+        "ORDER BY [__$start_lsn], [__$seqval], [__$operation]"
+    )
+
+
+def _odbc_value(value: str) -> str:
+    # ODBC connection-string values with separators go in braces, '}' doubled.
+    if any(ch in value for ch in ";{}= "):
+        return "{" + value.replace("}", "}}") + "}"
+    return value
+
+
+def odbc_driver(dbapi: ModuleType) -> str:
+    """The ``DRIVER=`` value: FreeTDS by its registered name, else by the path Debian's
+    ``tdsodbc`` installs it at (the package registers the name only when debconf says so)."""
+    drivers = getattr(dbapi, "drivers", None)
+    if drivers is None or ODBC_DRIVER in drivers():
+        return "{" + ODBC_DRIVER + "}"
+    for path in sorted(glob.glob("/usr/lib/*/odbc/libtdsodbc.so")):
+        return path
+    raise NotInstalledError(
+        "the sqlserver capture agent needs FreeTDS's ODBC driver: apt-get install tdsodbc "
+        f"(unixODBC knows the drivers {drivers()})"
+    )
+
+
+def connection_string(settings: SqlServerSettings, database: str, driver: str) -> str:
+    """The ODBC connection string of one database (the password revealed only here)."""
+    parts = {
+        "DRIVER": driver,
+        "SERVER": _odbc_value(settings.host),
+        "PORT": str(settings.port),
+        "DATABASE": _odbc_value(database),
+        "UID": _odbc_value(settings.user),
+        "TDS_Version": "7.4",
+        "ClientCharset": "UTF-8",
+    }
+    if settings.password is not None:
+        parts["PWD"] = _odbc_value(settings.password.get_secret_value())
+    return ";".join(f"{k}={v}" for k, v in parts.items())
+
+
+def driver_module(name: str) -> ModuleType:
+    """Import the DB-API module (``pyodbc``), saying what to install when it is missing."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise NotInstalledError(
+            f"the sqlserver capture agent needs {name} with unixODBC and FreeTDS: "
+            f"pip install '.[sqlserver]' and apt-get install unixodbc tdsodbc ({exc})"
+        ) from None
+
+
+class Session:
+    """One connection to one database, with the driver's errors classified.
+
+    Args:
+        settings: Connection settings.
+        database: The database (``DATABASE=`` of the connection string).
+        source: The source name, for messages.
+    """
+
+    def __init__(self, settings: SqlServerSettings, database: str, source: str) -> None:
+        self.database = database
+        self.source = source
+        self._dbapi = driver_module(settings.dbapi_module)
+        self._outages = (self._dbapi.OperationalError, self._dbapi.InterfaceError)
+        where = f"SQL Server {settings.host}:{settings.port}/{database}"
+        try:
+            self.conn: Any = self._dbapi.connect(
+                connection_string(settings, database, odbc_driver(self._dbapi)),
+                autocommit=False,
+                timeout=10,
+            )
+        except self._dbapi.Error as exc:
+            # The driver's message names host and port, never the password.
+            raise self._classify(exc, f"cannot connect to {where}") from None
+
+    def _classify(self, exc: BaseException, what: str) -> CaptureError:
+        state = str(exc.args[0]) if exc.args else ""
+        text = str(exc.args[-1] if exc.args else exc).strip()
+        message = f"source {self.source}: {what}: {text}"
+        if isinstance(exc, self._outages) or state.startswith("08"):
+            return SourceUnavailable(message)
+        return CaptureError(message)
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Execute ``sql``; the cursor (its rows not yet fetched)."""
+        try:
+            return self.conn.cursor().execute(sql, *params)
+        except self._dbapi.Error as exc:
+            raise self._classify(exc, f"{sql[:120]}") from None
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Execute ``sql`` and fetch every row."""
+        cursor = self.run(sql, params)
+        try:
+            return [tuple(r) for r in cursor.fetchall()]
+        except self._dbapi.Error as exc:
+            raise self._classify(exc, f"{sql[:120]}") from None
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first column of the first row (None without rows)."""
+        rows = self.rows(sql, params)
+        return rows[0][0] if rows else None
+
+    def fetch(self, cursor: Any, size: int) -> list[tuple[Any, ...]]:
+        """Up to ``size`` more rows of ``cursor``."""
+        try:
+            return [tuple(r) for r in cursor.fetchmany(size)]
+        except self._dbapi.Error as exc:
+            raise self._classify(exc, "fetching rows") from None
+
+    def commit(self) -> None:
+        """End the session's transaction."""
+        try:
+            self.conn.commit()
+        except self._dbapi.Error as exc:
+            raise self._classify(exc, "COMMIT") from None
+
+    def close(self) -> None:
+        """Close; a link already gone is not an error."""
+        try:
+            self.conn.close()
+        except self._dbapi.Error:
+            pass  # the server already dropped the session; nothing left to release

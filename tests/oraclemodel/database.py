@@ -1,0 +1,520 @@
+"""The Oracle model: ground-truth tables, transactions, redo logs, flashback.
+
+Changes go through :class:`OracleModel` (``begin``, ``insert``/``update``/``delete``,
+``rollback_statement``, ``commit``/``rollback``); each becomes redo rows in the log of the
+transaction's redo thread, as ``V$LOGMNR_CONTENTS`` would show them. The model is saved in a
+file (:meth:`OracleModel.edit`, :meth:`OracleModel.load`) so that the agent (in this process or
+a child) and the test share one database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import os
+import pickle
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Column", "LogFile", "OracleModel", "RedoRow", "Table", "render"]
+
+MAX_SCN = 18446744073709551615
+"""``NEXT_CHANGE#`` of a log still being written (Oracle 12c+)."""
+BASE_TIME = dt.datetime(2026, 11, 27, 12, 0, 0)
+OP_INSERT, OP_DELETE, OP_UPDATE, OP_DDL, OP_START, OP_COMMIT, OP_ROLLBACK = 1, 2, 3, 5, 6, 7, 36
+OP_UNSUPPORTED = 255
+OPERATIONS = {
+    OP_INSERT: "INSERT",
+    OP_DELETE: "DELETE",
+    OP_UPDATE: "UPDATE",
+    OP_DDL: "DDL",
+    OP_START: "START",
+    OP_COMMIT: "COMMIT",
+    OP_ROLLBACK: "ROLLBACK",
+    OP_UNSUPPORTED: "UNSUPPORTED",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: ``ALL_TAB_COLUMNS`` facts."""
+
+    name: str
+    data_type: str
+    precision: int | None = None
+    scale: int | None = None
+    nullable: bool = True
+
+
+@dataclass
+class Table:
+    """A table: its columns, key, committed rows and their committed versions."""
+
+    owner: str
+    name: str
+    columns: list[Column]
+    key: list[str]
+    object_id: int
+    unsupported: bool = False
+    """LogMiner cannot reconstruct its changes (an unsupported column type): ``OPERATION_CODE
+    255`` with ``SQL_REDO`` ``Unsupported``."""
+    live: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """ROW_ID -> row, with uncommitted changes (what the changing sessions see)."""
+    versions: list[tuple[int, str, dict[str, Any] | None]] = field(default_factory=list)
+    """(commit SCN, ROW_ID, row or None when deleted), in commit order: flashback reads."""
+    next_row: int = 0
+
+    def committed(self, scn: int) -> dict[str, dict[str, Any]]:
+        """ROW_ID -> row as committed at ``scn`` (``AS OF SCN``)."""
+        rows: dict[str, dict[str, Any]] = {}
+        for commit_scn, row_id, row in self.versions:
+            if commit_scn > scn:
+                break
+            if row is None:
+                rows.pop(row_id, None)
+            else:
+                rows[row_id] = row
+        return rows
+
+
+@dataclass
+class RedoRow:
+    """One ``V$LOGMNR_CONTENTS`` row."""
+
+    scn: int
+    thread: int
+    xid: str
+    operation_code: int
+    seg_owner: str | None
+    table_name: str | None
+    sql_redo: str
+    row_id: str | None
+    rollback: int
+    rs_id: str
+    ssn: int
+    csf: int
+    timestamp: dt.datetime
+    username: str
+    src_con_name: str
+    info: str | None = None
+
+    @property
+    def operation(self) -> str:
+        return OPERATIONS[self.operation_code]
+
+
+@dataclass
+class LogFile:
+    """One redo log of a thread: online in a group until reused, archived after its switch."""
+
+    thread: int
+    sequence: int
+    group: int
+    first_change: int
+    next_change: int = MAX_SCN
+    online: bool = True
+    archived: bool = False
+    purged: bool = False
+    rows: list[RedoRow] = field(default_factory=list)
+
+    @property
+    def member(self) -> str:
+        return f"/u01/oradata/ORCL/redo{self.thread:02d}_{self.group}.log"
+
+    @property
+    def archive_name(self) -> str:
+        return f"/u01/fra/ORCL/archivelog/{self.thread}_{self.sequence}_1187000000.arc"
+
+    @property
+    def current(self) -> bool:
+        return self.next_change == MAX_SCN
+
+    def size(self) -> int:
+        """Bytes of redo (the SQL text stands in for Oracle's redo record sizes)."""
+        return sum(len(r.sql_redo) + 64 for r in self.rows)
+
+
+@dataclass
+class Change:
+    """An uncommitted change, for commit (versions) and rollback (undo)."""
+
+    table: tuple[str, str]
+    row_id: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+@dataclass
+class Transaction:
+    """An open transaction."""
+
+    xid: str
+    thread: int
+    start_scn: int
+    changes: list[Change] = field(default_factory=list)
+    statements: list[int] = field(default_factory=list)
+    """Index into ``changes`` where each statement began (statement rollback)."""
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _datetime(value: dt.datetime) -> str:
+    # YYYY is always four digits in Oracle (0999), unlike strftime's %Y on some platforms
+    return f"{value.year:04d}-{value:%m-%d %H:%M:%S}"
+
+
+def render(column: Column, value: Any) -> str:
+    """A value as LogMiner prints it in ``SQL_REDO`` (session NLS formats of the agent)."""
+    if value is None:
+        return "NULL"
+    kind = column.data_type
+    if kind in ("NUMBER", "INTEGER", "FLOAT", "BINARY_FLOAT", "BINARY_DOUBLE"):
+        return _quote(format(value, "f") if isinstance(value, Decimal) else str(value))
+    if kind == "DATE":
+        return f"TO_DATE('{_datetime(value)}', 'YYYY-MM-DD HH24:MI:SS')"
+    if kind.startswith("TIMESTAMP"):
+        fraction = f"{value.microsecond:06d}".rstrip("0")
+        return f"TO_TIMESTAMP('{_datetime(value)}.{fraction}')"
+    if kind.startswith("INTERVAL DAY"):
+        sign = "-" if value < dt.timedelta(0) else "+"
+        magnitude = abs(value)
+        hours, rest = divmod(magnitude.seconds, 3600)
+        minutes, seconds = divmod(rest, 60)
+        return (
+            f"TO_DSINTERVAL('{sign}{magnitude.days:02d} {hours:02d}:{minutes:02d}:{seconds:02d}"
+            f".{magnitude.microseconds:06d}')"
+        )
+    if kind.startswith("INTERVAL YEAR"):
+        years, months = value
+        sign = "-" if years < 0 or months < 0 else "+"
+        return f"TO_YMINTERVAL('{sign}{abs(years):02d}-{abs(months):02d}')"
+    if kind in ("RAW", "BLOB"):
+        return "EMPTY_BLOB()" if value == b"" else f"HEXTORAW('{bytes(value).hex()}')"
+    if kind in ("CLOB", "NCLOB") and value == "":
+        return "EMPTY_CLOB()"
+    text = str(value)
+    if kind.startswith("N") and not text.isascii():
+        # LogMiner prints national-character text as UNISTR with UTF-16 code-unit escapes
+        units = text.encode("utf-16-be")
+        escaped = "".join(
+            f"\\{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
+        )
+        return f"UNISTR('{escaped}')"
+    return _quote(text)
+
+
+def _name(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+class OracleModel:
+    """One database (CDB with one PDB) and its redo.
+
+    Args:
+        threads: Redo threads (RAC instances).
+        redo_chunk: Characters of ``SQL_REDO`` per ``V$LOGMNR_CONTENTS`` row before a ``CSF``
+            continuation row (Oracle: 4000 bytes; tests lower it to meet continuations often).
+        log_rows: Redo rows per log before an automatic log switch.
+        online_groups: Online log groups per thread (a group is reused once archived).
+    """
+
+    def __init__(
+        self,
+        *,
+        threads: int = 1,
+        redo_chunk: int = 4000,
+        log_rows: int = 10_000,
+        online_groups: int = 3,
+        dbname: str = "ORCLCDB",
+        pdb: str = "ORCLPDB1",
+    ) -> None:
+        self.dbname, self.pdb = dbname, pdb
+        self.redo_chunk, self.log_rows, self.online_groups = redo_chunk, log_rows, online_groups
+        self.scn = 1_000_000
+        self.undo_low_scn = 0
+        """Flashback reads below this SCN raise ORA-01555 (undo retention exceeded)."""
+        self.epoch = 0
+        self.down_until = 0.0
+        """Bumped by :meth:`restart`: sessions of an older epoch are gone (ORA-03113)."""
+        self.tables: dict[tuple[str, str], Table] = {}
+        self.open: dict[str, Transaction] = {}
+        self.logs: list[LogFile] = []
+        self._next_xid = 1
+        for thread in range(1, threads + 1):
+            self.logs.append(LogFile(thread, 1, 1, self._tick()))
+        self._rows_in = dict.fromkeys(range(1, threads + 1), 0)
+
+    # --- persistence -------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+
+    @staticmethod
+    def load(path: Path) -> OracleModel:
+        with _locked(path, fcntl.LOCK_SH):
+            model = pickle.loads(path.read_bytes())
+        assert isinstance(model, OracleModel)
+        return model
+
+    @staticmethod
+    @contextlib.contextmanager
+    def edit(path: Path) -> Iterator[OracleModel]:
+        """Load, change and save the model under an exclusive lock."""
+        with _locked(path, fcntl.LOCK_EX):
+            model = pickle.loads(path.read_bytes())
+            yield model
+            model.save(path)
+
+    # --- clock and logs ----------------------------------------------------------------------
+    def _tick(self) -> int:
+        self.scn += 1
+        return self.scn
+
+    def current_log(self, thread: int) -> LogFile:
+        return next(log for log in reversed(self.logs) if log.thread == thread and log.current)
+
+    def switch_log(self, thread: int) -> None:
+        """``ALTER SYSTEM SWITCH LOGFILE`` on ``thread``: the current log is closed and
+        archived, the next group takes the next sequence, and the log that group held before
+        is then only in its archive."""
+        log = self.current_log(thread)
+        log.next_change = self._tick()
+        log.archived = True
+        group = log.group % self.online_groups + 1
+        for old in self.logs:
+            if old.thread == thread and old.online and old.group == group:
+                old.online = False
+        self.logs.append(LogFile(thread, log.sequence + 1, group, log.next_change))
+        self._rows_in[thread] = 0
+
+    def purge_archives(self, before_scn: int) -> None:
+        """``RMAN DELETE ARCHIVELOG UNTIL SCN``: archives of logs that ended before the SCN."""
+        for log in self.logs:
+            if log.archived and not log.online and log.next_change <= before_scn:
+                log.purged = True
+
+    def restart(self, down_s: float = 1.0) -> None:
+        """``SHUTDOWN ABORT`` + ``STARTUP``: sessions are lost, open transactions roll back, and
+        the listener refuses connections for ``down_s`` seconds (the instance starting)."""
+        for xid in list(self.open):
+            self.rollback(xid)
+        self.epoch += 1
+        self.down_until = time.time() + down_s
+
+    def _emit(
+        self,
+        tx: Transaction,
+        code: int,
+        sql: str,
+        table: Table | None = None,
+        row_id: str | None = None,
+        *,
+        rollback: int = 0,
+        scn: int | None = None,
+    ) -> None:
+        scn = self._tick() if scn is None else scn
+        log = self.current_log(tx.thread)
+        block, offset = divmod(len(log.rows), 8)
+        rs_id = f" 0x{log.sequence:06x}.{block + 2:08x}.{offset * 16 + 16:04x} "
+        chunks = [sql[i : i + self.redo_chunk] for i in range(0, len(sql), self.redo_chunk)] or [""]
+        for index, chunk in enumerate(chunks):
+            log.rows.append(
+                RedoRow(
+                    scn,
+                    tx.thread,
+                    tx.xid,
+                    code,
+                    None if table is None else table.owner,
+                    None if table is None else table.name,
+                    chunk,
+                    row_id,
+                    rollback,
+                    rs_id,
+                    1 if table is not None else 0,
+                    1 if index < len(chunks) - 1 else 0,
+                    BASE_TIME + dt.timedelta(milliseconds=scn - 1_000_000),
+                    "APP",
+                    self.pdb,
+                )
+            )
+        self._rows_in[tx.thread] += 1
+        if self._rows_in[tx.thread] >= self.log_rows and code in (OP_COMMIT, OP_ROLLBACK):
+            self.switch_log(tx.thread)
+
+    # --- DDL ---------------------------------------------------------------------------------
+    def create_table(
+        self, owner: str, name: str, columns: list[Column], key: list[str], **flags: Any
+    ) -> Table:
+        table = Table(owner, name, columns, key, 70_000 + len(self.tables), **flags)
+        self.tables[(owner, name)] = table
+        self._tick()
+        return table
+
+    def add_column(self, owner: str, name: str, column: Column) -> None:
+        """``ALTER TABLE ... ADD (column)``: existing rows show NULL in it."""
+        table = self.tables[(owner, name)]
+        table.columns.append(column)
+        for row in table.live.values():
+            row[column.name] = None
+        self._tick()
+
+    # --- transactions ------------------------------------------------------------------------
+    def begin(self, thread: int = 1) -> str:
+        """Start a transaction on ``thread``; its START row is written with its first change."""
+        if thread not in self._rows_in:
+            raise ValueError(f"the model has redo threads {sorted(self._rows_in)}, not {thread}")
+        usn, self._next_xid = self._next_xid, self._next_xid + 1
+        xid = f"{usn % 0xFFFF:04X}{(usn * 7) % 0x20:04X}{usn:08X}"
+        self.open[xid] = Transaction(xid, thread, 0)
+        return xid
+
+    def _started(self, xid: str) -> Transaction:
+        tx = self.open[xid]
+        if not tx.start_scn:
+            tx.start_scn = self._tick()
+            self._emit(tx, OP_START, "set transaction read write;", scn=tx.start_scn)
+        tx.statements.append(len(tx.changes))
+        return tx
+
+    def _row_id(self, table: Table) -> str:
+        table.next_row += 1
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+        n, digits = table.object_id * 1_000_000 + table.next_row, []
+        for _ in range(18):
+            n, d = divmod(n, 64)
+            digits.append(alphabet[d])
+        return "".join(reversed(digits))
+
+    def find(self, owner: str, name: str, key: dict[str, Any]) -> str:
+        """The ROW_ID of the live row with ``key``."""
+        table = self.tables[(owner, name)]
+        for row_id, row in table.live.items():
+            if all(row[k] == v for k, v in key.items()):
+                return row_id
+        raise KeyError(f"{owner}.{name}: no row {key}")
+
+    def insert(self, xid: str, owner: str, name: str, row: dict[str, Any]) -> str:
+        tx, table = self._started(xid), self.tables[(owner, name)]
+        row = {c.name: row.get(c.name) for c in table.columns}
+        row_id = self._row_id(table)
+        table.live[row_id] = row
+        tx.changes.append(Change((owner, name), row_id, None, row))
+        self._redo_dml(tx, table, row_id, None, row)
+        return row_id
+
+    def update(
+        self, xid: str, owner: str, name: str, key: dict[str, Any], values: dict[str, Any]
+    ) -> None:
+        tx, table = self._started(xid), self.tables[(owner, name)]
+        row_id = self.find(owner, name, key)
+        before = table.live[row_id]
+        after = {**before, **values}
+        table.live[row_id] = after
+        tx.changes.append(Change((owner, name), row_id, before, after))
+        self._redo_dml(tx, table, row_id, before, after)
+
+    def delete(self, xid: str, owner: str, name: str, key: dict[str, Any]) -> None:
+        tx, table = self._started(xid), self.tables[(owner, name)]
+        row_id = self.find(owner, name, key)
+        before = table.live.pop(row_id)
+        tx.changes.append(Change((owner, name), row_id, before, None))
+        self._redo_dml(tx, table, row_id, before, None)
+
+    def _redo_dml(
+        self,
+        tx: Transaction,
+        table: Table,
+        row_id: str,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        *,
+        rollback: int = 0,
+    ) -> None:
+        if table.unsupported:
+            self._emit(tx, OP_UNSUPPORTED, "Unsupported", table, row_id, rollback=rollback)
+            return
+        code, sql = _sql_redo(table, before, after)
+        self._emit(tx, code, sql, table, row_id, rollback=rollback)
+
+    def rollback_statement(self, xid: str) -> None:
+        """Undo the transaction's last statement (a failed statement, ``ROLLBACK TO
+        SAVEPOINT``): LogMiner shows the undo as ``ROLLBACK = 1`` rows on the same ROW_IDs,
+        and the transaction goes on."""
+        tx = self.open[xid]
+        start = tx.statements.pop()
+        for change in reversed(tx.changes[start:]):
+            table = self.tables[change.table]
+            if change.before is None:
+                table.live.pop(change.row_id)
+            else:
+                table.live[change.row_id] = change.before
+            self._redo_dml(tx, table, change.row_id, change.after, change.before, rollback=1)
+        del tx.changes[start:]
+
+    def commit(self, xid: str) -> int:
+        tx = self.open.pop(xid)
+        scn = self._tick()
+        for change in tx.changes:
+            self.tables[change.table].versions.append((scn, change.row_id, change.after))
+        if tx.start_scn:
+            self._emit(tx, OP_COMMIT, "commit;", scn=scn)
+        return scn
+
+    def rollback(self, xid: str) -> None:
+        """``ROLLBACK``: undo rows (``ROLLBACK = 1``) and a ROLLBACK row (code 36)."""
+        tx = self.open[xid]
+        while tx.statements:
+            self.rollback_statement(xid)
+        del self.open[xid]
+        if tx.start_scn:
+            self._emit(tx, OP_ROLLBACK, "rollback;")
+
+    # --- reads ---------------------------------------------------------------------------------
+    def committed_rows(self, owner: str, name: str) -> list[dict[str, Any]]:
+        """The table's rows as committed now (the ground truth)."""
+        return list(self.tables[(owner, name)].committed(self.scn).values())
+
+
+def _sql_redo(
+    table: Table, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> tuple[int, str]:
+    columns = {c.name: c for c in table.columns}
+    qualified = f"{_name(table.owner)}.{_name(table.name)}"
+
+    def where(row: dict[str, Any]) -> str:
+        terms = [
+            f"{_name(n)} IS NULL" if v is None else f"{_name(n)} = {render(columns[n], v)}"
+            for n, v in row.items()
+        ]
+        return " and ".join(terms)
+
+    if before is None:
+        assert after is not None
+        names = ",".join(_name(n) for n in after)
+        values = ",".join(render(columns[n], v) for n, v in after.items())
+        return OP_INSERT, f"insert into {qualified}({names}) values ({values});"
+    if after is None:
+        return OP_DELETE, f"delete from {qualified} where {where(before)};"
+    changed = {n: v for n, v in after.items() if before.get(n) != v} or {
+        n: after[n] for n in table.key
+    }
+    sets = ", ".join(f"{_name(n)} = {render(columns[n], v)}" for n, v in changed.items())
+    return OP_UPDATE, f"update {qualified} set {sets} where {where(before)};"
+
+
+@contextlib.contextmanager
+def _locked(path: Path, mode: int) -> Iterator[None]:
+    with open(f"{path}.lock", "a+b") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,201 @@
+"""The Oracle agent's pure parts: the ``SQL_REDO`` parser, value conversions, the transaction
+buffer.
+
+The parser corpus is the statement forms of Oracle's LogMiner documentation (Database
+Utilities, "Using LogMiner to Analyze Redo Log Files", examples of ``SQL_REDO``) and of the seed
+Oracle document; the property test renders random rows the way the Oracle model prints them
+(``tests/oraclemodel``) and checks that parsing gives the same Debezium values as the driver's
+Python values do.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from capture.oracle.buffer import MinedChange, TxBuffer
+from capture.oracle.redo import RedoFunction, RedoParseError, parse_redo
+from capture.oracle.types import OracleColumn, OracleHandling, column_type, redo_python
+from tests.oraclemodel.database import Column, render
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_documented_statement_forms() -> None:
+    # Oracle Database Utilities, LogMiner examples (with NO_ROWID_IN_STMT off: a ROWID term)
+    insert = parse_redo(
+        'insert into "HR"."JOBS"("JOB_ID","JOB_TITLE","MIN_SALARY","MAX_SALARY") '
+        "values ('IT_WT','Technical Writer','4000','11000');"
+    )
+    assert (insert.op, insert.owner, insert.table) == ("insert", "HR", "JOBS")
+    assert insert.after() == {
+        "JOB_ID": "IT_WT",
+        "JOB_TITLE": "Technical Writer",
+        "MIN_SALARY": "4000",
+        "MAX_SALARY": "11000",
+    }
+    update = parse_redo(
+        'update "HR"."JOBS" set "MIN_SALARY" = \'5000\' where "JOB_ID" = \'IT_WT\' and '
+        "\"MIN_SALARY\" = '4000' and ROWID = 'AAAHSeAABAAAY+CAAX';"
+    )
+    assert update.old == {"JOB_ID": "IT_WT", "MIN_SALARY": "4000"}  # ROWID is not a column
+    assert update.after() == {"JOB_ID": "IT_WT", "MIN_SALARY": "5000"}
+    delete = parse_redo(
+        'delete from "OE"."ORDERS" where "ORDER_ID" = \'2413\' and "ORDER_MODE" = \'direct\' '
+        'and "CUSTOMER_ID" = \'101\' and "SALES_REP_ID" IS NULL;'
+    )
+    assert delete.op == "delete" and delete.old["SALES_REP_ID"] is None
+
+
+def test_quoting_functions_and_placeholders() -> None:
+    statement = parse_redo(
+        'insert into "Mixed ""Case"""."t"("a","b","c","d","e","f","g") values '
+        "('it''s','a;b'')',NULL,TO_DATE('2003-07-25 14:10:00', 'YYYY-MM-DD HH24:MI:SS'),"
+        "HEXTORAW('0aff'),EMPTY_CLOB(),UNISTR('caf\\00e9'));"
+    )
+    assert (statement.owner, statement.table) == ('Mixed "Case"', "t")
+    values = {k: redo_python(v) for k, v in statement.new.items()}
+    assert values == {
+        "a": "it's",
+        "b": "a;b')",
+        "c": None,
+        "d": dt.datetime(2003, 7, 25, 14, 10),
+        "e": b"\x0a\xff",
+        "f": "",
+        "g": "café",
+    }
+    stamp = parse_redo(
+        'update "S"."T" set "X" = TO_TIMESTAMP(\'2020-02-01 00:00:00.\') where "I" = \'1\';'
+    )
+    assert redo_python(stamp.new["X"]) == dt.datetime(2020, 2, 1)
+    assert stamp.new["X"] == RedoFunction("TO_TIMESTAMP", ("2020-02-01 00:00:00.",))
+
+
+@pytest.mark.parametrize(
+    ("sql", "wanted"),
+    [
+        ("Unsupported", "insert, update or delete"),
+        ('insert into "S"."T"("A","B") values (\'1\');', "names 2 columns and 1 values"),
+        ('insert into "S"."T"("A") values (\'1);', "closing '"),
+        ('delete from "S"."T" where "A" = \'1\' or "B" = \'2\';', "end of the statement"),
+    ],
+)
+def test_what_is_not_a_logminer_statement_is_an_error_naming_where(sql: str, wanted: str) -> None:
+    with pytest.raises(RedoParseError, match=wanted):
+        parse_redo(sql)
+
+
+def _type(data_type: str, precision: int | None = None, scale: int | None = None) -> Any:
+    converted = column_type(OracleColumn("C", data_type, precision, scale, True), OracleHandling())
+    assert converted is not None
+    return converted
+
+
+def test_number_widths_follow_the_document() -> None:
+    # NUMBER(P,S<=0): INT8 (P-S<3), INT16 (<5), INT32 (<10), INT64 (<19), else Decimal
+    cases = [
+        (2, 0, "int8"),
+        (4, 0, "int16"),
+        (9, 0, "int32"),
+        (18, 0, "int64"),
+        (3, -1, "int16"),
+        (3, -2, "int32"),
+    ]
+    for precision, scale, kind in cases:
+        assert _type("NUMBER", precision, scale).schema["type"] == kind
+    assert _type("NUMBER", 19, 0).schema["name"] == "org.apache.kafka.connect.data.Decimal"
+    assert _type("NUMBER", 10, 2).convert("12.5") == "BOI="  # 1250 at scale 2
+    assert _type("NUMBER").schema["name"] == "io.debezium.data.VariableScaleDecimal"
+    assert _type("NUMBER").convert("1.25") == {"scale": 2, "value": "fQ=="}
+    assert _type("DATE").convert(dt.datetime(2021, 1, 2)) == 18629 * 86_400_000
+    assert _type("TIMESTAMP(9)").schema["name"] == "io.debezium.time.NanoTimestamp"
+    assert column_type(OracleColumn("C", "BFILE", None, None, True), OracleHandling()) is None
+    ym = _type("INTERVAL YEAR(2) TO MONTH")
+    assert ym.schema["name"] == "io.debezium.time.MicroDuration"
+    assert ym.convert(redo_python(RedoFunction("TO_YMINTERVAL", ("+01-02",)))) == round(
+        14 * 86_400_000_000 * 365.25 / 12
+    )
+    ds = redo_python(RedoFunction("TO_DSINTERVAL", ("-01 02:03:04.5",)))
+    assert _type("INTERVAL DAY(2) TO SECOND(6)").convert(ds) == -(93_784_500_000)
+
+
+COLUMNS = [
+    Column("N", "NUMBER", 18, 0),
+    Column("D", "NUMBER", 12, 3),
+    Column("V", "VARCHAR2"),
+    Column("NV", "NVARCHAR2"),
+    Column("DT", "DATE"),
+    Column("TS", "TIMESTAMP(6)"),
+    Column("R", "RAW"),
+    Column("DS", "INTERVAL DAY(9) TO SECOND(6)"),
+    Column("YM", "INTERVAL YEAR(9) TO MONTH"),
+]
+VALUES = {
+    "N": st.integers(-(10**17), 10**17),
+    "D": st.decimals(-(10**8), 10**8, places=3, allow_nan=False, allow_infinity=False),
+    "V": st.text(st.characters(exclude_categories=["Cs"]), max_size=30),
+    "NV": st.text(st.characters(exclude_categories=["Cs"]), max_size=12),
+    "DT": st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31)).map(
+        lambda d: d.replace(microsecond=0)
+    ),
+    "TS": st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31)),
+    "R": st.binary(max_size=16),
+    "DS": st.timedeltas(dt.timedelta(days=-99_999), dt.timedelta(days=99_999)),
+    "YM": st.tuples(st.integers(0, 9999), st.integers(0, 11)).flatmap(
+        lambda ym: st.sampled_from([ym, (-ym[0], -ym[1])])
+    ),
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.fixed_dictionaries({k: st.none() | v for k, v in VALUES.items()}))
+def test_rendered_rows_parse_back_to_the_same_values(row: dict[str, Any]) -> None:
+    names = ",".join(f'"{c.name}"' for c in COLUMNS)
+    values = ",".join(render(c, row[c.name]) for c in COLUMNS)
+    statement = parse_redo(f'insert into "S"."T"({names}) values ({values});')
+    for column in COLUMNS:
+        converted = _type(column.data_type, column.precision, column.scale)
+        parsed = redo_python(statement.new[column.name])
+        expected = row[column.name]
+        if expected is None:
+            assert parsed is None
+            continue
+        if isinstance(expected, Decimal):
+            expected = expected.quantize(Decimal("0.001"))
+        assert converted.convert(parsed) == converted.convert(expected), column.name
+
+
+def _change(index: int, row_id: str) -> MinedChange:
+    return MinedChange(index, None, 0, 1, "S", "T", f"sql {index}", row_id, 0, 1, None)
+
+
+def test_a_large_transaction_spills_and_undoes_by_row_id() -> None:
+    buffer = TxBuffer("0A00", 10, spill_events=4)
+    for index in range(10):
+        buffer.add(_change(index, f"r{index % 3}"))
+    assert buffer.spilled
+    assert buffer.undo("r0")  # the latest r0 change (index 9), in memory
+    assert buffer.undo("r1")  # index 7: in memory after the second spill
+    assert buffer.undo("r1")  # index 4: on disk
+    assert not buffer.undo("nope")
+    assert [c.scn for c in buffer.changes()] == [0, 1, 2, 3, 5, 6, 8]
+    assert len(buffer) == 7
+    buffer.close()
+
+
+def test_the_connect_string() -> None:
+    from capture.oracle.settings import OracleSettings
+
+    easy = OracleSettings("db.example", 1522, "u", "ORCLCDB")
+    assert easy.dsn == "db.example:1522/ORCLCDB"
+    rac = (
+        "(DESCRIPTION=(ADDRESS_LIST=(ADDRESS=(PROTOCOL=TCP)(HOST=n1)(PORT=1521)))"
+        "(CONNECT_DATA=(SERVICE_NAME=S)))"
+    )
+    jdbc = OracleSettings("", 1521, "u", "ORCLCDB", url=f"jdbc:oracle:thin:@{rac}")
+    assert jdbc.dsn == rac
