@@ -25,6 +25,7 @@ __all__ = [
     "NotBuiltError",
     "CaptureError",
     "SourceUnavailable",
+    "CaptureStopped",
     "EnvelopeError",
     "PositionError",
     "BronzeError",
@@ -96,6 +97,11 @@ class CaptureError(PipelineError):
 
     code: str | None = None
     """The server's own code (SQLSTATE, errno) when the error came from the server."""
+
+
+class CaptureStopped(CaptureError, Terminal):
+    """Capture cannot go on until a person acts: a DDL statement that does not parse, a
+    replication message of unknown layout. Keeps the terminal marker of its cause."""
 
 
 class SourceUnavailable(CaptureError, Retryable):

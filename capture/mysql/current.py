@@ -28,7 +28,7 @@ from capture.mysql.snapshot import keyed_chunks
 from capture.mysql.tables import TableTracker
 from capture.mysql.types import SNAPSHOT_SESSION_SQL, snapshot_connect_kwargs, snapshot_values
 from capture.server_errors import MYSQL
-from pipeline.errors import CaptureError, PipelineError
+from pipeline.errors import CaptureError, CaptureStopped, PipelineError
 
 __all__ = ["CurrentReader", "binlog_changes_after", "read_current"]
 
@@ -42,9 +42,9 @@ def _table(source: TableTracker, db: str, name: str, ddl: str) -> MySqlTable | N
     try:
         state.apply(ddl, db)
     except DdlParseError as exc:
-        raise CaptureError(
+        raise CaptureStopped(
             f"source {source.name}: cannot parse SHOW CREATE TABLE of {db}.{name}: {exc}"
-        ) from None
+        ) from exc
     definition = state.table(db, name)
     if definition is None:
         raise CaptureError(

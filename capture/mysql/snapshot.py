@@ -97,7 +97,7 @@ class SnapshotReader(TableTracker):
                         f"source {self.name}: FLUSH TABLES WITH READ LOCK failed "
                         f"({exc.args[-1]}): grant RELOAD to {s.user}, or set "
                         "snapshot.locking.mode=none if no DDL runs during the snapshot"
-                    ) from None
+                    ) from exc
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             point = snapshot_point(conn, dialect)

@@ -51,7 +51,13 @@ from capture.mysql.tables import TableTracker
 from capture.mysql.types import (
     stream_values,
 )
-from pipeline.errors import CaptureError, InternalError, PipelineError, SourceUnavailable
+from pipeline.errors import (
+    CaptureError,
+    CaptureStopped,
+    InternalError,
+    PipelineError,
+    SourceUnavailable,
+)
 
 __all__ = ["StreamReader"]
 
@@ -305,9 +311,9 @@ class StreamReader(TableTracker):
         try:
             changes = self._schema.apply(sql, database, ts_ms)
         except DdlParseError as exc:
-            raise CaptureError(
+            raise CaptureStopped(
                 f"source {self.name}: cannot parse the DDL at {self._file}:{start}: {exc}"
-            ) from None
+            ) from exc
         self._pending_history.append(HistoryEntry(position, "ddl", database, sql, gtid, ts_ms))
         for change in changes:
             self._tables.pop((change.database, change.table), None)

@@ -24,7 +24,7 @@ from capture.mysql.types import (
     column_default,
     column_type,
 )
-from pipeline.errors import CaptureError, InternalError, PipelineError
+from pipeline.errors import CaptureError, CaptureStopped, InternalError, PipelineError
 from pipeline.sql import qualified, quote_identifier
 
 __all__ = ["TableTracker"]
@@ -50,10 +50,10 @@ class TableTracker(MySqlAgent):
                 try:
                     state.apply(entry.ddl, entry.database, entry.ts_ms)
                 except DdlParseError as exc:
-                    raise CaptureError(
+                    raise CaptureStopped(
                         f"source {self.name}: schema history entry at "
                         f"{entry.position.to_json()} no longer parses: {exc}"
-                    ) from None
+                    ) from exc
         self._schema = state
         self._tables.clear()
 

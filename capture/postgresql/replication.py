@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import DiagnosticField
 
 from capture.postgresql.pgoutput import standby_status_update
 from capture.postgresql.position import format_pg_lsn
@@ -195,9 +196,7 @@ class ReplicationStream:
                     raise SourceUnavailable(f"source {self.source}: cannot send to the server")
                 select.select([], [pg.socket], [], 0.1)
         except psycopg.Error as exc:
-            raise SourceUnavailable(
-                f"source {self.source}: replication connection lost: {exc}"
-            ) from None
+            raise POSTGRES.classify(self.source, exc, "send a status update") from exc
         self.last_status = time.monotonic()
 
     def read(self, timeout: float) -> bytes | None:
@@ -222,14 +221,22 @@ class ReplicationStream:
                 if n == 0:
                     return None
         except psycopg.Error as exc:
-            raise SourceUnavailable(
-                f"source {self.source}: replication connection lost: {exc}"
-            ) from None
+            raise POSTGRES.classify(self.source, exc, "read the replication stream") from exc
         if n < 0:
             result = pg.get_result()
             text = "" if result is None else result.error_message.decode(errors="replace")
             text = text.strip() or pg.error_message.decode(errors="replace").strip()
-            raise SourceUnavailable(f"source {self.source}: replication stream ended: {text}")
+            state = None if result is None else result.error_field(DiagnosticField.SQLSTATE)
+            code = state.decode() if state else None
+            # Retryable whatever the code: the reconnect finds a terminal cause (a dropped
+            # slot, a revoked privilege) and reports it with its own code.
+            ended = SourceUnavailable(
+                f"source {self.source}: replication stream ended"
+                + (f" (SQLSTATE {code})" if code else "")
+                + f": {text}"
+            )
+            ended.code = code
+            raise ended
         return bytes(data)
 
     def stop(self, flush_lsn: int) -> None:

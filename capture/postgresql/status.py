@@ -57,4 +57,4 @@ class SlotStatus(PostgresAgent):
                 raise CaptureError(
                     f"source {self.name}: cannot read slot {self.settings.slot_name}: "
                     f"{str(exc).strip()}"
-                ) from None
+                ) from exc

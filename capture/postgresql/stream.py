@@ -52,7 +52,13 @@ from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.replication import ReplicationStream
 from capture.postgresql.schema import TableSchema
 from capture.postgresql.slot import parse_lsn
-from pipeline.errors import CaptureError, InternalError, PipelineError, SourceUnavailable
+from pipeline.errors import (
+    CaptureError,
+    CaptureStopped,
+    InternalError,
+    PipelineError,
+    SourceUnavailable,
+)
 
 __all__ = ["CATCH_UP_TIMEOUT_S", "STATUS_INTERVAL_S", "StreamReader"]
 
@@ -162,9 +168,9 @@ class StreamReader(PostgresAgent):
                 try:
                     message = decode_message(payload)
                 except ProtocolError as exc:
-                    raise CaptureError(
+                    raise CaptureStopped(
                         f"source {self.name}: at {format_pg_lsn(start)}: {exc}"
-                    ) from None
+                    ) from exc
                 self._handle(builder, message, start, payload, now)
             elif kind == b"k":
                 wal_end, _ts, reply = decode_keepalive(data)
