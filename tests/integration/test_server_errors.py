@@ -16,7 +16,13 @@ import pytest
 
 from capture.server_errors import MYSQL, POSTGRES, SourceRefused
 from pipeline.cli import is_retryable
-from pipeline.errors import CaptureError, SourceUnavailable, StageFailed
+from pipeline.errors import (
+    CaptureError,
+    CaptureStopped,
+    SourceUnavailable,
+    StageFailed,
+    Terminal,
+)
 from tests.fix_servers import PasswordUser
 
 
@@ -182,6 +188,18 @@ def test_classified_errors_pickle_and_decide_the_exit_code_through_a_stage() -> 
         raise StageFailed("bronze.landing", refused) from refused
     except StageFailed as wrapped:
         assert not is_retryable(wrapped)
+    # A DDL that does not parse stops capture for good, under a stage wrapper too.
+    from capture.mysql.ddl import DdlParseError
+
+    ddl = DdlParseError("ALTER TABLE t FROB x", "unknown ALTER clause FROB")
+    stopped = CaptureStopped("source inv: cannot parse the DDL")
+    stopped.__cause__ = ddl
+    try:
+        raise StageFailed("bronze.landing", stopped) from stopped
+    except StageFailed as wrapped:
+        assert not is_retryable(wrapped)
+        assert wrapped.__cause__ is stopped and stopped.__cause__ is ddl
+    assert isinstance(stopped, Terminal) and isinstance(ddl, Terminal)
     lost = SourceUnavailable("source inv: connection lost")
     try:
         raise StageFailed("bronze.landing", lost) from lost
