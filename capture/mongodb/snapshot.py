@@ -37,7 +37,7 @@ from capture.mongodb.agent import (
     position,
 )
 from capture.mongodb.records import CollectionRecords, document_text
-from pipeline.errors import CaptureError, PipelineError
+from pipeline.errors import CaptureError, InternalError, PipelineError
 
 __all__ = ["SnapshotReader", "after_point"]
 
@@ -77,11 +77,15 @@ class SnapshotReader(MongoAgent):
 
     def _read_snapshot(self, builder: BatchBuilder, max_events: int, now: dt.datetime) -> bool:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.mongodb.snapshot: expected snap is not None")
         while len(builder) < max_events and snap.index < len(snap.tables):
             db, coll = snap.tables[snap.index]
             records = self._records_of(db, coll)
-            assert records is not None, "the snapshot reads captured collections only"
+            if records is None:
+                raise InternalError(
+                    "capture.mongodb.snapshot: the snapshot reads captured collections only"
+                )
             want = min(self.settings.snapshot_fetch_size, max_events - len(builder))
             documents = self._find(db, coll, snap.point, snap.after, want + 1)
             chunk = documents[:want]
@@ -113,7 +117,8 @@ class SnapshotReader(MongoAgent):
     ) -> Any:
         """Land one snapshot document (or quarantine it); returns its ``_id``."""
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.mongodb.snapshot: expected snap is not None")
         document, view, problem = decode(raw)
         id_value = view.get("_id")
         snap.seq += 1
@@ -164,7 +169,8 @@ class SnapshotReader(MongoAgent):
 
     def _end_marker(self, builder: BatchBuilder, now: dt.datetime) -> None:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.mongodb.snapshot: expected snap is not None")
         snap.seq += 1
         at = position(snap.point, Phase.SNAPSHOT, 0, snap.seq)
         self._snapshot_marker(builder, at, "mongodb:snapshot:end", now)

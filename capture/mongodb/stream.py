@@ -60,7 +60,7 @@ from capture.mongodb.agent import (
 )
 from capture.mongodb.records import CollectionRecords, document_text
 from capture.mongodb.snapshot import SnapshotReader
-from pipeline.errors import CaptureError, PipelineError
+from pipeline.errors import CaptureError, InternalError, PipelineError
 
 __all__ = ["StreamReader"]
 
@@ -178,7 +178,8 @@ class StreamReader(SnapshotReader):
         if self._stream is None and not self._open_stream():  # reopened after an invalidate
             return None
         stream = self._stream
-        assert stream is not None
+        if stream is None:
+            raise InternalError("capture.mongodb.stream: expected stream is not None")
         try:
             return stream.try_next()
         except OperationFailure as exc:
@@ -324,7 +325,8 @@ class StreamReader(SnapshotReader):
 
     def _finish_tx(self, builder: BatchBuilder, now: dt.datetime) -> None:
         tx = self._tx
-        assert tx is not None
+        if tx is None:
+            raise InternalError("capture.mongodb.stream: expected tx is not None")
         if tx.begun:
             at_position = position(tx.at, Phase.STREAM, tx.number, tx.emitted + 1)
             self._emit_end(builder, tx, at_position, now)

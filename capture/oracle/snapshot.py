@@ -26,7 +26,7 @@ from capture.database_source import SnapshotProgress, SnapshotRow
 from capture.oracle.agent import TABLES_SQL, OracleTable, ora_code, quote
 from capture.oracle.position import OraclePosition
 from capture.oracle.stream import _ALL, StreamReader
-from pipeline.errors import CaptureError
+from pipeline.errors import CaptureError, InternalError
 
 __all__ = ["PENDING_SQL", "SnapshotReader"]
 
@@ -66,7 +66,8 @@ class SnapshotReader(StreamReader):
 
     def _hand_over(self) -> None:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.oracle.snapshot: expected snap is not None")
         low = min(self._pending.values()) - 1 if self._pending else snap.point
         self._reset_stream(low, snap.point, {_ALL}, None)
         self._phase = "done" if self.settings.snapshot_mode == "initial_only" else "stream"
@@ -81,7 +82,8 @@ class SnapshotReader(StreamReader):
         after a crash, the rows of the interrupted table up to the saved key are read again
         and passed over (the same SCN gives the same rows in the same order)."""
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.oracle.snapshot: expected snap is not None")
         for index in range(snap.index, len(snap.tables)):
             owner, name = snap.tables[index]
             table = self._table(owner, name)
@@ -131,12 +133,14 @@ class SnapshotReader(StreamReader):
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.oracle.snapshot: expected snap is not None")
         return {**self._snapshot_source_head(last), **self._source_fields(table, scn=snap.point)}
 
     def _snapshot_position(self) -> OraclePosition:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.oracle.snapshot: expected snap is not None")
         position = OraclePosition._new(snap.point, Phase.SNAPSHOT, snap.point, None, 0, snap.seq)
         snap.seq += 1
         return position
@@ -149,7 +153,8 @@ class SnapshotReader(StreamReader):
         )
 
     def _snapshot_end_origin(self) -> str:
-        assert self._snapshot is not None
+        if self._snapshot is None:
+            raise InternalError("capture.oracle.snapshot: expected self._snapshot is not None")
         return f"oracle:snapshot-end@{self._snapshot.point}"
 
     def _finish_snapshot(self) -> None:

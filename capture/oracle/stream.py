@@ -46,7 +46,7 @@ from capture.oracle.buffer import MinedChange, TxBuffer
 from capture.oracle.position import OraclePosition, _parse_rs_id
 from capture.oracle.redo import RedoParseError, parse_redo
 from capture.oracle.types import redo_python
-from pipeline.errors import CaptureError, PipelineError
+from pipeline.errors import CaptureError, InternalError, PipelineError
 
 __all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "xid_text"]
 
@@ -389,7 +389,8 @@ class StreamReader(OracleAgent):
             self._last_position = position
 
     def _emit_next(self, builder: BatchBuilder, now: dt.datetime) -> bool:
-        assert self._emitting is not None
+        if self._emitting is None:
+            raise InternalError("capture.oracle.stream: expected self._emitting is not None")
         ready, tx, changes = self._emitting
         change = next(changes, None)
         if change is None:
@@ -475,7 +476,8 @@ class StreamReader(OracleAgent):
         return out
 
     def _finish_tx(self, builder: BatchBuilder, now: dt.datetime) -> None:
-        assert self._emitting is not None
+        if self._emitting is None:
+            raise InternalError("capture.oracle.stream: expected self._emitting is not None")
         ready, tx, _changes = self._emitting
         if self.settings.rules.provide_transaction_metadata:
             tx.seq += 1

@@ -22,7 +22,7 @@ from capture.sqlserver.agent import ZERO_LSN, format_lsn
 from capture.sqlserver.connection import Session
 from capture.sqlserver.position import SqlServerPosition
 from capture.sqlserver.snapshot import SnapshotReader, snapshot_select
-from pipeline.errors import CaptureError, PipelineError
+from pipeline.errors import CaptureError, InternalError, PipelineError
 
 __all__ = ["CurrentReader"]
 
@@ -83,7 +83,10 @@ class CurrentReader(SnapshotReader):
             return LogCheck(None, "several databases: a cut's LSN names none of them")
         ((db, high),) = point.items()
         cut = decode_position("sqlserver", position)
-        assert isinstance(cut, SqlServerPosition)
+        if not isinstance(cut, SqlServerPosition):
+            raise InternalError(
+                "capture.sqlserver.current: expected isinstance(cut, SqlServerPosition)"
+            )
         session = Session(self.settings, db, self.name)
         try:
             rows = session.rows(q.TRANSACTIONS, (1, cut.commit_lsn, high))

@@ -26,6 +26,7 @@ from capture.sqlserver import connection as q
 from capture.sqlserver.agent import ZERO_LSN, Instance, SqlServerAgent, format_lsn, parse_lsn
 from capture.sqlserver.connection import Session, quote
 from capture.sqlserver.position import SqlServerPosition
+from pipeline.errors import InternalError
 
 __all__ = ["SnapshotReader", "snapshot_select"]
 
@@ -65,14 +66,16 @@ class SnapshotReader(SqlServerAgent):
         one, whose rows may be newer than the snapshot's LSN; the stream from that LSN corrects
         them)."""
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.sqlserver.snapshot: expected snap is not None")
         if snap.index < len(snap.tables):
             self._open_snapshot_session(snap.tables[snap.index][0])
 
     def _open_snapshot_session(self, db: str) -> Session:
         """A transaction on ``db`` at the isolation level, with the snapshot's max LSN."""
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.sqlserver.snapshot: expected snap is not None")
         self._close_snapshot_session()
         session = Session(self.settings, db, self.name)
         mode = self.settings.isolation
@@ -110,7 +113,8 @@ class SnapshotReader(SqlServerAgent):
 
     def _snapshot_rows(self) -> Iterator[tuple[int, CapturedTable, Any]]:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.sqlserver.snapshot: expected snap is not None")
         size = self.settings.snapshot_fetch_size
         index, after = snap.index, snap.after
         while index < len(snap.tables):
@@ -131,7 +135,8 @@ class SnapshotReader(SqlServerAgent):
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.sqlserver.snapshot: expected snap is not None")
         db = self._table_db[id(table)]
         return {
             **self._snapshot_source_head(last),
@@ -146,7 +151,8 @@ class SnapshotReader(SqlServerAgent):
 
     def _snapshot_position(self) -> SqlServerPosition:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.sqlserver.snapshot: expected snap is not None")
         point = parse_lsn(snap.point[self._snap_db]) if self._snap_db else self._end_point()
         position = _position(point, Phase.SNAPSHOT, ZERO_LSN, 0, snap.seq)
         snap.seq += 1
@@ -154,7 +160,8 @@ class SnapshotReader(SqlServerAgent):
 
     def _end_point(self) -> bytes:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.sqlserver.snapshot: expected snap is not None")
         return max((parse_lsn(p) for p in snap.point.values()), default=ZERO_LSN)
 
     def _snapshot_decode(self, table: CapturedTable, row: Any) -> SnapshotRow:
@@ -168,7 +175,8 @@ class SnapshotReader(SqlServerAgent):
 
     def _finish_snapshot(self) -> None:
         snap = self._snapshot
-        assert snap is not None
+        if snap is None:
+            raise InternalError("capture.sqlserver.snapshot: expected snap is not None")
         self._close_snapshot_session()
         for db in self.settings.databases:
             if db not in snap.point:  # a database with no captured table: stream from now

@@ -49,7 +49,7 @@ from capture.sqlserver.agent import (
     parse_lsn,
 )
 from capture.sqlserver.position import SqlServerPosition
-from pipeline.errors import CaptureError, PipelineError
+from pipeline.errors import CaptureError, InternalError, PipelineError
 
 __all__ = ["StreamReader"]
 
@@ -377,7 +377,8 @@ def _paired(rows: list[tuple[bytes, bytes, int, int, Instance, list[Any]]]) -> l
             and (op, nxt[2]) in ((3, 4), (1, 2))
         )
         if pairs:
-            assert nxt is not None
+            if nxt is None:
+                raise InternalError("capture.sqlserver.stream: expected nxt is not None")
             out.append((commit, seqval, op, inst, row, nxt[5]))
             i += 2
         else:
