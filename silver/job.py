@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import logging
 import math
 import re
@@ -257,9 +258,25 @@ def _union(frames: list[DataFrame]) -> DataFrame | None:
 
 
 def silver_table_name(source: str, collection: str) -> str:
-    """``<source>__<schema>__<table>``, restricted to the characters Spark table names allow."""
+    """``<source>__<schema>__<table>``, restricted to the characters Spark table names allow.
+
+    A plain part (letters, digits, single underscores, at most :data:`_PLAIN_PART_MAX`
+    characters) is kept as it is; any other part is replaced, shortened, and followed by a hash
+    of its original text, so two tables never share a silver table (``a b`` and ``a_b``,
+    ``a\nb`` and ``a\x00b``) and a name of any length fits a directory name.
+    """
     parts = [source, *collection.split(".")]
-    return "__".join(_UNSAFE.sub("_", p) for p in parts)
+    return "__".join(_name_part(p) for p in parts)
+
+
+_PLAIN_PART_MAX = 64
+
+
+def _name_part(part: str) -> str:
+    if part and len(part) <= _PLAIN_PART_MAX and not _UNSAFE.search(part) and "__" not in part:
+        return part
+    digest = hashlib.sha256(part.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{_UNSAFE.sub('_', part)[:40].strip('_')}_{digest}"
 
 
 @dataclass(slots=True)
