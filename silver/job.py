@@ -357,6 +357,9 @@ class SilverJob:
         self._result = SilverRunResult()
         self._cut_rows: list[tuple[Any, ...]] = []
         self._lock_cuts = threading.Lock()
+        self._shared_writes = threading.Lock()
+        """Held around appends to side tables every table may write (the first append of
+        concurrent ones would race to create the table)."""
         self.retention = tombstone_retention_hours
         self.transaction_timeout = transaction_timeout_seconds
         self.pending = self.silver / "_pending"
@@ -853,6 +856,7 @@ class SilverJob:
             history=S.history_path(path) if history else None,
             oldest=oldest,
             on_unreproducible=functools.partial(
+                self._locked,
                 record_unreproducible,
                 self.spark,
                 self.silver,
@@ -862,6 +866,11 @@ class SilverJob:
                 silver_batch=self._batch_id,
             ),
         )
+
+    def _locked(self, write: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``write(*args, **kwargs)`` under the side-table lock."""
+        with self._shared_writes:
+            return write(*args, **kwargs)
 
     # --- decoding ---------------------------------------------------------------------------
     def _decode(
@@ -1139,13 +1148,14 @@ class SilverJob:
             "silver_table string, schema_id string, first_position binary, column string, "
             "old_type string, new_type string, kind string, action string, silver_batch long",
         ).withColumn("recorded_at", F.current_timestamp())
-        (
-            frame.write.format("delta")
-            .mode("append")
-            .option("txnAppId", f"medallion-silver:_schema_changes:{name}")
-            .option("txnVersion", batch_id)
-            .save(str(self.silver / "_schema_changes"))
-        )
+        with self._shared_writes:  # tables applied concurrently: one creates the table
+            (
+                frame.write.format("delta")
+                .mode("append")
+                .option("txnAppId", f"medallion-silver:_schema_changes:{name}")
+                .option("txnVersion", batch_id)
+                .save(str(self.silver / "_schema_changes"))
+            )
         logger.warning(
             "silver %s: schema changes %s",
             name,

@@ -378,22 +378,28 @@ def stored_schema(path: str) -> StructType | None:
 
 def _may_hold_expired_tombstones(path: str, cutoff: dt.datetime) -> bool:
     """Whether a file of the table may hold a tombstone row written before ``cutoff``, from the
-    files' statistics in the Delta log (no Spark job). A file without statistics may."""
+    files' statistics in the Delta log (no Spark job).
+
+    Delta keeps no min/max of boolean columns, so a tombstone shows as its op (``d``, or ``t``
+    for a row a truncate removed) between the file's lowest and highest ``_cdc_op``: a file of
+    snapshot reads only, or of updates only, has none. A file without statistics may hold one.
+    """
     import pyarrow as pa
     from deltalake import DeltaTable as LogTable
 
     actions = pa.table(LogTable(path).get_add_actions(flatten=True))
-    deleted, updated = f"max.{DELETED}", f"min.{UPDATED_AT}"
+    names = (f"min.{OP}", f"max.{OP}", f"min.{UPDATED_AT}")
     if actions.num_rows == 0:
         return False
-    if deleted not in actions.column_names or updated not in actions.column_names:
+    if any(n not in actions.column_names for n in names):
         return True
-    for has_tombstone, oldest in zip(
-        actions.column(deleted).to_pylist(), actions.column(updated).to_pylist(), strict=True
-    ):
-        if has_tombstone is None or oldest is None:
+    for low, high, oldest in zip(*(actions.column(n).to_pylist() for n in names), strict=True):
+        if low is None or high is None or oldest is None:
             return True
-        if has_tombstone and (oldest if oldest.tzinfo else oldest.replace(tzinfo=dt.UTC)) < cutoff:
+        if (
+            any(low <= op <= high for op in ("d", "t"))
+            and (oldest if oldest.tzinfo else oldest.replace(tzinfo=dt.UTC)) < cutoff
+        ):
             return True
     return False
 
