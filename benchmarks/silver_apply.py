@@ -50,6 +50,9 @@ Workload
     updates (a fifth of them on 1,000 hot keys, a tenth on keys inserted earlier in the batch,
     the rest uniform over the table's live keys), 10 % deletes of distinct live keys (at the end
     of the batch), all at positions above the table's. Everything is deterministic.
+    ``--workload key-local`` (the usual OLTP shape) keeps the inserts of new keys at the end
+    but draws the updated, hot and deleted keys from the newest ``RECENT_BATCHES * B`` live keys
+    instead of the whole table.
 
 How
     A setup child process builds each base table and its batches once. Then, for each
@@ -145,6 +148,9 @@ DELETE_STRIDE = 1_000_003
 """Prime multiplier that spreads the deleted keys over the live keys, each once."""
 BASE_LSN = 1_000_000_000_000
 """Commit LSNs of the batch start here, above every position of the base table."""
+WORKLOADS = ("uniform", "key-local")
+RECENT_BATCHES = 10
+"""``key-local``: updates and deletes go to the newest ``RECENT_BATCHES * B`` live keys."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +167,7 @@ class BatchPlan:
     hot_key: str
     hot_key_events: int
     hot_key_last_name: str | None
+    workload: str = "uniform"
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,11 +264,21 @@ def build_base(
     base.write.format("delta").options(**properties).mode("overwrite").save(path)
 
 
-def build_batch(spark: SparkSession, size: int, batch: int, path: str) -> BatchPlan:
-    """Write a batch of ``batch`` change events for the table of ``size`` rows at ``path``."""
+def build_batch(
+    spark: SparkSession, size: int, batch: int, path: str, workload: str = "uniform"
+) -> BatchPlan:
+    """Write a batch of ``batch`` change events for the table of ``size`` rows at ``path``.
+
+    ``uniform`` draws the updated and deleted keys from the whole table; ``key-local`` (the usual
+    OLTP shape) from its newest ``RECENT_BATCHES * batch`` live keys, the hot keys being the
+    newest ``HOT_KEYS``.
+    """
     inserts, updates = int(batch * 0.3), int(batch * 0.6)
     deletes = batch - inserts - updates
-    live = size - size // TOMBSTONE_EVERY
+    total_live = size - size // TOMBSTONE_EVERY
+    # Live indexes [first, first + live) are the ones drawn from (the newest for key-local).
+    live = total_live if workload == "uniform" else min(total_live, RECENT_BATCHES * batch)
+    first = total_live - live
     if deletes > live or math.gcd(DELETE_STRIDE, live) != 1:
         raise SystemExit(f"cannot draw {deletes} distinct deletes from {live} live keys")
     hot = min(HOT_KEYS, live)
@@ -277,8 +294,11 @@ def build_batch(spark: SparkSession, size: int, batch: int, path: str) -> BatchP
     upd = idx - inserts
     choice = _below(upd, "which", 100)
     new_key_ins = _below(upd, "newkey", max(1, inserts))
-    hot_live = _below(upd, "hot", hot) * (live // hot)
-    uniform_live = _below(upd, "uniform", live)
+    # uniform: hot keys spread over the table; key-local: the newest HOT_KEYS live keys.
+    hot_first = first if workload == "uniform" else first + live - hot
+    hot_step = live // hot if workload == "uniform" else 1
+    hot_live = F.lit(hot_first) + _below(upd, "hot", hot) * hot_step
+    uniform_live = F.lit(first) + _below(upd, "uniform", live)
     update_id = (
         F.when(choice < 10, F.lit(size) + new_key_ins)
         .when(choice < 30, _live_id(hot_live))
@@ -288,7 +308,9 @@ def build_batch(spark: SparkSession, size: int, batch: int, path: str) -> BatchP
         choice < 10,
         _unit(new_key_ins, "t") * 0.5 + _unit(upd, "after") * 0.4,
     ).otherwise(_unit(upd, "t") * 0.9)
-    delete_id = _live_id(F.pmod((idx - inserts - updates) * F.lit(DELETE_STRIDE), F.lit(live)))
+    delete_id = _live_id(
+        F.lit(first) + F.pmod((idx - inserts - updates) * F.lit(DELETE_STRIDE), F.lit(live))
+    )
     delete_t = F.lit(0.9) + _unit(idx, "t") * 0.1
     events = (
         spark.range(0, batch, 1, 2)
@@ -347,6 +369,7 @@ def build_batch(spark: SparkSession, size: int, batch: int, path: str) -> BatchP
         hot_key=str(top["_cdc_key"]),
         hot_key_events=int(top["count"]),
         hot_key_last_name=last["name"],
+        workload=workload,
     )
 
 
@@ -486,7 +509,8 @@ def child_setup(args: argparse.Namespace) -> dict[str, Any]:
     build_s = time.perf_counter() - t0
     plans = []
     for batch in args.batch_list:
-        plans.append(asdict(build_batch(spark, size, batch, str(work / f"changes-{size}-{batch}"))))
+        changes = work / f"changes-{size}-{batch}-{args.workload}"
+        plans.append(asdict(build_batch(spark, size, batch, str(changes), args.workload)))
     files = [p for p in base.iterdir() if p.suffix == ".parquet"]
     return {
         "base": str(base),
@@ -563,6 +587,8 @@ def _child(mode: str, args: argparse.Namespace, extra: list[str]) -> dict[str, A
         str(args.rows_per_file),
         "--batches",
         ",".join(map(str, args.batch_list)),
+        "--workload",
+        args.workload,
         *(["--copy-on-write"] if args.copy_on_write else []),
         *(["--event-log", str(Path(args.event_log).absolute())] if args.event_log else []),
         *extra,
@@ -651,6 +677,12 @@ def main() -> None:
         "--event-log",
         help="write each measuring session's Spark event log here (Spark history server format)",
     )
+    parser.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="uniform",
+        help="keys the updates and deletes go to: the whole table, or its newest keys",
+    )
     parser.add_argument("--work", help="work directory (default: a temporary one, removed)")
     parser.add_argument("--child", choices=["setup", "measure"], help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -698,6 +730,7 @@ def main() -> None:
                 "batches": args.batch_list,
                 "runs": args.runs,
                 "runs_large": args.runs_large,
+                "workload": args.workload,
                 "methods": methods,
                 "quick": args.quick,
                 "copy_on_write": args.copy_on_write,
@@ -729,6 +762,7 @@ def main() -> None:
             shutil.rmtree(args.work, ignore_errors=True)
     ratios = save(complete=True)
     print(f"machine: {machine}")
+    print(f"workload: {args.workload}")
     print(f"results: {target.relative_to(ROOT)}")
     print()
     print("| table rows | batch | method | runs | median s | min-max s | events/s | JVM peak MiB |")

@@ -29,6 +29,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ __all__ = [
     "CHECKS",
     "RECONCILE",
     "CheckResult",
+    "Gate",
     "QualityRun",
     "quality_history",
     "report_dir",
@@ -76,6 +78,34 @@ CHECKS: Mapping[str, Severity] = {
 }
 """Built-in checks and their default severity; ``quality.severity`` overrides them by name.
 User expectations (``expectation:<type>``) carry their own severity."""
+
+
+@dataclass
+class Gate:
+    """The blocking checks of ``run --continuous``, between full quality runs.
+
+    Gold may move to a cut only when every blocking check passes on it; the other checks
+    (severity ``warn``: the CDC checks, reconciliation) cannot hold it back, so they run on
+    their own schedule (``quality.interval.seconds``) instead of after every micro-batch. A
+    table version that passed its blocking table checks (``primary_key``, ``not_null``,
+    ``types``, blocking expectations) is not checked again: its data and schema are the same.
+
+    Attributes:
+        passed: ``(silver table, version)`` pairs whose blocking table checks passed in this
+            process (under this config).
+    """
+
+    passed: set[tuple[str, int]] = field(default_factory=set)
+
+    def record(self, run: QualityRun) -> None:
+        """Remember the table versions of ``run``'s cuts whose blocking checks all passed."""
+        failed = {(r.source, r.table) for r in run.results if not r.success and r.blocking}
+        for source, cut in run.cuts.items():
+            if (source, None) in failed:
+                continue
+            for name, table in cut.tables.items():
+                if (source, table.collection) not in failed:
+                    self.passed.add((name, table.version))
 
 
 def severity_of(check: str, config: PipelineConfig, explicit: Severity | None = None) -> Severity:
@@ -116,6 +146,10 @@ def _failure(check: str, source: str, table: str | None, exc: BaseException) -> 
     )
 
 
+def _blocking(check: str, config: PipelineConfig) -> bool:
+    return severity_of(check, config) is Severity.BLOCK
+
+
 def _table_checks(
     spark: Any,
     config: PipelineConfig,
@@ -123,8 +157,12 @@ def _table_checks(
     cut: Cut,
     metadata: Mapping[str, X.TableMetadata],
     context: Any,
+    gate: Gate | None = None,
 ) -> tuple[list[tuple[CheckOutcome, Severity | None]], dict[str, int | None]]:
-    """GX suite and ``types`` per table of the cut, and each table's newest change time."""
+    """GX suite and ``types`` per table of the cut, and each table's newest change time.
+
+    With a ``gate``, only the blocking checks run, and not at all for a table whose version
+    already passed them (the same data, the same checks)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -133,8 +171,12 @@ def _table_checks(
     outcomes: list[tuple[CheckOutcome, Severity | None]] = []
     newest: dict[str, int | None] = {}
     for name, table in sorted(cut.tables.items()):
+        if gate is not None and (name, table.version) in gate.passed:
+            continue
         meta = metadata.get(table.collection, X.TableMetadata(table.collection))
         user = config.quality.expectations_for(cut.source, table.collection)
+        if gate is not None:
+            user = tuple(e for e in user if e.severity is Severity.BLOCK)
         try:
             full = current_state(spark, lake_root, table, include_cdc=True)
         except Exception as exc:  # noqa: BLE001 - recorded as failures below
@@ -144,9 +186,11 @@ def _table_checks(
         # GX runs a Spark job per metric; reading the Delta version once saves most of them.
         full = full.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            newest[table.collection] = full.agg(F.max("_cdc_source_ts")).collect()[0][0]
+            if gate is None or _blocking(C.FRESHNESS, config):
+                newest[table.collection] = full.agg(F.max("_cdc_source_ts")).collect()[0][0]
             gold = full.select(*view_columns(full.columns))
-            outcomes.append((X.types_outcome(gold.schema, cut.source, meta), None))
+            if gate is None or _blocking(X.TYPES, config):
+                outcomes.append((X.types_outcome(gold.schema, cut.source, meta), None))
             started = time.monotonic()
             try:
                 outcomes.extend(X.validate_table(context, name, gold, cut.source, meta, user))
@@ -173,14 +217,17 @@ def _source_checks(
     now: dt.datetime,
     quarantined: Mapping[tuple[str | None, bool], Any],
     context: Any,
+    gate: Gate | None = None,
 ) -> list[tuple[CheckOutcome, Severity | None]]:
-    """Every check of one source at its cut."""
+    """Every check of one source at its cut (with a ``gate``: the blocking ones)."""
     events = C.source_events(spark, lake_root, cut)
     try:
         metadata = X.table_metadata(lake_root, cut, C.latest_schemas(events))
-        outcomes, newest = _table_checks(spark, config, lake_root, cut, metadata, context)
+        outcomes, newest = _table_checks(spark, config, lake_root, cut, metadata, context, gate)
         ctx = C.CheckContext(spark, config, lake_root, cut, now, events, quarantined, newest)
         for name, check in C.CDC_CHECKS:
+            if gate is not None and not _blocking(name, config):
+                continue
             started = time.monotonic()
             try:
                 outcomes.extend((o, None) for o in check(ctx))
@@ -205,6 +252,7 @@ def run_quality(
     extra: Iterable[CheckOutcome] = (),
     now: dt.datetime | None = None,
     write: bool = True,
+    gate: Gate | None = None,
 ) -> QualityRun:
     """Run every check on every table of every cut and record the results.
 
@@ -217,6 +265,10 @@ def run_quality(
         now: The clock for ``freshness`` (default: now, UTC).
         write: Append the results to ``gold/_quality`` and write the HTML report; False for a
             dry run that only returns them.
+        gate: Run only the checks that can hold gold back (severity ``block``), skipping
+            tables whose version passed them before (``run --continuous`` between full
+            runs, see :class:`Gate`). Its results are appended; the HTML report is left to the
+            full runs.
 
     Returns:
         The run; :attr:`QualityRun.blocked_sources` are the sources whose gold must not move.
@@ -226,12 +278,16 @@ def run_quality(
     run_id = f"{started:%Y%m%dT%H%M%S}Z-{uuid.uuid4().hex[:8]}"
     logger.info("quality run %s: %s", run_id, ", ".join(sorted(cuts)) or "no cuts")
     stamped: list[tuple[CheckOutcome, Severity | None]] = []
-    quarantined = C.quarantine_counts(spark, lake_root, cuts)
+    quarantined = (
+        C.quarantine_counts(spark, lake_root, cuts)
+        if gate is None or _blocking(C.QUARANTINE, config)
+        else {}
+    )
     context = X.gx_context() if any(c.tables for c in cuts.values()) else None
     for source, cut in sorted(cuts.items()):
         stamped.extend(
             _source_checks(
-                spark, config, lake_root, cut, clock, quarantined.get(source, {}), context
+                spark, config, lake_root, cut, clock, quarantined.get(source, {}), context, gate
             )
         )
     stamped.extend((o, None) for o in extra)
@@ -257,8 +313,13 @@ def run_quality(
     run = QualityRun(run_id, started, dt.datetime.now(dt.UTC), dict(cuts), results)
     if write:
         append_results(lake_root, run)
-        path = write_report(run, report_dir(config, lake_root))
-        run = QualityRun(run.run_id, run.started_at, run.finished_at, run.cuts, run.results, path)
+        if gate is None:
+            path = write_report(run, report_dir(config, lake_root))
+            run = QualityRun(
+                run.run_id, run.started_at, run.finished_at, run.cuts, run.results, path
+            )
+    if gate is not None:
+        gate.record(run)
     for r in run.results:
         if not r.success:
             log = logger.error if r.blocking else logger.warning

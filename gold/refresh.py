@@ -14,12 +14,15 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gold.cuts import Cut, consistent_cuts
 from gold.derived import DerivedResult, build_derived_tables
 from gold.outcome import CheckOutcome
 from gold.publish import PUBLISHED, publish, published_cuts
+
+if TYPE_CHECKING:
+    from gold.quality import Gate
 from gold.views import register_views
 
 __all__ = ["GoldRefresh", "refresh_gold", "register_published_views"]
@@ -69,6 +72,7 @@ def refresh_gold(
     *,
     run_checks: bool | None = None,
     extra_checks: ExtraChecks | None = None,
+    gate: Gate | None = None,
 ) -> GoldRefresh:
     """Move gold to the newest consistent cut of each source that passes its blocking checks.
 
@@ -80,6 +84,8 @@ def refresh_gold(
             ``quality.enabled``.
         extra_checks: Called with the candidate cuts; its outcomes join the quality run (the
             scheduled reconciliation).
+        gate: Run only the blocking checks (:class:`gold.quality.Gate`): enough to decide
+            what moves; the others run on their own schedule.
 
     Returns:
         What moved, what was held, and the quality run.
@@ -98,7 +104,7 @@ def refresh_gold(
         from gold.quality import run_quality
 
         extra = list(extra_checks(candidates)) if extra_checks is not None else []
-        quality_run = run_quality(spark, config, root, candidates, extra=extra)
+        quality_run = run_quality(spark, config, root, candidates, extra=extra, gate=gate)
         held = {s: c for s, c in candidates.items() if s in quality_run.blocked_sources}
         for source, cut in held.items():
             logger.warning(

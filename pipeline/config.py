@@ -208,6 +208,8 @@ SILVER_TOMBSTONE_RETENTION_HOURS_DEFAULT = 168.0
 SILVER_TRANSACTION_TIMEOUT_SECONDS = "transaction.timeout.seconds"
 SILVER_TRANSACTION_TIMEOUT_SECONDS_DEFAULT = 300.0
 SILVER_SCHEMA_EVOLUTION = "schema.evolution"
+SILVER_APPLY_PARALLELISM = "apply.parallelism"
+SILVER_APPLY_PARALLELISM_DEFAULT = 4
 SILVER_TABLES = "tables"
 SILVER_TABLE_HISTORY = "history"
 SILVER_TABLE_HISTORY_DEFAULT = False
@@ -225,6 +227,8 @@ QUALITY_FRESHNESS_SLO_SECONDS_DEFAULT = 3600.0
 QUALITY_QUARANTINE_MAX = "quarantine.max"
 QUALITY_RECONCILE_INTERVAL_SECONDS = "reconcile.interval.seconds"
 QUALITY_RECONCILE_INTERVAL_SECONDS_DEFAULT = 3600.0
+QUALITY_INTERVAL_SECONDS = "interval.seconds"
+QUALITY_INTERVAL_SECONDS_DEFAULT = 300.0
 QUALITY_REPORT_DIR = "report.dir"
 QUALITY_SEVERITY = "severity"
 QUALITY_EXPECTATIONS = "expectations"
@@ -361,6 +365,12 @@ class SilverConfig(ConfigModel):
         SchemaEvolutionPolicy.EVOLVE, SILVER_SCHEMA_EVOLUTION
     )
     """Policy for schema changes that are not additive or safe widenings (per table below)."""
+    apply_parallelism: Annotated[int, Field(ge=1, le=64)] = config_key(
+        SILVER_APPLY_PARALLELISM_DEFAULT, SILVER_APPLY_PARALLELISM
+    )
+    """Tables of one micro-batch applied at the same time (Spark runs their jobs concurrently;
+    most of a small table's time is driver work: planning, Delta log reads, commits). 1
+    applies them one after the other."""
     tables: Annotated[Mapping[str, SilverTableConfig], AfterValidator(_frozen_tables)] = config_key(
         FrozenDict(), SILVER_TABLES
     )
@@ -464,6 +474,13 @@ class QualityConfig(ConfigModel):
     )
     """``medallion run`` also reconciles gold with each database source at most this often
     (0: every run; null: never; ``medallion reconcile`` runs it on demand)."""
+    interval_seconds: Annotated[float, Field(ge=0)] = config_key(
+        QUALITY_INTERVAL_SECONDS_DEFAULT, QUALITY_INTERVAL_SECONDS
+    )
+    """``medallion run --continuous`` runs every check (and writes the report) at most this
+    often; after the other micro-batches gold moves once the blocking checks pass (the only
+    ones that can hold it back). 0: every check after every micro-batch. ``run --once`` always
+    runs every check."""
     report_dir: OptionalConfigPath = config_key(None, QUALITY_REPORT_DIR)
     """Directory of the HTML report (``index.html``, one file per run); null:
     ``<lake>/reports/quality``."""

@@ -205,6 +205,7 @@ def _silver_job(config: Any, spark: Any, root: Path, **kwargs: Any) -> Any:
         tombstone_retention_hours=config.silver.tombstone_retention_hours,
         transaction_timeout_seconds=config.silver.transaction_timeout_seconds,
         table_options=config.silver.table,
+        parallelism=config.silver.apply_parallelism,
         **kwargs,
     )
 
@@ -295,15 +296,33 @@ def run_pipeline(
     Returns:
         The silver summary rows and the last :class:`gold.refresh.GoldRefresh`.
     """
+    from gold.quality import Gate
     from gold.refresh import refresh_gold
 
     root = Path(lake_root) if lake_root else Path(config.lake.root)
     spark = spark_for(config, root)
     hook = reconcile_due(config, spark, root)
     last: list[Any] = [None]
+    gate = Gate()
+    full_run_at: list[float | None] = [None]
 
     def gold(_batch_id: int | None = None) -> None:
-        last[0] = refresh_gold(spark, config, root, run_checks=run_checks, extra_checks=hook)
+        # Continuous: every check at most every quality.interval.seconds; in between only
+        # the blocking ones, which decide alone whether gold moves.
+        moment = time.monotonic()
+        due = full_run_at[0] is None or moment - full_run_at[0] >= config.quality.interval_seconds
+        full = not continuous or due
+        last[0] = refresh_gold(
+            spark,
+            config,
+            root,
+            run_checks=run_checks,
+            extra_checks=hook,
+            gate=None if full else gate,
+        )
+        if full and last[0].quality is not None:
+            full_run_at[0] = moment
+            gate.record(last[0].quality)
 
     if continuous:
         _silver_job(config, spark, root, after_batch=gold).run_continuous(interval)

@@ -36,7 +36,8 @@ import math
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,19 @@ def _union(frames: list[DataFrame]) -> DataFrame | None:
     return out
 
 
+_TXN_CONF_PREFIX = "spark.databricks.delta.write.txn"
+
+
+def _worker_session(spark: SparkSession) -> SparkSession:
+    """A session of the same Spark application for a table worker thread: its own SQL
+    configuration (the Delta app transaction of its MERGEs), the parent's runtime settings."""
+    worker = spark.newSession()
+    for key, value in spark.conf.getAll.items():
+        if not key.startswith(_TXN_CONF_PREFIX) and spark.conf.isModifiable(key):
+            worker.conf.set(key, value)
+    return worker
+
+
 def silver_table_name(source: str, collection: str) -> str:
     """``<source>__<schema>__<table>``, restricted to the characters Spark table names allow.
 
@@ -310,6 +324,14 @@ class SilverRunResult:
     applied: int = 0
     quarantined_values: int = 0
 
+    def add(self, other: SilverRunResult) -> None:
+        """Add what ``other`` counted (one table's share of a micro-batch) to this result."""
+        for name, results in other.merged.items():
+            self.merged.setdefault(name, []).extend(results)
+        for f in fields(self):
+            if f.name != "merged":
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
 
 class SilverJob:
     """Applies bronze to silver for every source in a lake.
@@ -325,6 +347,9 @@ class SilverJob:
             policy, history); :meth:`pipeline.config.SilverConfig.table` in the pipeline.
         after_batch: Called with the micro-batch id after each micro-batch has committed
             (gold refresh in ``run --continuous``).
+        parallelism: Tables of one micro-batch applied at the same time (each in its own
+            thread and Spark session; Spark runs their jobs concurrently). 1 applies them one
+            after the other.
     """
 
     def __init__(
@@ -336,13 +361,22 @@ class SilverJob:
         transaction_timeout_seconds: float = 300.0,
         table_options: Callable[[str, str], TableOptions] | None = None,
         after_batch: Callable[[int], None] | None = None,
+        parallelism: int = 4,
     ) -> None:
-        self.spark = spark
+        self._spark = spark
+        self._local = threading.local()
+        self.parallelism = max(1, parallelism)
+        self._pool: ThreadPoolExecutor | None = None
         self.root = Path(lake_root)
         self.bronze = self.root / "bronze" / "events"
         self.silver = self.root / "silver"
         self.checkpoint = self.silver / "_checkpoints" / "bronze_events"
-        self.result = SilverRunResult()
+        self._result = SilverRunResult()
+        self._cut_rows: list[tuple[Any, ...]] = []
+        self._lock_cuts = threading.Lock()
+        self._shared_writes = threading.Lock()
+        """Held around appends to side tables every table may write (the first append of
+        concurrent ones would race to create the table)."""
         self.retention = tombstone_retention_hours
         self.transaction_timeout = transaction_timeout_seconds
         self.pending = self.silver / "_pending"
@@ -358,11 +392,26 @@ class SilverJob:
         self._clock = dt.datetime.now(dt.UTC)
         self._lock = threading.Lock()  # a release tick and a Spark micro-batch never overlap
 
+    @property
+    def spark(self) -> SparkSession:
+        """The session of the calling thread: the job's own, or a table worker's (see
+        :meth:`_apply_tables`)."""
+        return getattr(self._local, "spark", None) or self._spark
+
+    @property
+    def result(self) -> SilverRunResult:
+        """What the run applied; in a table worker, that table's share, added to the run's
+        when the micro-batch's tables are done."""
+        return getattr(self._local, "result", None) or self._result
+
     # --- driving ----------------------------------------------------------------------------
     def run_once(self) -> SilverRunResult:
         """Process everything in bronze not yet applied, then stop."""
         self._run({"availableNow": True})
-        self.release_expired()
+        try:
+            self.release_expired()
+        finally:
+            self.close()
         self.purge()
         return self.result
 
@@ -417,6 +466,8 @@ class SilverJob:
             if self._failure is not None:
                 raise self._failure from None
             raise
+        finally:
+            self.close()
 
     # --- one micro-batch --------------------------------------------------------------------
     def _process(self, micro_batch: DataFrame, spark_batch: int) -> None:
@@ -509,17 +560,8 @@ class SilverJob:
             # empty split (nothing held) needs no job to say so.
             first_waiting = _first_waiting(waiting) if split.held else {}
             self.result.read += summary.counts.get("data", 0)
-            for source, collection in summary.tables:
-                self._apply_table_or_quarantine(
-                    data.where(
-                        (F.col(B.SOURCE) == source)
-                        & F.col(B.COLLECTION).eqNullSafe(F.lit(collection))
-                    ),
-                    source,
-                    collection,
-                    batch_id,
-                    first_waiting.get(source),
-                )
+            self._apply_tables(data, summary.tables, batch_id, first_waiting)
+            self._write_cuts()
             self._record_progress(summary, first_waiting, batch_id)
             # Last, so that a replay of this micro-batch still sees the rows it applies.
             (
@@ -531,6 +573,75 @@ class SilverJob:
             )
         finally:
             batch.unpersist()
+
+    def _apply_tables(
+        self,
+        data: DataFrame,
+        tables: list[tuple[str, str | None]],
+        batch_id: int,
+        first_waiting: Mapping[str, bytes],
+    ) -> None:
+        """Apply every table of the micro-batch, up to :attr:`parallelism` at a time.
+
+        Each table is applied by one worker thread with its own Spark session: a session's
+        Delta app transaction (``txnAppId``/``txnVersion``) is session state, so two tables'
+        MERGEs must not share one. Tables are independent (their own Delta table, app id and
+        ``_cuts`` row); the side tables they append to take concurrent blind appends. The
+        micro-batch fails, after every table has finished, when one table failed.
+        """
+        work = [
+            (
+                data.where(
+                    (F.col(B.SOURCE) == source) & F.col(B.COLLECTION).eqNullSafe(F.lit(collection))
+                ),
+                source,
+                collection,
+                batch_id,
+                first_waiting.get(source),
+            )
+            for source, collection in tables
+        ]
+        if self.parallelism == 1 or len(work) < 2:
+            for args in work:
+                self._apply_table_or_quarantine(*args)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="silver-apply")
+        futures = [self._pool.submit(self._apply_in_worker, *args) for args in work]
+        failure: BaseException | None = None
+        for future in futures:  # table order: the run's counters read as a sequential run's
+            try:
+                self._result.add(future.result())
+            except BaseException as exc:  # noqa: BLE001 - re-raised once all tables are done
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _apply_in_worker(
+        self,
+        events: DataFrame,
+        source: str,
+        collection: str | None,
+        batch_id: int,
+        waiting_from: bytes | None,
+    ) -> SilverRunResult:
+        """:meth:`_apply_table_or_quarantine` in a pool thread; returns the table's counts."""
+        local = self._local
+        if getattr(local, "spark", None) is None:
+            local.spark = _worker_session(self._spark)
+        local.result = SilverRunResult()
+        try:
+            self._apply_table_or_quarantine(events, source, collection, batch_id, waiting_from)
+            share: SilverRunResult = local.result
+            return share
+        finally:
+            local.result = None
+
+    def close(self) -> None:
+        """Stop the table workers (a later micro-batch starts new ones)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _apply_table_or_quarantine(
         self,
@@ -752,11 +863,9 @@ class SilverJob:
 
         ``oldest`` is the oldest position among the table's events of the micro-batch.
         """
-        from delta.tables import DeltaTable
-
         from silver.resnapshot import record_unreproducible
 
-        if not DeltaTable.isDeltaTable(self.spark, path) or not DF.pending_defaults(path):
+        if M.stored_schema(path) is None or not DF.pending_defaults(path):
             return
         DF.fill_defaults(
             self.spark,
@@ -764,6 +873,7 @@ class SilverJob:
             history=S.history_path(path) if history else None,
             oldest=oldest,
             on_unreproducible=functools.partial(
+                self._locked,
                 record_unreproducible,
                 self.spark,
                 self.silver,
@@ -773,6 +883,11 @@ class SilverJob:
                 silver_batch=self._batch_id,
             ),
         )
+
+    def _locked(self, write: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``write(*args, **kwargs)`` under the side-table lock."""
+        with self._shared_writes:
+            return write(*args, **kwargs)
 
     # --- decoding ---------------------------------------------------------------------------
     def _decode(
@@ -881,18 +996,11 @@ class SilverJob:
             and the events refused (schema policy, or a value a cast would damage) with
             ``__reason``.
         """
-        from delta.tables import DeltaTable
-
-        exists = DeltaTable.isDeltaTable(self.spark, path)
+        table_schema = M.stored_schema(path)
+        exists = table_schema is not None
         stored = (
-            StructType(
-                [
-                    f
-                    for f in self.spark.read.format("delta").load(path).schema.fields
-                    if f.name not in M.METADATA_COLUMNS
-                ]
-            )
-            if exists
+            StructType([f for f in table_schema.fields if f.name not in M.METADATA_COLUMNS])
+            if table_schema is not None
             else None
         )
         current: dict[str, DataType] = (
@@ -979,7 +1087,7 @@ class SilverJob:
                 M.ensure_table(self.spark, path, applied, columns)
                 # C4: columns later parts of this micro-batch add to the first part's
                 DF.record_added(self.spark, path, DF.added_columns(parts[0].row, current, rows))
-        if newest is not None and DeltaTable.isDeltaTable(self.spark, path):
+        if newest is not None and M.stored_schema(path) is not None:
             M.raise_position_property(self.spark, path, M.SCHEMA_POSITION_PROPERTY, newest)
         return applied, columns, _union(rejected)
 
@@ -1057,13 +1165,14 @@ class SilverJob:
             "silver_table string, schema_id string, first_position binary, column string, "
             "old_type string, new_type string, kind string, action string, silver_batch long",
         ).withColumn("recorded_at", F.current_timestamp())
-        (
-            frame.write.format("delta")
-            .mode("append")
-            .option("txnAppId", f"medallion-silver:_schema_changes:{name}")
-            .option("txnVersion", batch_id)
-            .save(str(self.silver / "_schema_changes"))
-        )
+        with self._shared_writes:  # tables applied concurrently: one creates the table
+            (
+                frame.write.format("delta")
+                .mode("append")
+                .option("txnAppId", f"medallion-silver:_schema_changes:{name}")
+                .option("txnVersion", batch_id)
+                .save(str(self.silver / "_schema_changes"))
+            )
         logger.warning(
             "silver %s: schema changes %s",
             name,
@@ -1193,17 +1302,29 @@ class SilverJob:
         waiting_from: bytes | None,
     ) -> None:
         """One ``silver/_cuts`` row: the table's newest position applied (``top``) and where its
-        source's data still waiting for a transaction starts (``waiting_from``)."""
-        from delta.tables import DeltaTable
+        source's data still waiting for a transaction starts (``waiting_from``).
 
-        path = str(self.silver / name)
-        if not DeltaTable.isDeltaTable(self.spark, path):
-            return
+        The row is kept until :meth:`_write_cuts` appends the micro-batch's rows in one commit
+        (after its tables, before its progress row): a commit per table cost a Delta write each.
+        """
         from deltalake import DeltaTable as LogTable
+        from deltalake.exceptions import TableNotFoundError
 
-        version = LogTable(path).version()
+        try:
+            version = LogTable(str(self.silver / name)).version()
+        except TableNotFoundError:
+            return  # nothing applied yet (every event refused): no cut to record
+        with self._lock_cuts:
+            self._cut_rows.append((batch_id, source, collection, name, top, waiting_from, version))
+
+    def _write_cuts(self) -> None:
+        """Append the ``silver/_cuts`` rows of the micro-batch's tables, in one commit."""
+        with self._lock_cuts:
+            rows, self._cut_rows = sorted(self._cut_rows, key=lambda r: r[3]), []
+        if not rows:
+            return
         cut = self.spark.createDataFrame(
-            [(batch_id, source, collection, name, top, waiting_from, version)],
+            rows,
             "silver_batch long, source string, collection string, silver_table string, "
             "position binary, waiting_from binary, table_version long",
         ).withColumn("recorded_at", F.current_timestamp())

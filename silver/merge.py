@@ -25,8 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from pipeline.sql import quote_identifier, quote_string_literal
 
@@ -42,6 +44,7 @@ __all__ = [
     "clear_delta_txn",
     "last_commit_metrics",
     "position_property",
+    "stored_schema",
     "raise_position_property",
     "KEY",
     "POSITION",
@@ -329,10 +332,10 @@ def ensure_table(
     spark: SparkSession, path: str, sample: DataFrame, data_columns: Sequence[str]
 ) -> None:
     """Create the silver table if missing, or add data columns it lacks (additive evolution)."""
-    from delta.tables import DeltaTable
 
     wanted = [f for f in sample.schema.fields if f.name in set(data_columns)]
-    if not DeltaTable.isDeltaTable(spark, path):
+    stored = stored_schema(path)
+    if stored is None:
         empty = sample.select(
             F.col(KEY),
             F.col(POSITION),
@@ -349,10 +352,56 @@ def ensure_table(
         return
     from silver.evolution import widen_and_add
 
-    existing = {f.name: f.dataType for f in spark.read.format("delta").load(path).schema.fields}
+    existing = {f.name: f.dataType for f in stored.fields}
     widen_and_add(
         spark, path, existing, {f.name: f.dataType for f in wanted if f.name not in existing}
     )
+
+
+def stored_schema(path: str) -> StructType | None:
+    """The schema of the Delta table at ``path``, from its log; None when there is no table.
+
+    deltalake reads the log without a Spark job: Spark's ``isDeltaTable`` and
+    ``read.load(path).schema`` each load a snapshot, a fixed cost of every table in every
+    micro-batch.
+    """
+    from deltalake import DeltaTable as LogTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        schema = LogTable(path).schema()
+    except TableNotFoundError:
+        return None
+    parsed = StructType.fromJson(orjson.loads(schema.to_json()))
+    return parsed
+
+
+def _may_hold_expired_tombstones(path: str, cutoff: dt.datetime) -> bool:
+    """Whether a file of the table may hold a tombstone row written before ``cutoff``, from the
+    files' statistics in the Delta log (no Spark job).
+
+    Delta keeps no min/max of boolean columns, so a tombstone shows as its op (``d``, or ``t``
+    for a row a truncate removed) between the file's lowest and highest ``_cdc_op``: a file of
+    snapshot reads only, or of updates only, has none. A file without statistics may hold one.
+    """
+    import pyarrow as pa
+    from deltalake import DeltaTable as LogTable
+
+    actions = pa.table(LogTable(path).get_add_actions(flatten=True))
+    names = (f"min.{OP}", f"max.{OP}", f"min.{UPDATED_AT}")
+    if actions.num_rows == 0:
+        return False
+    if any(n not in actions.column_names for n in names):
+        return True
+    for low, high, oldest in zip(*(actions.column(n).to_pylist() for n in names), strict=True):
+        if low is None or high is None or oldest is None:
+            return True
+        if (
+            any(low <= op <= high for op in ("d", "t"))
+            and (oldest if oldest.tzinfo else oldest.replace(tzinfo=dt.UTC)) < cutoff
+        ):
+            return True
+    return False
 
 
 def position_property(spark: SparkSession, path: str, prop: str) -> bytes | None:
@@ -643,9 +692,11 @@ def purge_tombstones(spark: SparkSession, path: str, *, older_than_hours: float)
     """
     from delta.tables import DeltaTable
 
-    if not DeltaTable.isDeltaTable(spark, path):
-        return 0
     now = dt.datetime.now(dt.UTC)
+    if stored_schema(path) is None or not _may_hold_expired_tombstones(
+        path, now - dt.timedelta(hours=older_than_hours)
+    ):
+        return 0  # nothing to purge: no scan of the table
     cutoff = F.lit(now - dt.timedelta(hours=older_than_hours))
     table = spark.read.format("delta").load(path)
     doomed = table.where(F.col(DELETED) & (F.col(UPDATED_AT) < cutoff))

@@ -16,6 +16,7 @@ their old rows read ``kind`` NULL, which means ``'event'``.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Final
 
@@ -135,8 +136,6 @@ def write(
     Returns:
         The rows appended (0 when there were none, or the version was already committed).
     """
-    from delta.tables import DeltaTable
-
     present = set(refused.columns)
 
     def optional(name: str, default: Column) -> Column:
@@ -160,6 +159,19 @@ def write(
     if not n:
         return 0
     path = str(silver_root / "_quarantine")
+    with _APPEND_LOCK:
+        _append(spark, out, path, app_id, version)
+    return n
+
+
+_APPEND_LOCK = threading.Lock()
+"""Tables applied concurrently (:mod:`silver.job`) append here one at a time: the first two
+appends would both try to create the table, and Delta lets only one create it."""
+
+
+def _append(spark: SparkSession, out: DataFrame, path: str, app_id: str, version: int) -> None:
+    from delta.tables import DeltaTable
+
     if DeltaTable.isDeltaTable(spark, path):
         # The table's own column order first (older layouts lack kind/column/value_text;
         # mergeSchema adds them at the end).
@@ -182,4 +194,3 @@ def write(
         .option("txnVersion", version)
         .save(path)
     )
-    return n
