@@ -542,6 +542,19 @@ class AgentRules:
     heartbeat_action_query: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
+    def table_options(
+        self, connector: str, column_filter: TableFilter, origin_prefix: str
+    ) -> dict[str, Any]:
+        """The keyword arguments every agent passes alike to :class:`CapturedTable`."""
+        return {
+            "connector": connector,
+            "column_filter": column_filter,
+            "key_overrides": self.key_overrides,
+            "masker": self.masker,
+            "with_transaction": self.provide_transaction_metadata,
+            "origin_prefix": origin_prefix,
+        }
+
     @classmethod
     def from_config(cls, config: Any) -> AgentRules:
         """Read a database source's config model (:mod:`capture.source_config`)."""

@@ -20,6 +20,7 @@ from bronze import connect_schema as cs
 from pipeline.errors import CaptureError
 
 __all__ = [
+    "ValueModes",
     "ColumnType",
     "US_PER_DAY",
     "Unrepresentable",
@@ -168,3 +169,22 @@ def json_float(value: float) -> float | str:
     if value != value:
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
+
+
+@dataclass(frozen=True, slots=True)
+class ValueModes:
+    """``decimal.handling.mode``, ``time.precision.mode`` and ``binary.handling.mode`` of a
+    source whose agent needs no other value-handling option (SQL Server, Oracle)."""
+
+    decimal: str = "precise"
+    time_precision: str = "adaptive"
+    binary: str = "bytes"
+
+    @classmethod
+    def from_config(cls, config: Any) -> ValueModes:
+        """Read the three modes off a source config."""
+        return cls(
+            decimal=str(config.decimal_handling_mode),
+            time_precision=str(config.time_precision_mode),
+            binary=str(config.binary_handling_mode),
+        )

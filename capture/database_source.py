@@ -23,7 +23,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar
+from typing import Any, ClassVar, Final, Generic, NamedTuple, Self, TypeVar
 
 import orjson
 
@@ -204,6 +204,15 @@ class DatabaseSource(CaptureSource):
     """Pause the cyclic garbage collector while a batch is read (:func:`gc_paused`): right when
     decoding creates no reference cycles, so reference counting frees everything."""
 
+    SETTINGS: ClassVar[Any] = None
+    """The agent's settings class: its ``from_config`` reads a validated source config."""
+
+    @classmethod
+    def from_config(cls, config: Any) -> Self:
+        """Build from a validated source config of this connector (through :attr:`SETTINGS`)."""
+        build: Callable[[str, Any], Self] = cls  # every agent takes (name, settings)
+        return build(config.name, cls.SETTINGS.from_config(config))
+
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self._offset: dict[str, Any] | None = None
@@ -272,6 +281,14 @@ class DatabaseSource(CaptureSource):
             "unlimited" if limit < 0 else limit,
         )
         time.sleep(delay)
+
+    def _check_offset_format(self, offset: Mapping[str, Any], version: int) -> None:
+        """Refuse a committed offset written in another format than the one this agent reads."""
+        if offset.get("format") != version:
+            raise CaptureError(
+                f"source {self.name}: committed offset has format {offset.get('format')!r}, this "
+                f"version reads format {version}"
+            )
 
     @abstractmethod
     def _open(self, offset: Mapping[str, Any] | None) -> None:
@@ -368,18 +385,22 @@ class DatabaseSource(CaptureSource):
         :meth:`_snapshot_source_head`, then the connector's own fields."""
         raise NotImplementedError(f"{type(self).__name__} takes no snapshot")
 
-    def _snapshot_source_head(self, last: bool) -> dict[str, Any]:
-        """The fields every connector's ``source`` block starts with, for a snapshot row."""
-        snap = self._snapshot
-        if snap is None:
-            raise InternalError("capture.database_source: expected snap is not None")
+    def _source_head(self, ts_ms: int, snapshot: str) -> dict[str, Any]:
+        """The fields every connector's ``source`` block starts with."""
         return {
             "version": VERSION,
             "connector": self.KIND,
             "name": self.partition,
-            "ts_ms": snap.ts_ms,
-            "snapshot": "last" if last else "true",
+            "ts_ms": ts_ms,
+            "snapshot": snapshot,
         }
+
+    def _snapshot_source_head(self, last: bool) -> dict[str, Any]:
+        """:meth:`_source_head` for a snapshot row (``snapshot: last`` on the last one)."""
+        snap = self._snapshot
+        if snap is None:
+            raise InternalError("capture.database_source: expected snap is not None")
+        return self._source_head(snap.ts_ms, "last" if last else "true")
 
     def _snapshot_position(self) -> Position:
         """The next snapshot position (it counts ``seq``)."""

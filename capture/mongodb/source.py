@@ -31,7 +31,6 @@ from capture.mongodb.settings import MongoSettings
 from capture.mongodb.snapshot import after_point
 from capture.mongodb.status import OplogStatus
 from capture.mongodb.stream import StreamReader
-from pipeline.errors import CaptureError
 
 __all__ = ["OFFSET_FORMAT", "MongoDbSource"]
 
@@ -50,14 +49,8 @@ class MongoDbSource(StreamReader, OplogStatus):
     """
 
     KIND: ClassVar[str] = "mongodb"
-    ACKNOWLEDGES: ClassVar[bool] = False
+    SETTINGS: ClassVar[Any] = MongoSettings
     REPORTS_LOG: ClassVar[bool] = True
-    REPLAYABLE: ClassVar[bool] = True
-
-    @classmethod
-    def from_config(cls, config: Any) -> MongoDbSource:
-        """Build from a validated ``mongodb`` source config."""
-        return cls(config.name, MongoSettings.from_config(config))
 
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         self._close_stream()
@@ -86,11 +79,7 @@ class MongoDbSource(StreamReader, OplogStatus):
         self._restore(offset)
 
     def _restore(self, offset: Mapping[str, Any]) -> None:
-        if offset.get("format") != OFFSET_FORMAT:
-            raise CaptureError(
-                f"source {self.name}: committed offset has format {offset.get('format')!r}, this "
-                f"version reads format {OFFSET_FORMAT}"
-            )
+        self._check_offset_format(offset, OFFSET_FORMAT)
         self._phase = str(offset["phase"])
         resume = offset.get("resume")
         self._resume = None if resume is None else str(resume)

@@ -111,9 +111,9 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
     """
 
     KIND: ClassVar[str] = "mysql"
+    SETTINGS: ClassVar[Any] = MySqlSettings
     ACKNOWLEDGES: ClassVar[bool] = False
     """The binlog keeps nothing per reader: bronze's committed offset is the only position."""
-    REPLAYABLE: ClassVar[bool] = True
     REPORTS_LOG: ClassVar[bool] = True
     OUTAGES: ClassVar[tuple[type[BaseException], ...]] = (
         pymysql.err.OperationalError,
@@ -127,11 +127,6 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
     20,000-event batch of them held 540 MiB); the events of the hot path (GTID, XID, row
     events) come from :class:`capture.mysql.binlog.BinlogReader` without any, and the rare
     ones the library still builds are freed when the collector runs again after the batch."""
-
-    @classmethod
-    def from_config(cls, config: Any) -> MySqlSource:
-        """Build from a validated ``mysql`` source config."""
-        return cls(config.name, MySqlSettings.from_config(config))
 
     def bind_lake(self, bronze_root: Path) -> None:
         """Keep the schema history in ``<bronze_root>/schema_history``."""

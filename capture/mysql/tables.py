@@ -159,12 +159,7 @@ class TableTracker(MySqlAgent):
             definition.name,
             columns,
             types,
-            connector=CONNECTOR,
-            column_filter=s.table_filter,
-            key_overrides=s.rules.key_overrides,
-            masker=s.rules.masker,
-            with_transaction=s.rules.provide_transaction_metadata,
-            origin_prefix=self.ORIGIN,
+            **s.rules.table_options(CONNECTOR, s.table_filter, self.ORIGIN),
             defaults=defaults,
         )
 

@@ -239,12 +239,7 @@ class OracleAgent(DatabaseSource):
             table,
             columns,
             types,
-            connector=CONNECTOR,
-            column_filter=s.table_filter,
-            key_overrides=s.rules.key_overrides,
-            masker=s.rules.masker,
-            with_transaction=s.rules.provide_transaction_metadata,
-            origin_prefix=self.ORIGIN,
+            **s.rules.table_options(CONNECTOR, s.table_filter, self.ORIGIN),
         )
         index = {c.name: i for i, c in enumerate(kept)}
         return OracleTable(captured, tuple(kept), index, frozenset(left_out))

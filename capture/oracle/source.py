@@ -24,7 +24,6 @@ from typing import Any, ClassVar
 from capture.database_source import SnapshotProgress
 from capture.oracle.current import CurrentReader
 from capture.oracle.settings import OracleSettings
-from pipeline.errors import CaptureError
 
 __all__ = ["OFFSET_FORMAT", "OracleSource"]
 
@@ -47,14 +46,8 @@ class OracleSource(CurrentReader):
     """
 
     KIND: ClassVar[str] = "oracle"
-    ACKNOWLEDGES: ClassVar[bool] = False
+    SETTINGS: ClassVar[Any] = OracleSettings
     REPORTS_LOG: ClassVar[bool] = True
-    REPLAYABLE: ClassVar[bool] = True
-
-    @classmethod
-    def from_config(cls, config: Any) -> OracleSource:
-        """Build from a validated ``oracle`` source config."""
-        return cls(config.name, OracleSettings.from_config(config))
 
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         self._close_connections()
@@ -67,11 +60,7 @@ class OracleSource(CurrentReader):
         self._restore(offset)
 
     def _restore(self, offset: Mapping[str, Any]) -> None:
-        if offset.get("format") != OFFSET_FORMAT:
-            raise CaptureError(
-                f"source {self.name}: committed offset has format {offset.get('format')!r}, this "
-                f"version reads format {OFFSET_FORMAT}"
-            )
+        self._check_offset_format(offset, OFFSET_FORMAT)
         self._phase = str(offset["phase"])
         snap = offset.get("snapshot")
         if snap is not None:

@@ -40,6 +40,7 @@ from typing import Any
 from bronze import connect_schema as cs
 from capture.column_types import (
     ColumnType,
+    ValueModes,
     b64,
     days_from_civil,
     decimal_bytes,
@@ -51,22 +52,8 @@ from capture.oracle.redo import RedoFunction, RedoValue
 __all__ = ["OracleColumn", "OracleHandling", "column_type", "redo_python"]
 
 
-@dataclass(frozen=True, slots=True)
-class OracleHandling:
-    """The value-handling modes of an ``oracle`` source."""
-
-    decimal: str = "precise"
-    time_precision: str = "adaptive"
-    binary: str = "bytes"
-
-    @classmethod
-    def from_config(cls, config: Any) -> OracleHandling:
-        """Read ``decimal``/``time.precision``/``binary.handling.mode`` off a source config."""
-        return cls(
-            str(config.decimal_handling_mode),
-            str(config.time_precision_mode),
-            str(config.binary_handling_mode),
-        )
+OracleHandling = ValueModes
+"""The value-handling modes of the source (:class:`capture.column_types.ValueModes`)."""
 
 
 @dataclass(frozen=True, slots=True)

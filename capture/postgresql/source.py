@@ -105,20 +105,15 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
     """
 
     KIND: ClassVar[str] = "postgresql"
+    SETTINGS: ClassVar[Any] = PgSourceSettings
     ACKNOWLEDGES: ClassVar[bool] = True
     REPORTS_LOG: ClassVar[bool] = True
-    REPLAYABLE: ClassVar[bool] = True
     OUTAGES: ClassVar[tuple[type[BaseException], ...]] = (
         psycopg.OperationalError,
         psycopg.InterfaceError,
     )
     ORIGIN: ClassVar[str] = "pg"
     SERVER_ERRORS: ClassVar[ServerErrors | None] = POSTGRES
-
-    @classmethod
-    def from_config(cls, config: Any) -> PostgresSource:
-        """Build from a validated ``postgresql`` source config."""
-        return cls(config.name, PgSourceSettings.from_config(config))
 
     def bind_lake(self, bronze_root: Path) -> None:
         """Learn each table's columns from the last envelope schema this source landed, so an
@@ -216,11 +211,7 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
             self._resume_snapshot()
 
     def _restore(self, offset: Mapping[str, Any]) -> None:
-        if offset.get("format") != OFFSET_FORMAT:
-            raise CaptureError(
-                f"source {self.name}: committed offset has format {offset.get('format')!r}, this "
-                f"version reads format {OFFSET_FORMAT}"
-            )
+        self._check_offset_format(offset, OFFSET_FORMAT)
         if offset.get("slot") != self.settings.slot_name:
             raise CaptureError(
                 f"source {self.name}: bronze's offset is for slot {offset.get('slot')!r}, the "

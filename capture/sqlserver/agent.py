@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from capture.captured_table import CapturedTable, CatalogColumn
-from capture.database_source import VERSION, DatabaseSource, OpenTransaction, SnapshotProgress
+from capture.database_source import DatabaseSource, OpenTransaction, SnapshotProgress
 from capture.sqlserver import connection as q
 from capture.sqlserver.connection import Session
 from capture.sqlserver.settings import SqlServerSettings
@@ -186,22 +186,13 @@ class SqlServerAgent(DatabaseSource):
             table,
             columns,
             types,
-            connector=CONNECTOR,
-            column_filter=s.table_filter,
-            key_overrides=s.rules.key_overrides,
-            masker=s.rules.masker,
-            with_transaction=s.rules.provide_transaction_metadata,
-            origin_prefix=self.ORIGIN,
+            **s.rules.table_options(CONNECTOR, s.table_filter, self.ORIGIN),
         )
 
     def _source(self, db: str, inst: Instance, ts_ms: int, **fields: Any) -> dict[str, Any]:
         """The ``source`` block of a record of ``inst``."""
         return {
-            "version": VERSION,
-            "connector": CONNECTOR,
-            "name": self.settings.server_name,
-            "ts_ms": ts_ms,
-            "snapshot": "false",
+            **self._source_head(ts_ms, "false"),
             "db": db,
             "sequence": None,
             "schema": inst.table.schema,

@@ -51,14 +51,7 @@ class SqlServerSource(CurrentReader, StreamReader):
     """
 
     KIND: ClassVar[str] = "sqlserver"
-    ACKNOWLEDGES: ClassVar[bool] = False
-    REPORTS_LOG: ClassVar[bool] = False
-    REPLAYABLE: ClassVar[bool] = True
-
-    @classmethod
-    def from_config(cls, config: Any) -> SqlServerSource:
-        """Build from a validated ``sqlserver`` source config."""
-        return cls(config.name, SqlServerSettings.from_config(config))
+    SETTINGS: ClassVar[Any] = SqlServerSettings
 
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         self._close_sessions()
@@ -92,11 +85,7 @@ class SqlServerSource(CurrentReader, StreamReader):
             session.commit()
 
     def _restore(self, offset: Mapping[str, Any]) -> None:
-        if offset.get("format") != OFFSET_FORMAT:
-            raise CaptureError(
-                f"source {self.name}: committed offset has format {offset.get('format')!r}, this "
-                f"version reads format {OFFSET_FORMAT}"
-            )
+        self._check_offset_format(offset, OFFSET_FORMAT)
         self._phase = str(offset["phase"])
         self._restore_db(offset)
         position = offset.get("position")

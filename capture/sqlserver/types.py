@@ -25,36 +25,16 @@ from decimal import Decimal
 from typing import Any
 
 from bronze import connect_schema as cs
-from capture.column_types import (
-    ColumnType,
-    b64,
-    days_from_civil,
-    decimal_bytes,
-    format_utc,
-    json_float,
-)
+from capture import column_types as ct
+from capture.column_types import ColumnType, ValueModes
 
 __all__ = ["ColumnFacts", "SqlServerHandling", "column_type"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
-@dataclass(frozen=True, slots=True)
-class SqlServerHandling:
-    """``time.precision.mode``, ``decimal.handling.mode`` and ``binary.handling.mode``."""
-
-    time_precision: str = "adaptive"
-    decimal: str = "precise"
-    binary: str = "bytes"
-
-    @classmethod
-    def from_config(cls, config: Any) -> SqlServerHandling:
-        """Read the three modes off a ``sqlserver`` source config."""
-        return cls(
-            str(config.time_precision_mode),
-            str(config.decimal_handling_mode),
-            str(config.binary_handling_mode),
-        )
+SqlServerHandling = ValueModes
+"""The value-handling modes of the source (:class:`capture.column_types.ValueModes`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +92,12 @@ def _zoned(value: Any) -> str:
         value = dt.datetime.fromisoformat(f"{stamp}{offset}")
     if not isinstance(value, dt.datetime) or value.tzinfo is None:
         raise TypeError(f"not a datetimeoffset: {value!r}")
-    return format_utc(_micros_since_epoch(value.astimezone(dt.UTC)))
+    return ct.format_utc(_micros_since_epoch(value.astimezone(dt.UTC)))
 
 
 def _epoch_days(value: Any) -> int:
     day = _as(dt.date, value)
-    return days_from_civil(day.year, day.month, day.day)
+    return ct.days_from_civil(day.year, day.month, day.day)
 
 
 def _temporal(facts: ColumnFacts, mode: str) -> ColumnType:
@@ -146,17 +126,19 @@ def _temporal(facts: ColumnFacts, mode: str) -> ColumnType:
 def _numeric(facts: ColumnFacts, mode: str) -> ColumnType:
     scale = facts.scale or 0
     if mode == "double":
-        return ColumnType(cs.primitive("float64"), lambda v: json_float(float(v)), facts.data_type)
+        return ColumnType(
+            cs.primitive("float64"), lambda v: ct.json_float(float(v)), facts.data_type
+        )
     if mode == "string":
         return ColumnType(cs.primitive("string"), lambda v: str(Decimal(v)), facts.data_type)
     schema = cs.decimal(scale, precision=facts.precision)
-    return ColumnType(schema, lambda v: decimal_bytes(Decimal(v), scale), facts.data_type)
+    return ColumnType(schema, lambda v: ct.decimal_bytes(Decimal(v), scale), facts.data_type)
 
 
 def _binary(facts: ColumnFacts, mode: str) -> ColumnType:
     encoders: dict[str, Callable[[bytes], str]] = {
-        "bytes": b64,
-        "base64": b64,
+        "bytes": ct.b64,
+        "base64": ct.b64,
         "base64-url-safe": lambda d: base64.urlsafe_b64encode(d).decode("ascii"),
         "hex": bytes.hex,
     }
@@ -173,8 +155,8 @@ _SIMPLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "smallint": ("int16", int),
     "int": ("int32", int),
     "bigint": ("int64", int),
-    "real": ("float32", lambda v: json_float(float(v))),
-    "float": ("float64", lambda v: json_float(float(v))),
+    "real": ("float32", lambda v: ct.json_float(float(v))),
+    "float": ("float64", lambda v: ct.json_float(float(v))),
     "uniqueidentifier": ("string", lambda v: str(v).upper()),
 }
 _TEXT = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext", "sysname"})
