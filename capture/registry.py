@@ -9,6 +9,7 @@ only for the user who needs it.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,44 +48,19 @@ def load_debezium_json(config: Any) -> CaptureSource:
     return DebeziumJsonSource.from_config(config)
 
 
-def load_postgresql(config: Any) -> CaptureSource:
-    """PostgreSQL logical decoding (pgoutput) with a consistent initial snapshot."""
-    try:
-        from capture.postgresql.source import PostgresSource
-    except ImportError as exc:
-        raise NotInstalledError(
-            "the postgresql capture agent needs psycopg 3: pip install '.[postgres]'"
-        ) from exc
-    return PostgresSource.from_config(config)
+def _agent(module: str, agent: str, missing: str) -> Callable[[Any], CaptureSource]:
+    """A loader that imports ``module`` (and so its driver) only when a source of its kind is
+    built; a missing driver is a :class:`NotInstalledError` that says what to install."""
 
+    def load(config: Any) -> CaptureSource:
+        try:
+            source_class = getattr(importlib.import_module(module), agent)
+        except ImportError as exc:
+            raise NotInstalledError(missing) from exc
+        source: CaptureSource = source_class.from_config(config)
+        return source
 
-def load_mysql(config: Any) -> CaptureSource:
-    """MySQL / MariaDB ROW binlog (mysql-replication) with a consistent initial snapshot."""
-    try:
-        from capture.mysql.source import MySqlSource
-    except ImportError as exc:
-        raise NotInstalledError(
-            "the mysql capture agent needs PyMySQL and mysql-replication: pip install '.[mysql]'"
-        ) from exc
-    return MySqlSource.from_config(config)
-
-
-def load_mongodb(config: Any) -> CaptureSource:
-    """MongoDB change streams (pymongo) with a consistent initial snapshot."""
-    try:
-        from capture.mongodb.source import MongoDbSource
-    except ImportError as exc:
-        raise NotInstalledError(
-            "the mongodb capture agent needs pymongo: pip install '.[mongodb]'"
-        ) from exc
-    return MongoDbSource.from_config(config)
-
-
-def load_sqlserver(config: Any) -> CaptureSource:
-    """SQL Server CDC change tables over pyodbc (FreeTDS), with a snapshot at the max LSN."""
-    from capture.sqlserver.source import SqlServerSource  # pyodbc is imported when connecting
-
-    return SqlServerSource.from_config(config)
+    return load
 
 
 def _not_built(kind: SourceType, where: str) -> Callable[[Any], CaptureSource]:
@@ -108,24 +84,49 @@ class Connector:
     """Builds the agent from a validated config, importing the agent and its driver lazily."""
 
 
-def load_oracle(config: Any) -> CaptureSource:
-    """Oracle through LogMiner (python-oracledb, thin mode)."""
-    try:
-        from capture.oracle.source import OracleSource
-    except ImportError as exc:
-        raise NotInstalledError(
-            "the oracle capture agent needs python-oracledb: pip install '.[oracle]'"
-        ) from exc
-    return OracleSource.from_config(config)
-
-
 CONNECTORS: Mapping[SourceType, Connector] = {
     SourceType.DEBEZIUM_JSON: Connector(DebeziumJsonSourceConfig, load_debezium_json),
-    SourceType.POSTGRESQL: Connector(PostgresSourceConfig, load_postgresql),
-    SourceType.MYSQL: Connector(MySqlSourceConfig, load_mysql),
-    SourceType.MONGODB: Connector(MongoDbSourceConfig, load_mongodb),
-    SourceType.SQLSERVER: Connector(SqlServerSourceConfig, load_sqlserver),
-    SourceType.ORACLE: Connector(OracleSourceConfig, load_oracle),
+    SourceType.POSTGRESQL: Connector(
+        PostgresSourceConfig,
+        _agent(
+            "capture.postgresql.source",
+            "PostgresSource",
+            "the postgresql capture agent needs psycopg 3: pip install '.[postgres]'",
+        ),
+    ),
+    SourceType.MYSQL: Connector(
+        MySqlSourceConfig,
+        _agent(
+            "capture.mysql.source",
+            "MySqlSource",
+            "the mysql capture agent needs PyMySQL and mysql-replication: pip install '.[mysql]'",
+        ),
+    ),
+    SourceType.MONGODB: Connector(
+        MongoDbSourceConfig,
+        _agent(
+            "capture.mongodb.source",
+            "MongoDbSource",
+            "the mongodb capture agent needs pymongo: pip install '.[mongodb]'",
+        ),
+    ),
+    SourceType.SQLSERVER: Connector(
+        SqlServerSourceConfig,
+        # pyodbc is imported when connecting, where a missing unixODBC/FreeTDS is reported.
+        _agent(
+            "capture.sqlserver.source",
+            "SqlServerSource",
+            "the sqlserver capture agent needs pyodbc: pip install '.[sqlserver]'",
+        ),
+    ),
+    SourceType.ORACLE: Connector(
+        OracleSourceConfig,
+        _agent(
+            "capture.oracle.source",
+            "OracleSource",
+            "the oracle capture agent needs python-oracledb: pip install '.[oracle]'",
+        ),
+    ),
     SourceType.DB2: Connector(Db2SourceConfig, _not_built(SourceType.DB2, "planned")),
     SourceType.YUGABYTEDB: Connector(
         YugabyteDbSourceConfig, _not_built(SourceType.YUGABYTEDB, "planned")
