@@ -246,12 +246,24 @@ def build_base(
     spark: SparkSession, size: int, path: str, rows_per_file: int, properties: dict[str, str]
 ) -> None:
     """Write the silver table of ``size`` rows at ``path`` with these Delta properties."""
+    from silver import merge
+
     files = max(1, math.ceil(size / rows_per_file))
     ids = spark.range(0, size, 1, files).select(F.col("id"))
     tomb = F.pmod(F.col("id"), F.lit(TOMBSTONE_EVERY)) == TOMBSTONE_EVERY - 1
     commit_lsn = F.lit(1_000_000) + F.col("id") * 10
     base = ids.select(
         F.concat(F.lit('{"id":'), F.col("id"), F.lit("}")).alias("_cdc_key"),
+        # Silver's file-skipping column, where the silver/merge.py under test has one.
+        *(
+            [
+                merge.key_order(F.concat(F.lit('{"id":'), F.col("id"), F.lit("}"))).alias(
+                    "_cdc_key_order"
+                )
+            ]
+            if hasattr(merge, "key_order")
+            else []
+        ),
         _position(commit_lsn, F.lit(0)).alias("_cdc_position"),
         F.when(tomb, F.lit("d")).otherwise(F.lit("r")).alias("_cdc_op"),
         tomb.alias("_cdc_deleted"),
@@ -404,7 +416,8 @@ def run_merge_foreach_batch(
             if c in ("_cdc_deleted", "_cdc_updated_at")
             else F.col(c)
             for c in [*SILVER_METADATA, *DATA_COLUMNS]
-        ]
+        ],
+        *_extra_columns(spark, path),
     )
     (
         DeltaTable.forPath(spark, path)
@@ -416,6 +429,14 @@ def run_merge_foreach_batch(
         .execute()
     )
     return None
+
+
+def _extra_columns(spark: SparkSession, path: str) -> list[Any]:
+    """Nulls for the base table's columns a hand-written pipeline does not know (silver's
+    ``_cdc_key_order``), so ``UPDATE SET *``/``INSERT *`` and the append resolve."""
+    known = {*SILVER_METADATA, *DATA_COLUMNS}
+    stored = spark.read.format("delta").load(path).schema
+    return [F.lit(None).cast(f.dataType).alias(f.name) for f in stored if f.name not in known]
 
 
 def run_append(spark: SparkSession, path: str, changes: DataFrame, version: int) -> Any:

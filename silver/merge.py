@@ -13,6 +13,11 @@ the metadata columns below plus the table's data columns. :func:`apply_changes`:
    row's: replays and late older events change nothing. Deletes stay as tombstone rows
    (``_cdc_deleted``) until :func:`purge_tombstones` removes them after the retention.
 
+The MERGE condition also bounds ``_cdc_key_order`` (an order-preserving text of the key) to the
+ranges the batch's keys fall in. That is a target-only predicate, so Delta skips every file whose
+statistics lie outside those ranges: a batch of recent keys (the usual OLTP shape) reads the
+files holding recent keys, not the whole table.
+
 Every MERGE carries a Delta app transaction (``txnAppId``/``txnVersion``), so re-running the same
 micro-batch after a crash is skipped by Delta itself.
 """
@@ -28,7 +33,7 @@ from typing import Any
 import orjson
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StringType, StructType
 
 from pipeline.sql import quote_identifier, quote_string_literal
 
@@ -47,6 +52,10 @@ __all__ = [
     "stored_schema",
     "raise_position_property",
     "KEY",
+    "KEY_ORDER",
+    "key_bound",
+    "key_order",
+    "key_ranges",
     "POSITION",
     "OP",
     "DELETED",
@@ -59,6 +68,10 @@ logger = logging.getLogger(__name__)
 
 KEY = "_cdc_key"
 """Canonical JSON of the record key; the MERGE key."""
+KEY_ORDER = "_cdc_key_order"
+"""The key as text that sorts as the key does (integers as numbers, not as digits); what the
+MERGE bounds so Delta can skip files by their min/max statistics. Never compared for equality:
+two keys may share it (``"7"`` and ``"007"``), it only has to follow from the key."""
 POSITION = "_cdc_position"
 """Bronze position of the change that produced the row (source commit order)."""
 OP = "_cdc_op"
@@ -86,6 +99,7 @@ NEXT_KEY = "_cdc_next_key"
 
 METADATA_COLUMNS: tuple[str, ...] = (
     KEY,
+    KEY_ORDER,
     POSITION,
     OP,
     DELETED,
@@ -113,8 +127,8 @@ TABLE_PROPERTIES: dict[str, str] = {
 """Delta properties every silver table is created with."""
 
 _METADATA_SCHEMA = (
-    f"{KEY} string, {POSITION} binary, {OP} string, {DELETED} boolean, {SOURCE_TS} bigint, "
-    f"{TX_ID} string, {BRONZE_BATCH} string, {UPDATED_AT} timestamp"
+    f"{KEY} string, {KEY_ORDER} string, {POSITION} binary, {OP} string, {DELETED} boolean, "
+    f"{SOURCE_TS} bigint, {TX_ID} string, {BRONZE_BATCH} string, {UPDATED_AT} timestamp"
 )
 
 _SEGMENT = "__segment"
@@ -150,6 +164,111 @@ class MergeResult:
 
 def _q(*parts: str) -> str:
     return ".".join(quote_identifier(p) for p in parts)
+
+
+_INTEGER = r"^-?[0-9]{1,19}$"
+_DIGITS = 19  # every int64, and so every integer key a source declares
+_RANGES = 32
+"""Most ranges a MERGE condition names: enough to isolate hot keys and stragglers from the
+batch's dense runs, few enough that the condition stays cheap per file and per row."""
+_RANGE_KEYS = 200_000
+"""Batches of more keys are bounded by their lowest and highest key only: collecting every
+key's order text to the driver would cost more than the files it could skip."""
+
+
+def key_order(key: Column) -> Column:
+    """The order-preserving text of a canonical key (see :data:`KEY_ORDER`).
+
+    Each field of the key (a scalar key is one field) becomes a tagged text: ``n`` + the
+    nines' complement of a negative integer's 19 digits, ``p`` + a non-negative integer's 19
+    digits, ``s`` + any other text, ``z`` for null, so integers sort numerically and before
+    text. Fields are joined by U+0001, below every character of a field, so the first field
+    decides first.
+
+    Args:
+        key: The ``_cdc_key`` column (canonical JSON of the key's fields as strings).
+
+    Returns:
+        A string column; null only for a null key.
+    """
+
+    def field(value: Column) -> Column:
+        digits = F.lpad(F.regexp_replace(value, "^-", ""), _DIGITS, "0")
+        integer = value.rlike(_INTEGER)
+        return (
+            F.when(value.isNull(), F.lit("z"))
+            .when(
+                integer & value.startswith("-"),
+                F.concat(F.lit("n"), F.translate(digits, "0123456789", "9876543210")),
+            )
+            .when(integer, F.concat(F.lit("p"), digits))
+            .otherwise(F.concat(F.lit("s"), value))
+        )
+
+    fields = F.coalesce(F.map_values(F.from_json(key, "map<string,string>")), F.array(key))
+    return F.when(key.isNotNull(), F.array_join(F.transform(fields, field), "\u0001"))
+
+
+def key_ranges(orders: Sequence[str], limit: int = _RANGES) -> list[tuple[str, str]]:
+    """Cover sorted key-order texts with at most ``limit`` closed ranges, cut at the widest gaps.
+
+    A gap is wider the earlier its two neighbours differ (a shorter common prefix), then the
+    further apart their first differing characters are: for the fixed-width integer encoding
+    that is the numeric distance's order of magnitude, for text a fair stand-in.
+
+    Args:
+        orders: The batch's key-order texts, sorted ascending, no duplicates.
+        limit: Most ranges to return.
+
+    Returns:
+        ``(low, high)`` pairs, ascending; together they contain every text of ``orders``.
+    """
+    if not orders:
+        return []
+
+    def width(low: str, high: str) -> tuple[int, int]:
+        common = 0
+        for a, b in zip(low, high, strict=False):
+            if a != b:
+                break
+            common += 1
+        nxt = ord(high[common]) if common < len(high) else 0
+        cur = ord(low[common]) if common < len(low) else -1
+        return (-common, nxt - cur)
+
+    gaps = sorted(
+        range(1, len(orders)),
+        key=lambda i: width(orders[i - 1], orders[i]),
+        reverse=True,
+    )
+    cuts = sorted(gaps[: limit - 1])
+    ranges: list[tuple[str, str]] = []
+    start = 0
+    for cut in [*cuts, len(orders)]:
+        ranges.append((orders[start], orders[cut - 1]))
+        start = cut
+    return ranges
+
+
+def key_bound(ranges: Sequence[tuple[str, str]], *, alias: str | None = None) -> Column:
+    """The target-only part of the MERGE condition: rows in the batch's key ranges, or rows
+    written before the table had the key-order column. Delta skips the files whose statistics
+    rule it out, for the MERGE as for a read.
+
+    Literals are columns, not SQL text: a key may hold any character, NUL included.
+
+    Args:
+        ranges: From :func:`key_ranges`.
+        alias: The target table's alias in the MERGE.
+
+    Returns:
+        A boolean column.
+    """
+    column = F.col(f"{alias}.{KEY_ORDER}" if alias else KEY_ORDER)
+    bound = column.isNull()
+    for low, high in ranges:
+        bound = bound | column.between(F.lit(low), F.lit(high))
+    return bound
 
 
 def fold(changes: DataFrame, data_columns: Sequence[str]) -> DataFrame:
@@ -338,6 +457,7 @@ def ensure_table(
     if stored is None:
         empty = sample.select(
             F.col(KEY),
+            key_order(F.col(KEY)).alias(KEY_ORDER),
             F.col(POSITION),
             F.col(OP),
             F.lit(False).alias(DELETED),
@@ -353,9 +473,11 @@ def ensure_table(
     from silver.evolution import widen_and_add
 
     existing = {f.name: f.dataType for f in stored.fields}
-    widen_and_add(
-        spark, path, existing, {f.name: f.dataType for f in wanted if f.name not in existing}
-    )
+    # Tables created before the key-order column get it empty; the MERGE condition keeps
+    # their null rows in play, and each row gets its value the next time it changes.
+    missing: dict[str, DataType] = {} if KEY_ORDER in existing else {KEY_ORDER: StringType()}
+    missing.update({f.name: f.dataType for f in wanted if f.name not in existing})
+    widen_and_add(spark, path, existing, missing)
 
 
 def stored_schema(path: str) -> StructType | None:
@@ -507,18 +629,28 @@ def apply_changes(
             if stats["moves"]:
                 stored = spark.read.format("delta").load(path)
                 folded = resolve_moves(folded, stored, data_columns)
-            last = collapse(folded).cache()
+            last = collapse(folded)
         else:
-            last = collapse_by_aggregate(changes.drop(OLD_KEY, NEXT_KEY)).cache()
+            last = collapse_by_aggregate(changes.drop(OLD_KEY, NEXT_KEY))
+        last = last.withColumn(KEY_ORDER, key_order(F.col(KEY))).cache()
         cached.append(last)
         purge_horizon = position_property(spark, path, PURGE_HORIZON_PROPERTY)
         truncated = position_property(spark, path, TRUNCATE_HORIZON_PROPERTY)
         lowest = max((h for h in (purge_horizon, truncated) if h is not None), default=None)
+        # The key ranges come with the probe (no Spark job of their own); a batch too large to
+        # list its keys is bounded by its extremes.
+        orders = (
+            F.sort_array(F.collect_set(KEY_ORDER))
+            if events <= _RANGE_KEYS
+            else F.array(F.min(KEY_ORDER), F.max(KEY_ORDER))
+        )
         probe = last.agg(
             F.count("*").alias("keys"),
             F.count_if(F.size(UNAVAILABLE) > 0).alias("placeholders"),
             F.count_if(F.col(POSITION) < F.lit(lowest) if lowest else F.lit(False)).alias("old"),
+            orders.alias("orders"),
         ).collect()[0]
+        ranges = key_ranges([o for o in probe["orders"] if o is not None])
         # Most batches need nothing from the stored rows but what the MERGE itself reads; the
         # lookup join below (a second pass over the table) is made only when a row needs it.
         if probe["placeholders"] or probe["old"]:
@@ -545,6 +677,7 @@ def apply_changes(
                 else F.col(src)
             )
         meta = {
+            KEY_ORDER: F.col(f"{s}.{KEY_ORDER}"),
             POSITION: F.col(f"{s}.{POSITION}"),
             OP: F.col(f"{s}.{OP}"),
             DELETED: F.col(f"{s}.{OP}") == "d",
@@ -563,7 +696,12 @@ def apply_changes(
             (
                 DeltaTable.forPath(spark, path)
                 .alias(t)
-                .merge(accepted.alias(s), f"{t}.{KEY} = {s}.{KEY}")
+                .merge(
+                    accepted.alias(s),
+                    (F.col(f"{t}.{KEY}") == F.col(f"{s}.{KEY}")) & key_bound(ranges, alias=t)
+                    if ranges
+                    else F.col(f"{t}.{KEY}") == F.col(f"{s}.{KEY}"),
+                )
                 .whenMatchedUpdate(
                     condition=f"{s}.{POSITION} > {t}.{POSITION}", set={**sets, **meta}
                 )

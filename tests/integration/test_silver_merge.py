@@ -7,14 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 
 from silver.merge import (
     DELETED,
     KEY,
+    KEY_ORDER,
     OP,
     POSITION,
     apply_changes,
     apply_truncate,
+    key_bound,
+    key_order,
+    key_ranges,
     purge_tombstones,
 )
 
@@ -233,3 +238,87 @@ def test_key_move_from_an_unknown_row_is_still_refused(spark: Any, tmp_path: Pat
     result = apply_moves(spark, t, move_ev(6, "c", 2, 1, "a", P, unavailable=("notes",)))
     assert result.rejected is not None and result.rejected_count == 1
     assert rows(spark, t) == {}
+
+
+def test_key_order_sorts_integers_as_numbers_then_text(spark: Any) -> None:
+    keys = [
+        '{"id":"-9223372036854775808"}',
+        '{"id":"-10"}',
+        '{"id":"-9"}',
+        '{"id":"0"}',
+        '{"id":"9"}',
+        '{"id":"10"}',
+        '{"id":"9223372036854775807"}',
+        '{"id":"99999999999999999999"}',  # beyond int64: text, after every integer
+        '{"id":"a\\u0000b"}',
+        '{"id":"b"}',
+    ]
+    shuffled = keys[::3] + keys[1::3] + keys[2::3]
+    df = spark.createDataFrame([(k,) for k in shuffled], "k string")
+    got = [r["k"] for r in df.orderBy(key_order(F.col("k"))).collect()]
+    assert got == keys
+    composite = spark.createDataFrame(
+        [('{"a":"2","b":"1"}',), ('{"a":"10","b":"0"}',), ('{"a":"2","b":"-1"}',)], "k string"
+    )
+    got = [r["k"] for r in composite.orderBy(key_order(F.col("k"))).collect()]
+    assert got == ['{"a":"2","b":"-1"}', '{"a":"2","b":"1"}', '{"a":"10","b":"0"}']
+
+
+def test_merge_skips_files_outside_the_batch_key_ranges(spark: Any, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    # Three commits, three files of far-apart key runs.
+    apply(spark, t, *[ev(i, "c", i, "low") for i in range(1, 40)])
+    apply(spark, t, *[ev(1000 + i, "c", 10_000 + i, "mid") for i in range(40)])
+    apply(spark, t, *[ev(2000 + i, "c", 1_000_000 + i, "high") for i in range(40)])
+    batch = [ev(3000, "u", 1_000_005, "high2"), ev(3001, "c", 1_000_100, "new")]
+    # The MERGE's target-only predicate is the batch's key bound; Delta prunes a read by the
+    # same file statistics it prunes the MERGE by.
+    ranges = key_ranges(
+        sorted(
+            r[0]
+            for r in spark.createDataFrame(batch, SCHEMA).select(key_order(F.col(KEY))).collect()
+        )
+    )
+    table = spark.read.format("delta").load(str(t))
+    assert len(table.where(key_bound(ranges)).inputFiles()) < len(table.inputFiles())
+    apply(spark, t, *batch)
+    got = rows(spark, t)
+    assert (got[1_000_005]["name"], got[1_000_100]["name"], got[5]["name"]) == (
+        "high2",
+        "new",
+        "low",
+    )
+    assert len(got) == 39 + 40 + 40 + 1
+    # A key outside every range but present (an outlier of the batch) is still matched.
+    apply(spark, t, ev(4000, "u", 3, "low2"), ev(4001, "u", 1_000_006, "high3"))
+    got = rows(spark, t)
+    assert (got[3]["name"], got[1_000_006]["name"], len(got)) == ("low2", "high3", 120)
+
+
+def test_table_without_the_key_order_column_still_matches_its_rows(
+    spark: Any, tmp_path: Path
+) -> None:
+    t = tmp_path / "t"
+    apply(spark, t, ev(1, "c", 1, "a"), ev(2, "c", 2, "b"))
+    legacy = spark.read.format("delta").load(str(t)).drop(KEY_ORDER)
+    old = tmp_path / "old"
+    legacy.write.format("delta").save(str(old))
+    apply(spark, old, ev(3, "u", 1, "a2"), ev(4, "c", 3, "c"))
+    stored = spark.read.format("delta").load(str(old))
+    assert stored.count() == 3  # key 1 updated in place, not inserted twice
+    by_id = {r["id"]: r for r in stored.collect()}
+    assert by_id[1]["name"] == "a2" and by_id[1][KEY_ORDER] is not None
+    assert by_id[2][KEY_ORDER] is None  # untouched rows keep the empty value until they change
+
+
+def test_key_ranges_cover_every_key_and_cut_at_the_widest_gaps() -> None:
+    orders = sorted(
+        ["p" + str(n).zfill(19) for n in [*range(100, 120), *range(5000, 5010), 7_000_000]]
+    )
+    ranges = key_ranges(orders, limit=3)
+    assert ranges == [(orders[0], orders[19]), (orders[20], orders[29]), (orders[30], orders[30])]
+    for limit in (1, 2, 5, 100):
+        got = key_ranges(orders, limit=limit)
+        assert len(got) <= limit
+        assert all(any(lo <= o <= hi for lo, hi in got) for o in orders)
+    assert key_ranges([]) == []
