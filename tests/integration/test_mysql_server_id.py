@@ -81,7 +81,7 @@ def agent_a(my: My, tmp_path: Path) -> Iterator[tuple[DatabaseSource, int]]:
     my.sql(f"CREATE TABLE {my.database}.t (id INT PRIMARY KEY, v LONGTEXT)")
     taken = default_server_id("b")  # the id agent b draws by default
     a = _opened(my, tmp_path / "lake-a", "a", **{"database.server.id": taken})
-    _backlog(my, range(1, 25))
+    _backlog(my, range(1, 17))
     _read_until_listed(my, a, _label("a", tmp_path / "lake-a"))
     assert _hosts(my)[_label("a", tmp_path / "lake-a")] == taken
     yield a, taken
@@ -109,7 +109,7 @@ def test_a_default_server_id_in_use_moves_to_the_next_free_one(
     a, taken = agent_a
     with caplog.at_level(logging.WARNING, logger="capture.mysql.client_id"):
         b = _opened(my, tmp_path / "lake-b", "b")
-        _backlog(my, range(25, 49))
+        _backlog(my, range(17, 33))
         _read_until_listed(my, b, _label("b", tmp_path / "lake-b"))
     try:
         hosts = _hosts(my)
@@ -134,7 +134,7 @@ def test_a_restarted_pipeline_keeps_its_id(
     _a, taken = agent_a
     again = _opened(my, tmp_path / "lake-a", "a", **{"database.server.id": taken})
     try:
-        _backlog(my, range(25, 49))
+        _backlog(my, range(17, 33))
         _read_until_listed(my, again, _label("a", tmp_path / "lake-a"))
         assert _hosts(my)[_label("a", tmp_path / "lake-a")] == taken
     finally:
