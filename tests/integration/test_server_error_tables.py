@@ -58,9 +58,12 @@ def _plain(err: CaptureError) -> None:
 
 
 def _source(raw: dict[str, Any]) -> DatabaseSource:
-    source = create_source(TypeAdapter(SourceConfig).validate_python(raw))
+    """The agent of ``raw`` with ``errors.max.retries: 0``: the first retryable error is raised,
+    not waited on (and the agent must have read the key)."""
+    config = TypeAdapter(SourceConfig).validate_python({**raw, "errors.max.retries": 0})
+    source = create_source(config)
     assert isinstance(source, DatabaseSource)
-    source.retry_policy = RetryPolicy(0)  # the first retryable error is raised, not waited on
+    assert source.retry_policy == RetryPolicy(0, 0.3, 10.0), source.retry_policy
     return source
 
 
