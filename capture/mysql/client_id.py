@@ -23,9 +23,15 @@ clients:
   that no registered client (nor the server itself) uses, logged as a warning. Nothing stops,
   and nothing depends on the id: the offset holds the *server's* id, not the reader's.
 
-Clients that never register (other tools' binlog readers) are not listed by the server and
-cannot be seen; a user who may not list replicas (``REPLICATION MASTER ADMIN`` on MariaDB 10.5+,
-``REPLICATION SLAVE`` on MySQL) gets one warning and the configured id.
+What is seen, and when: the check runs when the agent opens its binlog stream (at start, and
+after each outage it reconnects from); mysql-replication's own reconnects inside one stream (a
+non-blocking dump ends at the binlog's end and the next poll dumps again) keep the id chosen.
+A registered client is listed only while its dump runs: a replica or a blocking reader always,
+another medallion agent while it streams a backlog (its dumps end at the binlog's end, which is
+also why two of them collide only then). Clients that never register (other tools' binlog
+readers) are not listed and cannot be seen; a user who may not list replicas (``REPLICATION
+MASTER ADMIN`` on MariaDB 10.5+, ``REPLICATION SLAVE`` on MySQL) gets a warning and the
+configured id.
 """
 
 from __future__ import annotations
