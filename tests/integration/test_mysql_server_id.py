@@ -4,8 +4,9 @@
 Agent A streams and stays in the middle of the binlog, so its dump thread is registered (it
 sends ``COM_REGISTER_SLAVE``: ``SHOW SLAVE HOSTS`` lists it). Agent B of another config then
 starts with A's id: set explicitly, it is refused with a terminal error naming the id, A and
-the fix; drawn by default, B streams under the next free id, says so in a warning, and both
-dump threads stay up side by side (one id would have made the server kill A's).
+the fix (A's own label, a restart of A on its lake, keeps the id); drawn by default, B streams
+under the next free id, says so in a warning, and both dump threads stay up side by side (one
+id would have made the server kill A's).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import pytest
 from pydantic import TypeAdapter
 
 from capture.database_source import DatabaseSource
-from capture.mysql.client_id import report_host
+from capture.mysql.client_id import binlog_client, report_host
 from capture.mysql.config import default_server_id
 from capture.registry import create_source
 from capture.server_errors import SourceRefused
@@ -88,10 +90,10 @@ def agent_a(my: My, tmp_path: Path) -> Iterator[tuple[DatabaseSource, int]]:
     a.close()
 
 
-def test_an_explicit_server_id_another_pipeline_streams_with_is_refused(
+def test_an_explicit_server_id_another_pipeline_streams_with_is_refused_not_its_own(
     my: My, tmp_path: Path, agent_a: tuple[DatabaseSource, int]
 ) -> None:
-    _a, taken = agent_a
+    a, taken = agent_a
     b = _opened(my, tmp_path / "lake-b", "b", **{"database.server.id": taken})
     with pytest.raises(SourceRefused) as refused:
         _read_until_listed(my, b, _label("b", tmp_path / "lake-b"))
@@ -101,6 +103,12 @@ def test_an_explicit_server_id_another_pipeline_streams_with_is_refused(
     message = str(err)
     assert f"database.server.id {taken} is already used" in message, message
     assert "medallion:a:" in message and "Fix: give every source" in message, message
+    # A's own label (a restart of the same source on the same lake while the server still lists
+    # its old dump thread, which it replaces): the configured id is kept
+    with pymysql.connect(**my.conn) as conn:
+        lake_a = tmp_path / "lake-a" / "bronze" / "schema_history"
+        again = binlog_client(conn, None, a.settings, "a", lake_a)  # type: ignore[attr-defined]
+    assert again.server_id == taken and _hosts(my)[again.report_host] == taken
 
 
 def test_a_default_server_id_in_use_moves_to_the_next_free_one(
@@ -124,18 +132,3 @@ def test_a_default_server_id_in_use_moves_to_the_next_free_one(
         assert _hosts(my)[_label("a", tmp_path / "lake-a")] == taken
     finally:
         b.close()
-
-
-def test_a_restarted_pipeline_keeps_its_id(
-    my: My, tmp_path: Path, agent_a: tuple[DatabaseSource, int]
-) -> None:
-    # the same source and lake (a restart whose old dump thread the server still lists): its
-    # own label, so the configured id is kept, and the server replaces the old dump
-    _a, taken = agent_a
-    again = _opened(my, tmp_path / "lake-a", "a", **{"database.server.id": taken})
-    try:
-        _backlog(my, range(17, 33))
-        _read_until_listed(my, again, _label("a", tmp_path / "lake-a"))
-        assert _hosts(my)[_label("a", tmp_path / "lake-a")] == taken
-    finally:
-        again.close()
