@@ -11,8 +11,11 @@ lost connection alike), decide whether an error is:
 * **retryable** (:class:`~pipeline.errors.SourceUnavailable`): a lost connection, a server
   shutting down, restarting or not accepting connections yet. Runners retry with backoff.
 
-The codes live in tables (:data:`POSTGRES_ERRORS`, :data:`MYSQL_ERRORS`) looked up by
-:meth:`ServerErrors.classify`; a new connector adds its own table. A code no table knows keeps
+The codes live in tables (:data:`POSTGRES_ERRORS`, :data:`MYSQL_ERRORS`; SQL Server's, Oracle's
+and MongoDB's in :mod:`capture.errors_sqlserver`, :mod:`capture.errors_oracle` and
+:mod:`capture.errors_mongodb`) looked up by :meth:`ServerErrors.classify`; a new connector adds
+its own table, and a second reading where one code does not decide (a SQLSTATE under an unknown
+native number, MongoDB's ``errorLabels``). A code no table knows keeps
 the driver's old meaning (a connection-level ``OperationalError`` is retryable) and still carries
 its code.
 
