@@ -11,8 +11,11 @@ lost connection alike), decide whether an error is:
 * **retryable** (:class:`~pipeline.errors.SourceUnavailable`): a lost connection, a server
   shutting down, restarting or not accepting connections yet. Runners retry with backoff.
 
-The codes live in tables (:data:`POSTGRES_ERRORS`, :data:`MYSQL_ERRORS`) looked up by
-:meth:`ServerErrors.classify`; a new connector adds its own table. A code no table knows keeps
+The codes live in tables (:data:`POSTGRES_ERRORS`, :data:`MYSQL_ERRORS`; SQL Server's, Oracle's
+and MongoDB's in :mod:`capture.errors_sqlserver`, :mod:`capture.errors_oracle` and
+:mod:`capture.errors_mongodb`) looked up by :meth:`ServerErrors.classify`; a new connector adds
+its own table, and a second reading where one code does not decide (a SQLSTATE under an unknown
+native number, MongoDB's ``errorLabels``). A code no table knows keeps
 the driver's old meaning (a connection-level ``OperationalError`` is retryable) and still carries
 its code.
 
@@ -39,10 +42,12 @@ __all__ = [
     "MYSQL_ERRORS",
     "POSTGRES_CONNECT_MESSAGES",
     "POSTGRES_ERRORS",
+    "RECONNECT",
     "CodeRule",
     "RetryPolicy",
     "ServerErrors",
     "SourceRefused",
+    "code_rules",
     "mysql_code",
     "postgres_code",
 ]
@@ -82,13 +87,15 @@ class CodeRule:
     fix: str
 
 
-def _rules(*rules: CodeRule) -> Mapping[str, CodeRule]:
+def code_rules(*rules: CodeRule) -> Mapping[str, CodeRule]:
+    """A code table: each rule under its code."""
     return {rule.code: rule for rule in rules}
 
 
-_RECONNECT = "the agent reconnects with backoff (errors.max.retries)"
+RECONNECT = "the agent reconnects with backoff (errors.max.retries)"
+"""What happens after a retryable error (the ``fix`` of retryable rules)."""
 
-POSTGRES_ERRORS: Mapping[str, CodeRule] = _rules(
+POSTGRES_ERRORS: Mapping[str, CodeRule] = code_rules(
     CodeRule(
         "28P01",
         True,
@@ -135,16 +142,16 @@ POSTGRES_ERRORS: Mapping[str, CodeRule] = _rules(
         "53300",
         False,
         "too many connections",
-        _RECONNECT + "; raise max_connections or max_wal_senders if it persists",
+        RECONNECT + "; raise max_connections or max_wal_senders if it persists",
     ),
-    CodeRule("55006", False, "the replication slot is in use by another walsender", _RECONNECT),
-    CodeRule("57P01", False, "the server is shutting down (admin shutdown)", _RECONNECT),
-    CodeRule("57P02", False, "the server crashed (crash shutdown)", _RECONNECT),
-    CodeRule("57P03", False, "the server cannot accept connections now", _RECONNECT),
-    CodeRule("57P05", False, "the connection was idle too long", _RECONNECT),
-    CodeRule("40001", False, "serialization failure", _RECONNECT),
-    CodeRule("40P01", False, "deadlock detected", _RECONNECT),
-    CodeRule("08", False, "connection exception", _RECONNECT),
+    CodeRule("55006", False, "the replication slot is in use by another walsender", RECONNECT),
+    CodeRule("57P01", False, "the server is shutting down (admin shutdown)", RECONNECT),
+    CodeRule("57P02", False, "the server crashed (crash shutdown)", RECONNECT),
+    CodeRule("57P03", False, "the server cannot accept connections now", RECONNECT),
+    CodeRule("57P05", False, "the connection was idle too long", RECONNECT),
+    CodeRule("40001", False, "serialization failure", RECONNECT),
+    CodeRule("40P01", False, "deadlock detected", RECONNECT),
+    CodeRule("08", False, "connection exception", RECONNECT),
 )
 """PostgreSQL SQLSTATEs (Appendix A of the PostgreSQL manual); two-character keys are classes."""
 
@@ -169,7 +176,7 @@ POSTGRES_CONNECT_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )
 """libpq connection-failure texts and the SQLSTATE the server (or libpq) attaches to them."""
 
-MYSQL_ERRORS: Mapping[str, CodeRule] = _rules(
+MYSQL_ERRORS: Mapping[str, CodeRule] = code_rules(
     CodeRule(
         "1045",
         True,
@@ -227,21 +234,21 @@ MYSQL_ERRORS: Mapping[str, CodeRule] = _rules(
         "run FLUSH HOSTS (mariadb-admin flush-hosts) on the server",
     ),
     CodeRule(
-        "1040", False, "too many connections", _RECONNECT + "; raise max_connections if it persists"
+        "1040", False, "too many connections", RECONNECT + "; raise max_connections if it persists"
     ),
-    CodeRule("1053", False, "the server is shutting down", _RECONNECT),
-    CodeRule("1077", False, "the server is shutting down (normal shutdown)", _RECONNECT),
-    CodeRule("1152", False, "the connection was aborted", _RECONNECT),
-    CodeRule("1159", False, "a network read timed out", _RECONNECT),
-    CodeRule("1161", False, "a network write timed out", _RECONNECT),
-    CodeRule("1205", False, "a lock wait timed out", _RECONNECT),
-    CodeRule("1213", False, "a deadlock was detected", _RECONNECT),
-    CodeRule("2002", False, "cannot connect (socket)", _RECONNECT),
-    CodeRule("2003", False, "cannot connect to the server", _RECONNECT),
-    CodeRule("2006", False, "the server has gone away", _RECONNECT),
-    CodeRule("2013", False, "the connection was lost during a query", _RECONNECT),
-    CodeRule("2014", False, "commands out of sync (a broken connection)", _RECONNECT),
-    CodeRule("2055", False, "the connection was lost", _RECONNECT),
+    CodeRule("1053", False, "the server is shutting down", RECONNECT),
+    CodeRule("1077", False, "the server is shutting down (normal shutdown)", RECONNECT),
+    CodeRule("1152", False, "the connection was aborted", RECONNECT),
+    CodeRule("1159", False, "a network read timed out", RECONNECT),
+    CodeRule("1161", False, "a network write timed out", RECONNECT),
+    CodeRule("1205", False, "a lock wait timed out", RECONNECT),
+    CodeRule("1213", False, "a deadlock was detected", RECONNECT),
+    CodeRule("2002", False, "cannot connect (socket)", RECONNECT),
+    CodeRule("2003", False, "cannot connect to the server", RECONNECT),
+    CodeRule("2006", False, "the server has gone away", RECONNECT),
+    CodeRule("2013", False, "the connection was lost during a query", RECONNECT),
+    CodeRule("2014", False, "commands out of sync (a broken connection)", RECONNECT),
+    CodeRule("2055", False, "the connection was lost", RECONNECT),
 )
 """MySQL/MariaDB errnos (server errors 1000-1999, client errors 2000-2999)."""
 
@@ -282,12 +289,24 @@ class ServerErrors:
         label: What its codes are called (``SQLSTATE``, ``errno``).
         rules: Code (or code class prefix) -> rule.
         read_code: Driver error -> ``(code, read from the text)``.
+        second_reading: Driver error -> ``(label, code, rule)`` or None: what decides when the
+            code is missing or no rule knows it (SQL Server's SQLSTATE under an unknown native
+            error number; MongoDB's ``errorLabels``; an Oracle error the driver calls
+            recoverable). None: no second reading.
+        unknown_retryable: What an error neither reading knows means when the caller does not
+            say: retryable (True), or a plain :class:`CaptureError` (False, for tables that
+            see every driver error, not only connection-level ones).
+        describe: Driver error -> the server's message, when ``str(exc)`` is not it (pyodbc's
+            is the argument tuple, pymongo's appends the whole reply). None: ``str(exc)``.
     """
 
     engine: str
     label: str
     rules: Mapping[str, CodeRule]
     read_code: Any
+    second_reading: Any = None
+    unknown_retryable: bool = True
+    describe: Any = None
 
     def rule(self, code: str | None) -> CodeRule | None:
         """The rule of ``code``: the exact code first, then its two-character class."""
@@ -296,7 +315,7 @@ class ServerErrors:
         return self.rules.get(code) or self.rules.get(code[:2])
 
     def classify(
-        self, source: str, exc: BaseException, doing: str, *, unknown_retryable: bool = True
+        self, source: str, exc: BaseException, doing: str, *, unknown_retryable: bool | None = None
     ) -> CaptureError:
         """The medallion error for a driver error raised while ``doing`` something.
 
@@ -305,7 +324,8 @@ class ServerErrors:
             exc: The driver's error (chain the result ``from exc`` to keep it).
             doing: What failed, e.g. ``connect to PostgreSQL db.example:5432/inventory``.
             unknown_retryable: What a code no table knows means: retryable (a driver's
-                connection-level error) or a plain, unmarked :class:`CaptureError`.
+                connection-level error) or a plain, unmarked :class:`CaptureError`; None:
+                the table's :attr:`unknown_retryable`.
 
         Returns:
             :class:`SourceRefused` (terminal) or :class:`~pipeline.errors.SourceUnavailable`
@@ -313,15 +333,23 @@ class ServerErrors:
         """
         code, from_text = self.read_code(exc)
         rule = self.rule(code)
-        detail = " ".join(str(exc).split())
+        label = self.label
+        if rule is None and self.second_reading is not None:
+            second = self.second_reading(exc)
+            if second is not None:
+                label, second_code, rule = second
+                code, from_text = second_code, False
+        detail = " ".join((str(exc) if self.describe is None else self.describe(exc)).split())
         if code is None:
             text = f"cannot {doing}: {detail}"
         else:
             read = ", read from the message" if from_text else ""
             meaning = f": {rule.meaning}" if rule is not None else ""
-            text = f"cannot {doing} ({self.engine} {self.label} {code}{read}{meaning}): {detail}"
+            text = f"cannot {doing} ({self.engine} {label} {code}{read}{meaning}): {detail}"
         if code is not None and rule is not None and rule.terminal:
             return SourceRefused(source, code, text, rule.fix)
+        if unknown_retryable is None:
+            unknown_retryable = self.unknown_retryable
         err: CaptureError
         if rule is None and not unknown_retryable:
             err = CaptureError(f"source {source}: {text}")

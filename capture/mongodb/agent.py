@@ -19,13 +19,15 @@ from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.errors import InvalidBSON
 from bson.raw_bson import RawBSONDocument
 from pymongo import monitoring
-from pymongo.errors import ConnectionFailure
+from pymongo.errors import ConfigurationError, ConnectionFailure, OperationFailure
 
 from bronze.position_base import Phase
 from capture.database_source import DatabaseSource, OpenTransaction, SnapshotProgress
+from capture.errors_mongodb import MONGODB
 from capture.mongodb.position import MongoDbPosition
 from capture.mongodb.records import CollectionRecords
 from capture.mongodb.settings import MongoSettings
+from capture.server_errors import ServerErrors
 from pipeline.errors import CaptureError, Terminal
 
 __all__ = ["ClusterTime", "MongoAgent", "MongoTx", "ResumePointLost", "position"]
@@ -133,12 +135,20 @@ class MongoAgent(DatabaseSource):
     """
 
     KIND: ClassVar[str] = "mongodb"
-    OUTAGES: ClassVar[tuple[type[BaseException], ...]] = (ConnectionFailure,)
+    OUTAGES: ClassVar[tuple[type[BaseException], ...]] = (
+        ConnectionFailure,
+        OperationFailure,
+        ConfigurationError,
+    )
+    """What may reach the retry loop; MONGODB's codes and labels decide: a lost server retried,
+    ``Unauthorized`` or a failed authentication terminal, an unknown command error raised."""
+    SERVER_ERRORS: ClassVar[ServerErrors | None] = MONGODB
     ORIGIN: ClassVar[str] = "mongodb"
 
     def __init__(self, name: str, settings: MongoSettings) -> None:
         super().__init__(name)
         self.settings = settings
+        self.retry_policy = settings.rules.retry
         self.partition = settings.server_name
         self._client: pymongo.MongoClient[RawBSONDocument] | None = None
         self._replica_set: str | None = None

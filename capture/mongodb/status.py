@@ -17,8 +17,8 @@ from typing import Any
 import bson
 from pymongo.errors import ConnectionFailure, OperationFailure
 
+from capture.errors_mongodb import MONGODB
 from capture.mongodb.agent import STRICT, MongoAgent
-from pipeline.errors import CaptureError, SourceUnavailable
 
 __all__ = ["OPLOG", "OplogStatus"]
 
@@ -38,7 +38,8 @@ class OplogStatus(MongoAgent):
 
         Raises:
             SourceUnavailable: The server cannot be reached.
-            CaptureError: The oplog cannot be read (a mongos, no privilege on ``local``).
+            SourceRefused: The user may not read ``local`` (``Unauthorized``) or log in.
+            CaptureError: The oplog cannot be read (through a mongos).
         """
         read_to = None if offset is None else offset.get("read_to")
         try:
@@ -55,13 +56,9 @@ class OplogStatus(MongoAgent):
                     {"$group": {"_id": None, "bytes": size}},
                 ]
                 behind = sum(int(group["bytes"]) for group in oplog.aggregate(pipeline))
-        except ConnectionFailure as exc:
-            raise SourceUnavailable(f"source {self.name}: {str(exc).strip()}") from None
-        except OperationFailure as exc:
-            raise CaptureError(
-                f"source {self.name}: cannot read {OPLOG} (through a mongos, or without read on "
-                f"'local'): {exc}"
-            ) from None
+        except (ConnectionFailure, OperationFailure) as exc:
+            doing = f"read {OPLOG} (not through a mongos; the user needs read on 'local')"
+            raise MONGODB.classify(self.name, exc, doing) from None
         finally:
             self._close_client()
         size_bytes = int(stats["size"])

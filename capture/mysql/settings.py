@@ -33,6 +33,8 @@ class MySqlSettings:
     password: Any = None
     server_name: str = "mysql"
     server_id: int = 5400
+    server_id_given: bool = False
+    """``database.server.id`` was set (else ``server_id`` is the default drawn from the name)."""
     snapshot_mode: str = "initial"
     snapshot_locking_mode: str = "minimal"
     table_filter: TableFilter = field(default_factory=lambda: TableFilter(system=SYSTEM_DATABASES))
@@ -54,6 +56,7 @@ class MySqlSettings:
             password=config.database_password,
             server_name=str(config.logical_name),
             server_id=int(server_id) if server_id else default_server_id(config.name),
+            server_id_given=bool(server_id),
             snapshot_mode=str(config.snapshot_mode),
             snapshot_locking_mode=str(config.snapshot_locking_mode),
             table_filter=TableFilter.from_config(config, SYSTEM_DATABASES),

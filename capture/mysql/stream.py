@@ -39,6 +39,7 @@ from capture.column_types import ValueConversionError
 from capture.database_source import VERSION, BatchLimits
 from capture.mysql.agent import CONNECTOR, MySqlTable, MySqlTx, raw_row
 from capture.mysql.binlog import BinlogReader
+from capture.mysql.client_id import binlog_client
 from capture.mysql.ddl import DdlParseError, SchemaChange, statement_kind
 from capture.mysql.history import HistoryEntry
 from capture.mysql.position import MySqlPosition
@@ -101,9 +102,12 @@ class StreamReader(TableTracker):
         start = self._resume
         if self._cut is not None:
             start = BinlogPoint(self._cut[0], self._cut[1], self._resume.gtids)
+        lake = None if self._history is None else self._history.path
+        client = binlog_client(self._side(), self._dialect, s, self.name, lake)
         self._stream = BinlogReader(
             connection_settings=s.connection(),
-            server_id=s.server_id,
+            server_id=client.server_id,
+            report_slave=client.report_host,
             blocking=False,
             resume_stream=True,
             log_file=start.file,

@@ -20,14 +20,16 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from capture.captured_table import CapturedTable, CatalogColumn
 from capture.column_types import ValueConversionError
 from capture.database_source import DatabaseSource, OpenTransaction
+from capture.errors_oracle import ORACLE
 from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, column_type
-from pipeline.errors import CaptureError, NotInstalledError, SourceUnavailable
+from capture.server_errors import ServerErrors
+from pipeline.errors import CaptureError, NotInstalledError
 
 __all__ = ["CONNECTOR", "DBAPI_ENV", "OracleAgent", "OracleTx", "dbapi", "ora_code", "quote"]
 
@@ -119,17 +121,19 @@ class OracleAgent(DatabaseSource):
     """
 
     ORIGIN = "oracle"
+    SERVER_ERRORS: ClassVar[ServerErrors | None] = ORACLE
 
     def __init__(self, name: str, settings: OracleSettings) -> None:
         super().__init__(name)
         self.settings = settings
+        self.retry_policy = settings.rules.retry
         self.partition = settings.server_name
         self.driver = dbapi()
-        # The driver module is chosen per agent (DBAPI_ENV), so its outage classes are too: an
-        # instance attribute shadows the class flag DatabaseSource catches.
-        object.__setattr__(
-            self, "OUTAGES", (self.driver.OperationalError, self.driver.InterfaceError)
-        )
+        # The driver module is chosen per agent (DBAPI_ENV), so its error classes are too: an
+        # instance attribute shadows the class flag DatabaseSource catches. Every database
+        # error is caught; ORACLE's codes decide (a lost link retried, ORA-01017 terminal, an
+        # unknown ORA- error neither recoverable nor connection-level raised as it is).
+        object.__setattr__(self, "OUTAGES", (self.driver.DatabaseError, self.driver.InterfaceError))
         self._mining: Any = None
         self._side_conn: Any = None
         self._tables: dict[tuple[str, str], OracleTable | None] = {}
@@ -142,9 +146,7 @@ class OracleAgent(DatabaseSource):
             conn = self.driver.connect(user=s.user, password=password, dsn=s.dsn)
         except self.driver.Error as exc:
             # The driver's message names the address, never the password.
-            raise SourceUnavailable(
-                f"source {self.name}: cannot connect to Oracle {s.dsn}: {str(exc).strip()}"
-            ) from None
+            raise self._outage(exc, f"connect to Oracle {s.dsn}") from None
         cursor = conn.cursor()
         cursor.execute(SESSION_NLS)
         return conn

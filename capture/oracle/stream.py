@@ -226,7 +226,8 @@ class StreamReader(OracleAgent):
                 break
             except self.driver.DatabaseError as exc:
                 code = ora_code(exc)
-                if isinstance(exc, self.OUTAGES) or code not in (1291, 310) or attempt == 2:
+                lost = (self.driver.OperationalError, self.driver.InterfaceError)
+                if isinstance(exc, lost) or code not in (1291, 310) or attempt == 2:
                     if code == 1291:
                         self._check_coverage()
                     raise

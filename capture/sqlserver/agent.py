@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from capture.captured_table import CapturedTable, CatalogColumn
 from capture.database_source import DatabaseSource, OpenTransaction, SnapshotProgress
+from capture.errors_sqlserver import SQLSERVER
+from capture.server_errors import ServerErrors
 from capture.sqlserver import connection as q
 from capture.sqlserver.connection import Session
 from capture.sqlserver.settings import SqlServerSettings
@@ -92,11 +94,14 @@ class SqlServerAgent(DatabaseSource):
     """
 
     ORIGIN = "mssql"
+    SERVER_ERRORS: ClassVar[ServerErrors | None] = SQLSERVER
+    """Applied where pyodbc raises: each :class:`Session` classifies its own errors."""
 
     def __init__(self, name: str, settings: SqlServerSettings) -> None:
         super().__init__(name)
         self.partition = settings.server_name
         self.settings = settings
+        self.retry_policy = settings.rules.retry
         self._sessions: dict[str, Session] = {}
         self._db: dict[str, DbState] = {db: DbState() for db in settings.databases}
         self._snapshot: SnapshotProgress[dict[str, str]] | None = None

@@ -2,10 +2,14 @@
 
 Every statement the agent sends is a constant or a builder here, so that the CDC model of the
 tests (``tests/mssqlmodel``) checks exactly what a server would receive. A driver error is
-classified once, in :meth:`Session.run`: a lost or refused link (SQLSTATE class ``08``, or
-pyodbc's ``OperationalError``/``InterfaceError``) is :class:`SourceUnavailable` (retried with
-backoff by :class:`capture.database_source.DatabaseSource`); anything else is a
-:class:`CaptureError` naming the statement.
+classified once, by its native error number and SQLSTATE
+(:data:`capture.errors_sqlserver.SQLSERVER`): a refusal retrying cannot fix (a failed login, a
+missing database or permission) is terminal (:class:`~capture.server_errors.SourceRefused`, with
+the fix); a lost or refused link (SQLSTATE class ``08``, a failover) is
+:class:`~pipeline.errors.SourceUnavailable` (retried with backoff by
+:class:`capture.database_source.DatabaseSource`), as is any other pyodbc
+``OperationalError``/``InterfaceError``; anything else is a :class:`CaptureError` naming the
+statement.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from capture.errors_sqlserver import SQLSERVER
 from capture.sqlserver.settings import ODBC_DRIVER, SqlServerSettings
-from pipeline.errors import CaptureError, NotInstalledError, SourceUnavailable
+from pipeline.errors import CaptureError, NotInstalledError
 
 __all__ = [
     "AGENT_RUNNING",
@@ -164,22 +169,20 @@ class Session:
             )
         except self._dbapi.Error as exc:
             # The driver's message names host and port, never the password.
-            raise self._classify(exc, f"cannot connect to {where}") from None
+            raise self._classify(exc, f"connect to {where}") from None
 
-    def _classify(self, exc: BaseException, what: str) -> CaptureError:
-        state = str(exc.args[0]) if exc.args else ""
-        text = str(exc.args[-1] if exc.args else exc).strip()
-        message = f"source {self.source}: {what}: {text}"
-        if isinstance(exc, self._outages) or state.startswith("08"):
-            return SourceUnavailable(message)
-        return CaptureError(message)
+    def _classify(self, exc: BaseException, doing: str) -> CaptureError:
+        """Terminal, retryable or plain, by the server's codes (see the module docstring)."""
+        return SQLSERVER.classify(
+            self.source, exc, doing, unknown_retryable=isinstance(exc, self._outages)
+        )
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Execute ``sql``; the cursor (its rows not yet fetched)."""
         try:
             return self.conn.cursor().execute(sql, *params)
         except self._dbapi.Error as exc:
-            raise self._classify(exc, f"{sql[:120]}") from None
+            raise self._classify(exc, f"run {sql[:120]}") from None
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Execute ``sql`` and fetch every row."""
@@ -187,7 +190,7 @@ class Session:
         try:
             return [tuple(r) for r in cursor.fetchall()]
         except self._dbapi.Error as exc:
-            raise self._classify(exc, f"{sql[:120]}") from None
+            raise self._classify(exc, f"run {sql[:120]}") from None
 
     def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """The first column of the first row (None without rows)."""
@@ -199,7 +202,7 @@ class Session:
         try:
             return [tuple(r) for r in cursor.fetchmany(size)]
         except self._dbapi.Error as exc:
-            raise self._classify(exc, "fetching rows") from None
+            raise self._classify(exc, "fetch rows") from None
 
     def commit(self) -> None:
         """End the session's transaction."""

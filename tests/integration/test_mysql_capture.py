@@ -11,6 +11,7 @@ contract suite, ``tests/contract/``.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 import time
 import uuid
@@ -44,6 +45,12 @@ pytestmark = [pytest.mark.mysql, pytest.mark.delta]
 # re-exported: other MySQL tests import the bronze readers and ``land`` from here
 __all__ = ["assert_positions_unique_and_ordered", "data", "land", "rows"]
 
+_SERVER_IDS = itertools.cycle(
+    range(5500 + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]) % 2, 6000, 2)
+)
+"""Explicit binlog server ids: even ones on pytest worker gw0, odd ones on gw1, so agents of
+concurrent tests never present one id (the agent refuses an explicit id another client streams
+with: capture/mysql/client_id.py)."""
 SNAPSHOT_MARKERS = ("true", "first", "last")
 
 
@@ -74,7 +81,7 @@ class My:
             "database.include.list": self.database,
             "topic.prefix": "srv",
             "skipped.operations": "none",
-            "database.server.id": 5500 + int(uuid.uuid4().int % 500),
+            "database.server.id": next(_SERVER_IDS),
         }
         if self.conn.get("password"):
             os.environ["MEDALLION_TEST_MYSQL_PASSWORD"] = str(self.conn["password"])
