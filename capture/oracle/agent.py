@@ -25,6 +25,7 @@ from typing import Any
 from capture.captured_table import CapturedTable, CatalogColumn
 from capture.column_types import ValueConversionError
 from capture.database_source import DatabaseSource, OpenTransaction
+from capture.oracle.lob import LOB_TYPES
 from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, column_type
 from pipeline.errors import CaptureError, NotInstalledError, SourceUnavailable
@@ -108,6 +109,8 @@ class OracleTable:
     left_out: frozenset[str] = frozenset()
     """Columns of a type the agent does not capture (their values in ``SQL_REDO`` are
     dropped on purpose)."""
+    lobs: frozenset[str] = frozenset()
+    """Captured CLOB/NCLOB/BLOB columns (``lob.enabled``)."""
 
 
 class OracleAgent(DatabaseSource):
@@ -216,7 +219,9 @@ class OracleAgent(DatabaseSource):
                 None if scale is None else int(scale),
                 nullable == "Y",
             )
-            converted = column_type(column, s.handling)
+            converted = column_type(
+                column, s.handling, lobs=s.lob_enabled, placeholder=s.placeholder
+            )
             if converted is None:
                 logger.warning(
                     "source %s: %s.%s.%s: type %s is not captured (as in Debezium)",
@@ -242,7 +247,8 @@ class OracleAgent(DatabaseSource):
             **s.rules.table_options(CONNECTOR, s.table_filter, self.ORIGIN),
         )
         index = {c.name: i for i, c in enumerate(kept)}
-        return OracleTable(captured, tuple(kept), index, frozenset(left_out))
+        lobs = frozenset(c.name for c in kept if c.data_type in LOB_TYPES)
+        return OracleTable(captured, tuple(kept), index, frozenset(left_out), lobs)
 
     def _refresh(self, table: OracleTable, names: Iterable[str]) -> OracleTable:
         """``table`` described again when ``SQL_REDO`` names a column it does not know (an ADD

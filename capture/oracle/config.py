@@ -32,6 +32,8 @@ LOG_MINING_QUERY_FILTER_MODE = "log.mining.query.filter.mode"
 LOG_MINING_QUERY_FILTER_MODE_DEFAULT = "none"
 LOB_ENABLED = "lob.enabled"
 LOB_ENABLED_DEFAULT = False
+UNAVAILABLE_VALUE_PLACEHOLDER = "unavailable.value.placeholder"
+UNAVAILABLE_VALUE_PLACEHOLDER_DEFAULT = "__debezium_unavailable_value"
 LOG_MINING_BATCH_SIZE_MIN = "log.mining.batch.size.min"
 LOG_MINING_BATCH_SIZE_MIN_DEFAULT = 1000
 LOG_MINING_BATCH_SIZE_MAX = "log.mining.batch.size.max"
@@ -76,7 +78,13 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
     )
     """Push filters into the LogMiner query: ``none``, ``in`` (no regexes!) or ``regex``."""
     lob_enabled: bool = config_key(LOB_ENABLED_DEFAULT, LOB_ENABLED)
-    """Capture CLOB/NCLOB/BLOB values."""
+    """Capture CLOB/NCLOB/BLOB values (mines the SEL_LOB_LOCATOR/LOB_WRITE/LOB_TRIM/LOB_ERASE
+    rows); false leaves the LOB columns out of the records."""
+    unavailable_value_placeholder: str = config_key(
+        UNAVAILABLE_VALUE_PLACEHOLDER_DEFAULT, UNAVAILABLE_VALUE_PLACEHOLDER
+    )
+    """Written for a LOB value the redo does not carry (an unchanged LOB column); ``hex:``
+    prefix: bytes given in hex."""
     snapshot_mode: OracleSnapshotMode = config_key(SNAPSHOT_MODE_DEFAULT, SNAPSHOT_MODE)
     """``always``, ``initial``, ``initial_only``, ``schema_only`` or ``schema_only_recovery``."""
     include_schema_changes: bool = config_key(

@@ -48,6 +48,8 @@ class OracleSettings:
     batch_max: int = 100_000
     batch_default: int = 20_000
     spill_events: int = SPILL_EVENTS
+    lob_enabled: bool = False
+    placeholder: str = "__debezium_unavailable_value"
 
     @property
     def dsn(self) -> str:
@@ -74,13 +76,6 @@ class OracleSettings:
                 "'none', which captures the same changes)",
                 key_path="log.mining.query.filter.mode",
             )
-        if config.lob_enabled:
-            raise ConfigError(
-                "lob.enabled is not implemented: the agent does not mine LOB_WRITE/"
-                "SEL_LOB_LOCATOR rows, so CLOB/NCLOB/BLOB columns are left out of the records "
-                "(set it to false)",
-                key_path="lob.enabled",
-            )
         low, high = int(config.log_mining_batch_size_min), int(config.log_mining_batch_size_max)
         first = int(config.log_mining_batch_size_default)
         if not low <= first <= high:
@@ -106,4 +101,6 @@ class OracleSettings:
             batch_min=low,
             batch_max=high,
             batch_default=first,
+            lob_enabled=bool(config.lob_enabled),
+            placeholder=str(config.unavailable_value_placeholder),
         )

@@ -41,14 +41,22 @@ from bronze.position_base import Phase
 from capture.change_records import delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
 from capture.database_source import VERSION, BatchLimits
-from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTx, ora_code
+from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTable, OracleTx, ora_code
 from capture.oracle.buffer import MinedChange, TxBuffer
+from capture.oracle.lob import (
+    LOB_CODES,
+    OP_SEL_LOB_LOCATOR,
+    UNAVAILABLE,
+    LobBuilder,
+    Statement,
+    statements,
+)
 from capture.oracle.position import OraclePosition, _parse_rs_id
-from capture.oracle.redo import RedoParseError, parse_redo
+from capture.oracle.redo import RedoParseError, RedoStatement, parse_lob_locator, parse_redo
 from capture.oracle.types import redo_python
 from pipeline.errors import CaptureError, InternalError, PipelineError
 
-__all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "xid_text"]
+__all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "contents_sql", "xid_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,14 +68,22 @@ CONTENTS_COLUMNS = (
     "SCN, SQL_REDO, OPERATION_CODE, TIMESTAMP, XID, CSF, TABLE_NAME, SEG_OWNER, OPERATION, "
     "USERNAME, ROW_ID, ROLLBACK, RS_ID, SSN, THREAD#"
 )
-CONTENTS_SQL = (
-    f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
-    " AND SRC_CON_NAME = :3 AND (OPERATION_CODE IN (1, 2, 3, 6, 7, 34, 36, 255))"
-)
-CONTENTS_SQL_NO_PDB = (
-    f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
-    " AND (OPERATION_CODE IN (1, 2, 3, 6, 7, 34, 36, 255))"
-)
+CODES = "1, 2, 3, 6, 7, 34, 36, 255"
+LOB_CODES_SQL = ", 9, 10, 11, 29"
+"""SEL_LOB_LOCATOR, LOB_WRITE, LOB_TRIM, LOB_ERASE: mined with ``lob.enabled`` only."""
+
+
+def contents_sql(*, pdb: bool, lobs: bool) -> str:
+    """The ``V$LOGMNR_CONTENTS`` query of a window (``:1`` < SCN <= ``:2``, ``:3`` the PDB)."""
+    codes = CODES + (LOB_CODES_SQL if lobs else "")
+    container = " AND SRC_CON_NAME = :3" if pdb else ""
+    return (
+        f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
+        f"{container} AND (OPERATION_CODE IN ({codes}))"
+    )
+
+
+CONTENTS_SQL = contents_sql(pdb=True, lobs=False)
 LOGS_SQL = (
     "SELECT F.MEMBER AS FILE_NAME, L.FIRST_CHANGE#, L.NEXT_CHANGE#, L.SEQUENCE#, L.THREAD# "
     "FROM V$LOG L JOIN V$LOGFILE F ON F.GROUP# = L.GROUP# WHERE L.STATUS <> 'UNUSED' "
@@ -145,7 +161,7 @@ class StreamReader(OracleAgent):
         self._done_scn = 0
         self._done_xids: set[str] = set()
         self._cut: tuple[str, int, int] | None = None
-        self._emitting: tuple[Ready, OracleTx, Iterator[MinedChange]] | None = None
+        self._emitting: tuple[Ready, OracleTx, Iterator[Statement]] | None = None
         """The transaction being emitted: its changes are read lazily (a spilled transaction
         stays on disk)."""
         self._registered: set[tuple[int, int]] | None = None
@@ -249,9 +265,11 @@ class StreamReader(OracleAgent):
         miner = self._miner()
         options = START_OPTIONS[self.settings.strategy]
         miner.cursor().execute(START_SQL.format(options), [start + 1, end])
-        if self.settings.pdb:
-            return self._query(miner, CONTENTS_SQL, start, end, self.settings.pdb.upper())
-        return self._query(miner, CONTENTS_SQL_NO_PDB, start, end)
+        s = self.settings
+        sql = contents_sql(pdb=bool(s.pdb), lobs=s.lob_enabled)
+        if s.pdb:
+            return self._query(miner, sql, start, end, s.pdb.upper())
+        return self._query(miner, sql, start, end)
 
     def _apply(self, rows: list[tuple[Any, ...]]) -> None:
         pending: list[str] = []
@@ -289,7 +307,11 @@ class StreamReader(OracleAgent):
                     dropped.close()
             elif code == OP_MISSING_SCN:
                 logger.warning("source %s: LogMiner reports a missing SCN at %s", self.name, scn)
-            elif code in DML and owner is not None and self._captured(str(owner), str(table)):
+            elif (
+                (code in DML or code in LOB_CODES)
+                and owner is not None
+                and self._captured(str(owner), str(table))
+            ):
                 tx = self._open_tx(xid, scn)
                 if rollback:
                     tx.undo(row_id)
@@ -382,7 +404,7 @@ class StreamReader(OracleAgent):
         if self._cut is not None and self._cut[:2] == (xid, ready.commit_scn):
             tx.skip = self._cut[2]
         self._cut = None
-        self._emitting = (ready, tx, ready.buffer.changes())
+        self._emitting = (ready, tx, statements(ready.buffer.changes()))
         if self.settings.rules.provide_transaction_metadata:
             position = OraclePosition._new(ready.commit_scn, Phase.STREAM, 0, None, 0, 0)
             self._emit_begin(builder, tx, position, now)
@@ -392,12 +414,13 @@ class StreamReader(OracleAgent):
         if self._emitting is None:
             raise InternalError("capture.oracle.stream: expected self._emitting is not None")
         ready, tx, changes = self._emitting
-        change = next(changes, None)
-        if change is None:
+        statement = next(changes, None)
+        if statement is None:
             return False
+        change, lob_rows = statement
         origin = f"oracle:{change.rs_id or ''}:{change.scn}:{tx.id}"
         try:
-            records, table = self._records(change, tx)
+            records, table = self._records(change, lob_rows, tx)
         except (RedoParseError, ValueConversionError, PipelineError) as exc:
             if tx.count():
                 raw = f"{change.owner}.{change.table} scn={change.scn}: {change.sql}".encode()
@@ -421,7 +444,9 @@ class StreamReader(OracleAgent):
                 tx.note_data(table.collection)
         return True
 
-    def _records(self, change: MinedChange, tx: OracleTx) -> tuple[list[ConnectRecord], Any]:
+    def _records(
+        self, change: MinedChange, lob_rows: list[MinedChange], tx: OracleTx
+    ) -> tuple[list[ConnectRecord], Any]:
         table = self._table(change.owner, change.table)
         if table is None:
             return [], None
@@ -431,7 +456,18 @@ class StreamReader(OracleAgent):
                 f"{captured.collection}: LogMiner could not reconstruct the change "
                 f"(OPERATION_CODE 255 UNSUPPORTED, SQL_REDO {change.sql[:60]!r})"
             )
-        statement = parse_redo(change.sql)
+        if change.code in LOB_CODES:
+            # a locator with no DML row before it: an update of the LOB column alone
+            if change.code != OP_SEL_LOB_LOCATOR:
+                raise ValueConversionError(
+                    f"{captured.collection}: a LOB operation (OPERATION_CODE {change.code}) at "
+                    f"SCN {change.scn} without a SEL_LOB_LOCATOR before it"
+                )
+            locator = parse_lob_locator(change.sql)
+            statement = RedoStatement("update", locator.owner, locator.table, {}, locator.where)
+            lob_rows = [change, *lob_rows]
+        else:
+            statement = parse_redo(change.sql)
         table = self._refresh(table, [*statement.new, *statement.old])
         captured = table.captured
         source = {
@@ -453,17 +489,31 @@ class StreamReader(OracleAgent):
         }
         rules = self.settings.rules
         if statement.op == "insert":
-            after, key = captured.row_and_key(self._values(table, statement.new))
+            values = self._values(table, statement.new)
+            if lob_rows:
+                self._lob_builder(table).apply(values, lob_rows)
+            after, key = captured.row_and_key(values)
             return insert_records(source, after, key, captured, tx, rules), captured
         before, old_key = captured.row_and_key(self._values(table, statement.old))
         if statement.op == "delete":
             return delete_records(source, before, old_key, captured, tx, rules), captured
-        after, new_key = captured.row_and_key(self._values(table, statement.after()))
+        values = self._values(table, statement.after())
+        if lob_rows:
+            self._lob_builder(table).apply(values, lob_rows)
+        after, new_key = captured.row_and_key(values)
         records = update_records(source, (before, after), (old_key, new_key), captured, tx, rules)
         return records, captured
 
-    def _values(self, table: Any, values: Mapping[str, Any]) -> list[Any]:
+    @staticmethod
+    def _lob_builder(table: OracleTable) -> LobBuilder:
+        binary = frozenset(c.name for c in table.columns if c.data_type == "BLOB")
+        return LobBuilder(table.captured.collection, table.index, binary)
+
+    def _values(self, table: OracleTable, values: Mapping[str, Any]) -> list[Any]:
         out: list[Any] = [None] * len(table.columns)
+        for name in table.lobs:
+            # LogMiner never logs a LOB column it did not write: its value is not in the redo
+            out[table.index[name]] = UNAVAILABLE
         for name, value in values.items():
             index = table.index.get(name)
             if index is not None:

@@ -22,10 +22,12 @@ INTERVAL DAY TO SECOND / YEAR TO MONTH  ``io.debezium.time.MicroDuration`` (a mo
                                         365.25 / 12 days)
 ======================================  ==========================================================
 
-Other types (LONG, BFILE, XMLTYPE, user-defined...) are unsupported by Debezium too, and
-CLOB/NCLOB/BLOB need ``lob.enabled``, which this agent does not implement (their values come in
-LOB_WRITE rows it does not mine): :func:`column_type` returns None and the agent leaves the
-column out, with a warning.
+CLOB/NCLOB are STRING and BLOB is BYTES (``binary.handling.mode``) when ``lob.enabled``; a LOB
+value the redo does not carry (:data:`capture.oracle.lob.UNAVAILABLE`) is written as
+``unavailable.value.placeholder`` (for BYTES, the placeholder's bytes). Without ``lob.enabled``
+they are not captured, as in Debezium ("LOB fields will not be captured nor emitted"). Other
+types (LONG, BFILE, XMLTYPE, user-defined...) are unsupported by Debezium too: for those
+:func:`column_type` returns None and the agent leaves the column out, with a warning.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from capture.column_types import (
     format_utc,
     json_float,
 )
+from capture.oracle.lob import LOB_TYPES, UNAVAILABLE
 from capture.oracle.redo import RedoFunction, RedoValue
 
 __all__ = ["OracleColumn", "OracleHandling", "column_type", "redo_python"]
@@ -192,9 +195,46 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def column_type(column: OracleColumn, handling: OracleHandling) -> ColumnType | None:
-    """The Debezium representation of ``column``; None for a type Debezium does not capture."""
+def _lob(column: OracleColumn, handling: OracleHandling, placeholder: str) -> ColumnType:
+    """CLOB/NCLOB as STRING, BLOB as :func:`_binary`; :data:`UNAVAILABLE` as the placeholder
+    (a ``hex:`` placeholder is bytes given in hex)."""
     name = column.data_type
+    if name != "BLOB":
+
+        def text(value: Any) -> str:
+            return placeholder if value is UNAVAILABLE else _text(value)
+
+        return ColumnType(cs.primitive("string"), text, name)
+    binary = _binary(handling, name)
+    marker = (
+        bytes.fromhex(placeholder[4:])
+        if placeholder.startswith("hex:")
+        else placeholder.encode("utf-8")
+    )
+    # BYTES carries the placeholder's bytes; a text mode (hex, base64) the placeholder text,
+    # as the PostgreSQL agent writes unchanged TOAST, so silver recognises it either way.
+    unavailable = binary.convert(marker) if binary.is_binary else placeholder
+
+    def data(value: Any) -> Any:
+        if value is UNAVAILABLE:
+            return unavailable
+        return binary.convert(value.read() if hasattr(value, "read") else value)
+
+    return ColumnType(binary.schema, data, name, is_binary=binary.is_binary)
+
+
+def column_type(
+    column: OracleColumn,
+    handling: OracleHandling,
+    *,
+    lobs: bool = False,
+    placeholder: str = "__debezium_unavailable_value",
+) -> ColumnType | None:
+    """The Debezium representation of ``column``; None for a type Debezium does not capture
+    (CLOB/NCLOB/BLOB unless ``lobs``: ``lob.enabled``)."""
+    name = column.data_type
+    if name in LOB_TYPES:
+        return _lob(column, handling, placeholder) if lobs else None
     if name in ("NUMBER", "INTEGER", "SMALLINT", "INT", "FLOAT", "DECIMAL", "NUMERIC"):
         return _numeric(column, handling)
     if name == "BINARY_FLOAT":

@@ -21,13 +21,22 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Column", "LogFile", "OracleModel", "RedoRow", "Table", "render"]
+__all__ = ["Column", "LogFile", "OracleModel", "RedoRow", "Span", "Table", "render"]
 
+Span = tuple[int, int]
+"""``(amount, offset)`` of a ``DBMS_LOB`` call, the offset 1-based."""
 MAX_SCN = 18446744073709551615
 """``NEXT_CHANGE#`` of a log still being written (Oracle 12c+)."""
 BASE_TIME = dt.datetime(2026, 11, 27, 12, 0, 0)
 OP_INSERT, OP_DELETE, OP_UPDATE, OP_DDL, OP_START, OP_COMMIT, OP_ROLLBACK = 1, 2, 3, 5, 6, 7, 36
+OP_SEL_LOB_LOCATOR, OP_LOB_WRITE, OP_LOB_TRIM, OP_LOB_ERASE = 9, 10, 11, 29
 OP_UNSUPPORTED = 255
+LOB_TYPES = frozenset({"CLOB", "NCLOB", "BLOB"})
+LOB_DECLARE = (
+    "DECLARE \n loc_c CLOB; \n buf_c VARCHAR2(6174); \n loc_b BLOB; \n buf_b RAW(6174); \n"
+    " loc_nc NCLOB; \n buf_nc NVARCHAR2(6174); \nBEGIN\n"
+)
+"""The block LogMiner wraps a ``SEL_LOB_LOCATOR`` row's ``select ... for update`` in."""
 OPERATIONS = {
     OP_INSERT: "INSERT",
     OP_DELETE: "DELETE",
@@ -36,6 +45,10 @@ OPERATIONS = {
     OP_START: "START",
     OP_COMMIT: "COMMIT",
     OP_ROLLBACK: "ROLLBACK",
+    OP_SEL_LOB_LOCATOR: "SEL_LOB_LOCATOR",
+    OP_LOB_WRITE: "LOB_WRITE",
+    OP_LOB_TRIM: "LOB_TRIM",
+    OP_LOB_ERASE: "LOB_ERASE",
     OP_UNSUPPORTED: "UNSUPPORTED",
 }
 
@@ -223,6 +236,7 @@ class OracleModel:
             continuation row (Oracle: 4000 bytes; tests lower it to meet continuations often).
         log_rows: Redo rows per log before an automatic log switch.
         online_groups: Online log groups per thread (a group is reused once archived).
+        lob_chunk: Characters (CLOB) or bytes (BLOB) per ``LOB_WRITE`` row.
     """
 
     def __init__(
@@ -232,11 +246,13 @@ class OracleModel:
         redo_chunk: int = 4000,
         log_rows: int = 10_000,
         online_groups: int = 3,
+        lob_chunk: int = 1024,
         dbname: str = "ORCLCDB",
         pdb: str = "ORCLPDB1",
     ) -> None:
         self.dbname, self.pdb = dbname, pdb
         self.redo_chunk, self.log_rows, self.online_groups = redo_chunk, log_rows, online_groups
+        self.lob_chunk = lob_chunk
         self.scn = 1_000_000
         self.undo_low_scn = 0
         """Flashback reads below this SCN raise ORA-01555 (undo retention exceeded)."""
@@ -443,6 +459,118 @@ class OracleModel:
             return
         code, sql = _sql_redo(table, before, after)
         self._emit(tx, code, sql, table, row_id, rollback=rollback)
+        if after is None or rollback:
+            return
+        for column in table.columns:
+            value = after.get(column.name)
+            changed = before is None or before.get(column.name) != value
+            if column.data_type in LOB_TYPES and changed and value not in (None, "", b""):
+                self._lob_write(tx, table, row_id, after, column, value, 1)
+
+    # --- LOBs --------------------------------------------------------------------------------
+    def _lob_locator(
+        self, tx: Transaction, table: Table, row_id: str, row: dict[str, Any], column: Column
+    ) -> None:
+        """The ``SEL_LOB_LOCATOR`` row: the column selected ``for update`` by the row's non-LOB
+        columns (LogMiner does not log LOB columns in a ``where`` list)."""
+        kind = {"CLOB": "c", "NCLOB": "nc", "BLOB": "b"}[column.data_type]
+        sql = (
+            f"{LOB_DECLARE} select {_name(column.name)} into loc_{kind} from "
+            f"{_name(table.owner)}.{_name(table.name)} where {_where(table, row)} for update;"
+        )
+        self._emit(tx, OP_SEL_LOB_LOCATOR, sql, table, row_id)
+
+    def _lob_write(
+        self,
+        tx: Transaction,
+        table: Table,
+        row_id: str,
+        row: dict[str, Any],
+        column: Column,
+        data: str | bytes,
+        offset: int,
+    ) -> None:
+        """A locator and one ``LOB_WRITE`` row per ``lob_chunk`` of ``data`` at ``offset``
+        (1-based, as ``DBMS_LOB.WRITE`` takes it)."""
+        self._lob_locator(tx, table, row_id, row, column)
+        kind = {"CLOB": "c", "NCLOB": "nc", "BLOB": "b"}[column.data_type]
+        for start in range(0, len(data), self.lob_chunk):
+            piece = data[start : start + self.lob_chunk]
+            buffer = (
+                f"HEXTORAW('{piece.hex()}')" if isinstance(piece, bytes) else _quote(str(piece))
+            )
+            sql = (
+                f" buf_{kind} := {buffer}; \n  dbms_lob.write(loc_{kind}, {len(piece)}, "
+                f"{offset + start}, buf_{kind});"
+            )
+            self._emit(tx, OP_LOB_WRITE, sql, table, row_id)
+
+    def _lob_statement(
+        self, xid: str, owner: str, name: str, key: dict[str, Any], column_name: str, value: Any
+    ) -> tuple[Transaction, Table, str, dict[str, Any], Column]:
+        tx, table = self._started(xid), self.tables[(owner, name)]
+        column = next(c for c in table.columns if c.name == column_name)
+        if column.data_type not in LOB_TYPES:
+            raise ValueError(f"{owner}.{name}.{column_name} is not a LOB column")
+        row_id = self.find(owner, name, key)
+        before = table.live[row_id]
+        if before[column_name] is None:
+            raise ValueError(f"ORA-22275: invalid LOB locator specified ({column_name} is NULL)")
+        after = {**before, column_name: value}
+        table.live[row_id] = after
+        tx.changes.append(Change((owner, name), row_id, before, after))
+        return tx, table, row_id, after, column
+
+    def lob_write(
+        self,
+        xid: str,
+        owner: str,
+        name: str,
+        key: dict[str, Any],
+        column: str,
+        data: str | bytes,
+        offset: int = 1,
+    ) -> None:
+        """``DBMS_LOB.WRITE`` through a locator of an existing row (no UPDATE row): LogMiner
+        shows a ``SEL_LOB_LOCATOR`` row and ``LOB_WRITE`` rows. Past the end the gap is spaces
+        (CLOB) or zero bytes (BLOB)."""
+        current = self.tables[(owner, name)].live[self.find(owner, name, key)][column]
+        fill: Any = b"\0" if isinstance(current, bytes) else " "
+        start = offset - 1
+        padded = current + fill * max(0, start - len(current))
+        value = padded[:start] + data + padded[start + len(data) :]
+        tx, table, row_id, after, col = self._lob_statement(xid, owner, name, key, column, value)
+        self._lob_write(tx, table, row_id, after, col, data, offset)
+
+    def lob_trim(
+        self, xid: str, owner: str, name: str, key: dict[str, Any], column: str, length: int
+    ) -> None:
+        """``DBMS_LOB.TRIM``: ``SEL_LOB_LOCATOR`` and ``LOB_TRIM`` rows."""
+        current = self.tables[(owner, name)].live[self.find(owner, name, key)][column]
+        tx, table, row_id, after, col = self._lob_statement(
+            xid, owner, name, key, column, current[:length]
+        )
+        self._lob_locator(tx, table, row_id, after, col)
+        kind = {"CLOB": "c", "NCLOB": "nc", "BLOB": "b"}[col.data_type]
+        self._emit(tx, OP_LOB_TRIM, f" dbms_lob.trim(loc_{kind}, {length});", table, row_id)
+
+    def lob_erase(
+        self, xid: str, owner: str, name: str, key: dict[str, Any], column: str, span: Span
+    ) -> None:
+        """``DBMS_LOB.ERASE`` of ``span`` (amount, 1-based offset): the part becomes spaces
+        (CLOB) or zero bytes (BLOB), the length stays; ``SEL_LOB_LOCATOR`` and ``LOB_ERASE``
+        rows."""
+        amount, offset = span
+        current = self.tables[(owner, name)].live[self.find(owner, name, key)][column]
+        fill: Any = b"\0" if isinstance(current, bytes) else " "
+        start = offset - 1
+        end = min(len(current), start + amount)
+        value = current[:start] + fill * max(0, end - start) + current[end:]
+        tx, table, row_id, after, col = self._lob_statement(xid, owner, name, key, column, value)
+        self._lob_locator(tx, table, row_id, after, col)
+        kind = {"CLOB": "c", "NCLOB": "nc", "BLOB": "b"}[col.data_type]
+        sql = f" dbms_lob.erase(loc_{kind}, {amount}, {offset});"
+        self._emit(tx, OP_LOB_ERASE, sql, table, row_id)
 
     def rollback_statement(self, xid: str) -> None:
         """Undo the transaction's last statement (a failed statement, ``ROLLBACK TO
@@ -483,31 +611,46 @@ class OracleModel:
         return list(self.tables[(owner, name)].committed(self.scn).values())
 
 
+def _lob(column: Column, value: Any) -> str:
+    """A LOB value in a DML row: only ``EMPTY_CLOB()``/``EMPTY_BLOB()`` or NULL (the data follows
+    in ``LOB_WRITE`` rows)."""
+    if value is None:
+        return "NULL"
+    return "EMPTY_BLOB()" if column.data_type == "BLOB" else "EMPTY_CLOB()"
+
+
+def _value(column: Column, value: Any) -> str:
+    return _lob(column, value) if column.data_type in LOB_TYPES else render(column, value)
+
+
+def _where(table: Table, row: dict[str, Any]) -> str:
+    """A ``where`` list of the row's columns; LOB columns are never in it."""
+    columns = {c.name: c for c in table.columns}
+    terms = [
+        f"{_name(n)} IS NULL" if v is None else f"{_name(n)} = {render(columns[n], v)}"
+        for n, v in row.items()
+        if columns[n].data_type not in LOB_TYPES
+    ]
+    return " and ".join(terms)
+
+
 def _sql_redo(
     table: Table, before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> tuple[int, str]:
     columns = {c.name: c for c in table.columns}
     qualified = f"{_name(table.owner)}.{_name(table.name)}"
-
-    def where(row: dict[str, Any]) -> str:
-        terms = [
-            f"{_name(n)} IS NULL" if v is None else f"{_name(n)} = {render(columns[n], v)}"
-            for n, v in row.items()
-        ]
-        return " and ".join(terms)
-
     if before is None:
         assert after is not None
         names = ",".join(_name(n) for n in after)
-        values = ",".join(render(columns[n], v) for n, v in after.items())
+        values = ",".join(_value(columns[n], v) for n, v in after.items())
         return OP_INSERT, f"insert into {qualified}({names}) values ({values});"
     if after is None:
-        return OP_DELETE, f"delete from {qualified} where {where(before)};"
+        return OP_DELETE, f"delete from {qualified} where {_where(table, before)};"
     changed = {n: v for n, v in after.items() if before.get(n) != v} or {
         n: after[n] for n in table.key
     }
-    sets = ", ".join(f"{_name(n)} = {render(columns[n], v)}" for n, v in changed.items())
-    return OP_UPDATE, f"update {qualified} set {sets} where {where(before)};"
+    sets = ", ".join(f"{_name(n)} = {_value(columns[n], v)}" for n, v in changed.items())
+    return OP_UPDATE, f"update {qualified} set {sets} where {_where(table, before)};"
 
 
 @contextlib.contextmanager

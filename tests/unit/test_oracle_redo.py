@@ -19,7 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capture.oracle.buffer import MinedChange, TxBuffer
-from capture.oracle.redo import RedoFunction, RedoParseError, parse_redo
+from capture.oracle.redo import (
+    LobErase,
+    LobTrim,
+    LobWrite,
+    RedoFunction,
+    RedoParseError,
+    parse_lob_locator,
+    parse_lob_operation,
+    parse_redo,
+)
 from capture.oracle.types import OracleColumn, OracleHandling, column_type, redo_python
 from tests.oraclemodel.database import Column, render
 
@@ -199,3 +208,41 @@ def test_the_connect_string() -> None:
     )
     jdbc = OracleSettings("", 1521, "u", "ORCLCDB", url=f"jdbc:oracle:thin:@{rac}")
     assert jdbc.dsn == rac
+
+
+LOB_BLOCK = (
+    "DECLARE \n loc_c CLOB; \n buf_c VARCHAR2(6426); \n loc_b BLOB; \n buf_b RAW(6426); \n"
+    " loc_nc NCLOB; \n buf_nc NVARCHAR2(6426); \nBEGIN\n"
+)
+
+
+def test_the_lob_row_forms() -> None:
+    # Debezium's SelectLobParserTest (DBZ-2948): the SEL_LOB_LOCATOR block
+    locator = parse_lob_locator(
+        LOB_BLOCK + ' select "CLOB_COL" into loc_c from "DEBEZIUM"."BIG_TABLE" where '
+        '"ID" = \'651900002\' and "NAME" = \'person number 651900002\' and "TD" = '
+        "TO_DATE('15-MAY-21', 'DD-MON-RR') and \"FLAG\" IS NULL for update;"
+    )
+    assert (locator.owner, locator.table, locator.column, locator.binary) == (
+        "DEBEZIUM",
+        "BIG_TABLE",
+        "CLOB_COL",
+        False,
+    )
+    assert locator.where["ID"] == "651900002" and locator.where["FLAG"] is None
+    assert locator.where["TD"] == RedoFunction("TO_DATE", ("15-MAY-21", "DD-MON-RR"))
+    blob = parse_lob_locator(
+        LOB_BLOCK + ' select "B" into loc_b from "S"."T" where "ID" = \'2\' for update;'
+    )
+    assert blob.binary and blob.column == "B"
+    # LOB_WRITE as Debezium's LobWriteParser reads it: 1-based offsets, '' an escaped quote
+    write = parse_lob_operation(" buf_c := 'it''s; (x)'; \n  dbms_lob.write(loc_c, 9, 5, buf_c);")
+    assert write == LobWrite(4, 9, "it's; (x)")
+    raw = parse_lob_operation(" buf_b := HEXTORAW('00ff'); dbms_lob.write(loc_b, 2, 1, buf_b);")
+    assert raw == LobWrite(0, 2, b"\x00\xff")
+    assert parse_lob_operation(" dbms_lob.trim(loc_c, 20);") == LobTrim(20)
+    assert parse_lob_operation("dbms_lob.erase(loc_b, 4, 3);") == LobErase(2, 4)
+    with pytest.raises(RedoParseError, match="dbms_lob.write/trim/erase"):
+        parse_lob_operation("begin null; end;")
+    with pytest.raises(RedoParseError, match="loc_c, loc_b or loc_nc"):
+        parse_lob_locator('select "A" into x from "S"."T" for update;')
