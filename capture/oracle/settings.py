@@ -49,6 +49,7 @@ class OracleSettings:
     batch_default: int = 20_000
     spill_events: int = SPILL_EVENTS
     lob_enabled: bool = False
+    include_schema_changes: bool = True
     placeholder: str = "__debezium_unavailable_value"
 
     @property
@@ -102,5 +103,6 @@ class OracleSettings:
             batch_max=high,
             batch_default=first,
             lob_enabled=bool(config.lob_enabled),
+            include_schema_changes=bool(config.include_schema_changes),
             placeholder=str(config.unavailable_value_placeholder),
         )

@@ -33,16 +33,20 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from bronze.batch import BatchBuilder
-from bronze.envelope import ConnectRecord, heartbeat
+from bronze.envelope import ConnectRecord, heartbeat, schema_change
 from bronze.position_base import Phase
+from capture.captured_table import CapturedTable
 from capture.change_records import delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
 from capture.database_source import VERSION, BatchLimits
 from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTable, OracleTx, ora_code
 from capture.oracle.buffer import MinedChange, TxBuffer
+from capture.oracle.ddl import apply_ddl, parse_ddl
+from capture.oracle.history import Definition, OracleSchemaHistory
 from capture.oracle.lob import (
     LOB_CODES,
     OP_SEL_LOB_LOCATOR,
@@ -53,7 +57,7 @@ from capture.oracle.lob import (
 )
 from capture.oracle.position import OraclePosition, _parse_rs_id
 from capture.oracle.redo import RedoParseError, RedoStatement, parse_lob_locator, parse_redo
-from capture.oracle.types import redo_python
+from capture.oracle.types import jdbc_type, redo_python
 from pipeline.errors import CaptureError, InternalError, PipelineError
 
 __all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "contents_sql", "xid_text"]
@@ -61,12 +65,12 @@ __all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "contents_sql", "xid_text"]
 logger = logging.getLogger(__name__)
 
 OP_INSERT, OP_DELETE, OP_UPDATE, OP_START, OP_COMMIT, OP_ROLLBACK = 1, 2, 3, 6, 7, 36
-OP_MISSING_SCN, OP_UNSUPPORTED = 34, 255
+OP_DDL, OP_MISSING_SCN, OP_UNSUPPORTED = 5, 34, 255
 DML = frozenset({OP_INSERT, OP_DELETE, OP_UPDATE, OP_UNSUPPORTED})
 
 CONTENTS_COLUMNS = (
     "SCN, SQL_REDO, OPERATION_CODE, TIMESTAMP, XID, CSF, TABLE_NAME, SEG_OWNER, OPERATION, "
-    "USERNAME, ROW_ID, ROLLBACK, RS_ID, SSN, THREAD#"
+    "USERNAME, ROW_ID, ROLLBACK, RS_ID, SSN, THREAD#, INFO"
 )
 CODES = "1, 2, 3, 6, 7, 34, 36, 255"
 LOB_CODES_SQL = ", 9, 10, 11, 29"
@@ -79,7 +83,8 @@ def contents_sql(*, pdb: bool, lobs: bool) -> str:
     container = " AND SRC_CON_NAME = :3" if pdb else ""
     return (
         f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
-        f"{container} AND (OPERATION_CODE IN ({codes}))"
+        f"{container} AND ((OPERATION_CODE IN ({codes}))"
+        " OR (OPERATION_CODE = 5 AND INFO NOT LIKE 'INTERNAL DDL%'))"
     )
 
 
@@ -124,16 +129,25 @@ _ALL = "*"
 class Ready:
     """A committed transaction waiting to be emitted, in commit order."""
 
-    __slots__ = ("buffer", "commit_rs_id", "commit_scn", "thread", "ts_ms")
+    __slots__ = ("buffer", "commit_rs_id", "commit_scn", "ddl", "thread", "ts_ms")
 
     def __init__(
-        self, buffer: TxBuffer, commit_scn: int, rs_id: str | None, ts_ms: int, thread: int
+        self,
+        buffer: TxBuffer,
+        commit_scn: int,
+        rs_id: str | None,
+        ts_ms: int,
+        thread: int,
+        *,
+        ddl: bool = False,
     ) -> None:
         self.buffer = buffer
         self.commit_scn = commit_scn
         self.commit_rs_id = rs_id
         self.ts_ms = ts_ms
         self.thread = thread
+        self.ddl = ddl
+        """A DDL statement, emitted at its SCN as a transaction of its own (no BEGIN/END)."""
 
 
 def xid_text(value: Any) -> str:
@@ -167,6 +181,39 @@ class StreamReader(OracleAgent):
         self._registered: set[tuple[int, int]] | None = None
         self._window = self.settings.batch_default
         self._last_position: OraclePosition | None = None
+        self._history: OracleSchemaHistory | None = None
+        """Where table definitions are kept (:meth:`bind_lake`; None: the catalog only)."""
+        self._known: dict[tuple[str, str], Definition] = {}
+        """The history's definitions in force at the resume point."""
+
+    def bind_lake(self, bronze_root: Path) -> None:
+        """Keep the schema history in ``<bronze_root>/oracle_schema_history``."""
+        self._history = OracleSchemaHistory(Path(bronze_root) / "oracle_schema_history", self.name)
+
+    def _describe(self, owner: str, table: str) -> OracleTable:
+        """The table as the history has it at the resume point, else (and when described again,
+        :meth:`_refresh`) as the catalog has it."""
+        known = self._known.get((owner, table))
+        if known is not None and known.columns is not None and (owner, table) not in self._tables:
+            return self._build(owner, table, list(known.columns), list(known.key))
+        return super()._describe(owner, table)
+
+    def _remember(self, scn: int, tables: list[tuple[str, str, OracleTable | None]]) -> None:
+        """Write the definitions ``tables`` leave from ``scn`` on to the history."""
+        if self._history is None:
+            return
+        self._history.append(
+            [
+                Definition(
+                    scn,
+                    owner,
+                    name,
+                    None if table is None else table.every,
+                    () if table is None else table.key,
+                )
+                for owner, name, table in tables
+            ]
+        )
 
     # --- state ----------------------------------------------------------------------------------
     def _reset_stream(
@@ -290,6 +337,7 @@ class StreamReader(OracleAgent):
                 rs_id,
                 ssn,
                 thread,
+                _info,
             ) = row
             if csf:
                 pending.append(sql or "")
@@ -308,12 +356,12 @@ class StreamReader(OracleAgent):
             elif code == OP_MISSING_SCN:
                 logger.warning("source %s: LogMiner reports a missing SCN at %s", self.name, scn)
             elif (
-                (code in DML or code in LOB_CODES)
+                (code in DML or code in LOB_CODES or code == OP_DDL)
                 and owner is not None
                 and self._captured(str(owner), str(table))
             ):
-                tx = self._open_tx(xid, scn)
-                if rollback:
+                tx = None if code == OP_DDL else self._open_tx(xid, scn)
+                if rollback and tx is not None:
                     tx.undo(row_id)
                     continue
                 change = MinedChange(
@@ -329,13 +377,28 @@ class StreamReader(OracleAgent):
                     int(thread or 1),
                     user,
                 )
-                tx.add(change)
+                if tx is None:
+                    self._ddl(change, xid)
+                else:
+                    tx.add(change)
 
     def _open_tx(self, xid: str, scn: int) -> TxBuffer:
         tx = self._buffer.get(xid)
         if tx is None:
             tx = self._buffer[xid] = TxBuffer(xid, scn, self.settings.spill_events)
         return tx
+
+    def _ddl(self, change: MinedChange, xid: str) -> None:
+        """Queue a DDL statement at its SCN among the commits: Oracle commits before and after
+        a DDL, and a table's DDL waits for every transaction holding its rows, so the
+        transactions that changed the table before it are queued already."""
+        if self._finished(change.scn, xid):
+            return
+        buffered = TxBuffer(xid, change.scn, self.settings.spill_events)
+        buffered.add(change)
+        self._ready.append(
+            Ready(buffered, change.scn, change.rs_id, change.ts_ms, change.thread, ddl=True)
+        )
 
     def _commit(self, xid: str, scn: int, rs_id: str | None, ts_ms: int, thread: int) -> None:
         tx = self._buffer.pop(xid, None)
@@ -405,7 +468,7 @@ class StreamReader(OracleAgent):
             tx.skip = self._cut[2]
         self._cut = None
         self._emitting = (ready, tx, statements(ready.buffer.changes()))
-        if self.settings.rules.provide_transaction_metadata:
+        if self.settings.rules.provide_transaction_metadata and not ready.ddl:
             position = OraclePosition._new(ready.commit_scn, Phase.STREAM, 0, None, 0, 0)
             self._emit_begin(builder, tx, position, now)
             self._last_position = position
@@ -440,13 +503,15 @@ class StreamReader(OracleAgent):
             )
             self._add(builder, record, position, origin, now, tx, table)
             self._last_position = position
-            if record.value is not None:
+            if record.value is not None and table is not None:
                 tx.note_data(table.collection)
         return True
 
     def _records(
         self, change: MinedChange, lob_rows: list[MinedChange], tx: OracleTx
     ) -> tuple[list[ConnectRecord], Any]:
+        if change.code == OP_DDL:
+            return self._schema_change(change, tx), None
         table = self._table(change.owner, change.table)
         if table is None:
             return [], None
@@ -470,23 +535,7 @@ class StreamReader(OracleAgent):
             statement = parse_redo(change.sql)
         table = self._refresh(table, [*statement.new, *statement.old])
         captured = table.captured
-        source = {
-            "version": VERSION,
-            "connector": CONNECTOR,
-            "name": self.settings.server_name,
-            "ts_ms": change.ts_ms,
-            "snapshot": "false",
-            **self._source_fields(
-                captured,
-                scn=change.scn,
-                commit_scn=tx.commit_scn,
-                xid=tx.id,
-                rs_id=(change.rs_id or "").strip() or None,
-                ssn=change.ssn,
-                thread=change.thread,
-                user=change.username,
-            ),
-        }
+        source = self._stream_source(captured, change, tx)
         rules = self.settings.rules
         if statement.op == "insert":
             values = self._values(table, statement.new)
@@ -503,6 +552,109 @@ class StreamReader(OracleAgent):
         after, new_key = captured.row_and_key(values)
         records = update_records(source, (before, after), (old_key, new_key), captured, tx, rules)
         return records, captured
+
+    def _stream_source(
+        self, captured: CapturedTable, change: MinedChange, tx: OracleTx
+    ) -> dict[str, Any]:
+        """The ``source`` block of a mined change of ``tx``."""
+        return {
+            "version": VERSION,
+            "connector": CONNECTOR,
+            "name": self.settings.server_name,
+            "ts_ms": change.ts_ms,
+            "snapshot": "false",
+            **self._source_fields(
+                captured,
+                scn=change.scn,
+                commit_scn=tx.commit_scn,
+                xid=tx.id,
+                rs_id=(change.rs_id or "").strip() or None,
+                ssn=change.ssn,
+                thread=change.thread,
+                user=change.username,
+            ),
+        }
+
+    def _schema_change(self, change: MinedChange, tx: OracleTx) -> list[ConnectRecord]:
+        """Apply a DDL row to the table's columns (and the schema history); its schema-change
+        record (``include.schema.changes``).
+
+        Raises:
+            RedoParseError: A table DDL the parser does not understand: the record is
+                quarantined and the table described again from the catalog when next needed.
+        """
+        try:
+            ddl = parse_ddl(change.sql, change.owner)
+        except RedoParseError:
+            self._tables.pop((change.owner, change.table), None)
+            raise
+        if ddl is None:
+            return []
+        key = (ddl.owner, ddl.table)
+        table: OracleTable | None
+        if ddl.kind == "DROP":
+            table = self._tables.pop(key, None)
+            self._remember(change.scn, [(ddl.owner, ddl.table, None)])
+        else:
+            if ddl.kind == "CREATE":
+                every, primary = ddl.columns, ddl.key
+            else:
+                # a table not described yet is described from the catalog, which may have the
+                # change already: apply_ddl takes an ADD of a known column as its new type
+                old = self._tables.get(key) or self._table(*key)
+                if old is None:
+                    return []
+                every, primary = apply_ddl(list(old.every), list(old.key), ddl)
+            table = self._tables[key] = self._build(ddl.owner, ddl.table, every, primary)
+            self._remember(change.scn, [(ddl.owner, ddl.table, table)])
+        if not self.settings.include_schema_changes or table is None:
+            return []
+        return [self._schema_record(change, tx, ddl.kind, table)]
+
+    def _schema_record(
+        self, change: MinedChange, tx: OracleTx, kind: str, table: OracleTable
+    ) -> ConnectRecord:
+        """The seed document's schema-change value: ``ddl`` and one ``tableChanges`` entry."""
+        captured = table.captured
+        s = self.settings
+        db = s.pdb or s.dbname
+        source = self._stream_source(captured, change, tx)
+        columns = [
+            {
+                "name": c.name,
+                "jdbcType": jdbc_type(c.data_type),
+                "nativeType": None,
+                "typeName": c.data_type,
+                "typeExpression": c.data_type,
+                "charsetName": None,
+                "length": c.length if c.length is not None else c.precision,
+                "scale": c.scale,
+                "position": n + 1,
+                "optional": c.nullable,
+                "autoIncremented": False,
+                "generated": False,
+            }
+            for n, c in enumerate(table.every)
+        ]
+        table_change = {
+            "type": kind,
+            "id": f'"{db}"."{captured.schema}"."{captured.table}"',
+            "table": {
+                "defaultCharsetName": None,
+                "primaryKeyColumnNames": list(table.key),
+                "columns": columns,
+                "attributes": [],
+            },
+        }
+        return schema_change(
+            db,
+            source,
+            ddl=change.sql,
+            schema_name=captured.schema,
+            table_changes=[table_change],
+            ts_ms=change.ts_ms,
+            topic=s.server_name,
+        )
 
     @staticmethod
     def _lob_builder(table: OracleTable) -> LobBuilder:
@@ -529,7 +681,7 @@ class StreamReader(OracleAgent):
         if self._emitting is None:
             raise InternalError("capture.oracle.stream: expected self._emitting is not None")
         ready, tx, _changes = self._emitting
-        if self.settings.rules.provide_transaction_metadata:
+        if self.settings.rules.provide_transaction_metadata and not ready.ddl:
             tx.seq += 1
             position = OraclePosition._new(
                 ready.commit_scn,

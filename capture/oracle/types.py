@@ -52,7 +52,7 @@ from capture.column_types import (
 from capture.oracle.lob import LOB_TYPES, UNAVAILABLE
 from capture.oracle.redo import RedoFunction, RedoValue
 
-__all__ = ["OracleColumn", "OracleHandling", "column_type", "redo_python"]
+__all__ = ["OracleColumn", "OracleHandling", "column_type", "jdbc_type", "redo_python"]
 
 
 OracleHandling = ValueModes
@@ -69,6 +69,8 @@ class OracleColumn:
         precision: ``DATA_PRECISION`` (None: not declared).
         scale: ``DATA_SCALE`` (None: not declared).
         nullable: ``NULLABLE = 'Y'``.
+        length: ``CHAR_LENGTH`` / ``DATA_LENGTH`` of a character or RAW type, when known (from
+            DDL text; schema-change records only).
     """
 
     name: str
@@ -76,6 +78,7 @@ class OracleColumn:
     precision: int | None
     scale: int | None
     nullable: bool
+    length: int | None = None
 
 
 _FRACTION = re.compile(r"\((\d)\)")
@@ -252,6 +255,38 @@ def column_type(
     if name.startswith("INTERVAL YEAR"):
         return ColumnType(cs.micro_duration(), _ym_micros, name)
     return None
+
+
+_JDBC = {
+    "NUMBER": 2,
+    "FLOAT": 6,
+    "BINARY_FLOAT": 100,
+    "BINARY_DOUBLE": 101,
+    "CHAR": 1,
+    "NCHAR": -15,
+    "VARCHAR2": 12,
+    "VARCHAR": 12,
+    "NVARCHAR2": -9,
+    "RAW": -3,
+    "DATE": 93,
+    "CLOB": 2005,
+    "NCLOB": 2011,
+    "BLOB": 2004,
+    "ROWID": -8,
+}
+
+
+def jdbc_type(data_type: str) -> int:
+    """The ``java.sql.Types`` code Debezium's schema-change ``columns[].jdbcType`` carries
+    (Oracle's own for BINARY_FLOAT/DOUBLE 100/101, TIMESTAMP WITH (LOCAL) TIME ZONE -101/-102,
+    INTERVAL -103/-104; OTHER, 1111, for the rest)."""
+    if data_type.startswith("TIMESTAMP"):
+        if "LOCAL" in data_type:
+            return -102
+        return -101 if "TIME ZONE" in data_type else 93
+    if data_type.startswith("INTERVAL"):
+        return -103 if "YEAR" in data_type else -104
+    return _JDBC.get(data_type, 1111)
 
 
 _DAY_US = 86_400_000_000

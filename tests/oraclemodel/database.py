@@ -335,6 +335,7 @@ class OracleModel:
         *,
         rollback: int = 0,
         scn: int | None = None,
+        info: str | None = None,
     ) -> None:
         scn = self._tick() if scn is None else scn
         log = self.current_log(tx.thread)
@@ -359,6 +360,7 @@ class OracleModel:
                     BASE_TIME + dt.timedelta(milliseconds=scn - 1_000_000),
                     "APP",
                     self.pdb,
+                    info,
                 )
             )
         self._rows_in[tx.thread] += 1
@@ -366,12 +368,26 @@ class OracleModel:
             self.switch_log(tx.thread)
 
     # --- DDL ---------------------------------------------------------------------------------
+    def _ddl(self, table: Table, sql: str) -> None:
+        """A DDL statement: its own transaction (Oracle commits before and after DDL) with one
+        ``OPERATION_CODE`` 5 row, ``SQL_REDO`` the statement's text, ``INFO`` ``USER DDL``."""
+        xid = self.begin()
+        tx = self.open[xid]
+        tx.start_scn = self._tick()
+        self._emit(tx, OP_START, "set transaction read write;", scn=tx.start_scn)
+        self._emit(tx, OP_DDL, sql, table, None, info="USER DDL (PlSql=0 RecDep=0)")
+        del self.open[xid]
+        self._emit(tx, OP_COMMIT, "commit;")
+
     def create_table(
         self, owner: str, name: str, columns: list[Column], key: list[str], **flags: Any
     ) -> Table:
         table = Table(owner, name, columns, key, 70_000 + len(self.tables), **flags)
         self.tables[(owner, name)] = table
-        self._tick()
+        definitions = [f"{_name(c.name)} {_type_text(c)}" for c in columns]
+        if key:
+            definitions.append(f"PRIMARY KEY ({', '.join(_name(k) for k in key)}) ENABLE")
+        self._ddl(table, f"CREATE TABLE {_qualified(table)} ({', '.join(definitions)})")
         return table
 
     def add_column(self, owner: str, name: str, column: Column) -> None:
@@ -380,7 +396,28 @@ class OracleModel:
         table.columns.append(column)
         for row in table.live.values():
             row[column.name] = None
-        self._tick()
+        self._ddl(
+            table,
+            f"ALTER TABLE {_qualified(table)} ADD ({_name(column.name)} {_type_text(column)})",
+        )
+
+    def drop_column(self, owner: str, name: str, column: str) -> None:
+        """``ALTER TABLE ... DROP COLUMN``: the column is gone from every row (a flashback read
+        from before it raises ORA-01466 in Oracle; the model just forgets the column)."""
+        table = self.tables[(owner, name)]
+        table.columns = [c for c in table.columns if c.name != column]
+        for row in [*table.live.values(), *(r for _, _, r in table.versions if r is not None)]:
+            row.pop(column, None)
+        self._ddl(table, f"alter table {_qualified(table)} drop column {_name(column)}")
+
+    def modify_column(self, owner: str, name: str, column: Column) -> None:
+        """``ALTER TABLE ... MODIFY (column)``: a new type (values are kept)."""
+        table = self.tables[(owner, name)]
+        table.columns = [column if c.name == column.name else c for c in table.columns]
+        self._ddl(
+            table,
+            f"ALTER TABLE {_qualified(table)} MODIFY ({_name(column.name)} {_type_text(column)})",
+        )
 
     # --- transactions ------------------------------------------------------------------------
     def begin(self, thread: int = 1) -> str:
@@ -609,6 +646,24 @@ class OracleModel:
     def committed_rows(self, owner: str, name: str) -> list[dict[str, Any]]:
         """The table's rows as committed now (the ground truth)."""
         return list(self.tables[(owner, name)].committed(self.scn).values())
+
+
+def _qualified(table: Table) -> str:
+    return f"{_name(table.owner)}.{_name(table.name)}"
+
+
+def _type_text(column: Column) -> str:
+    """A column's type in DDL, as Oracle prints it in ``SQL_REDO``."""
+    kind = column.data_type
+    if kind == "NUMBER" and column.precision is not None:
+        kind += f"({column.precision},{column.scale or 0})"
+    elif kind == "FLOAT" and column.precision is not None:
+        kind += f"({column.precision})"
+    elif kind in ("VARCHAR2", "NVARCHAR2", "VARCHAR"):
+        kind += "(4000)"
+    elif kind in ("CHAR", "NCHAR", "RAW") and column.precision is not None:
+        kind += f"({column.precision})"
+    return kind + ("" if column.nullable else " NOT NULL")
 
 
 def _lob(column: Column, value: Any) -> str:

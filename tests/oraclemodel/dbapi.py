@@ -358,6 +358,7 @@ def _contents(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -
         raise _ora("00900", f"invalid SQL statement: {sql[:120]}")
     names = [c.strip().upper() for c in select["cols"].split(",")]
     wanted = {int(c) for c in codes["codes"].split(",")}
+    ddl = "OR (OPERATION_CODE = 5 AND INFO NOT LIKE 'INTERNAL DDL%')" in sql.upper()
     low, high = int(args[0]), int(args[1])
     container = str(args[2]).upper() if len(args) > 2 else None
     start, end = conn.mining
@@ -375,7 +376,10 @@ def _contents(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -
             for r in log.rows
             if start <= r.scn <= end
             and low < r.scn <= high
-            and r.operation_code in wanted
+            and (
+                r.operation_code in wanted
+                or (ddl and r.operation_code == 5 and not (r.info or "").startswith("INTERNAL DDL"))
+            )
             and (container is None or r.src_con_name == container)
         ]
     rows.sort(key=lambda r: (r.scn, r.thread, r.rs_id))

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capture.oracle.buffer import MinedChange, TxBuffer
+from capture.oracle.ddl import DdlChange, apply_ddl, parse_ddl
 from capture.oracle.redo import (
     LobErase,
     LobTrim,
@@ -246,3 +247,43 @@ def test_the_lob_row_forms() -> None:
         parse_lob_operation("begin null; end;")
     with pytest.raises(RedoParseError, match="loc_c, loc_b or loc_nc"):
         parse_lob_locator('select "A" into x from "S"."T" for update;')
+
+
+def test_the_ddl_forms_that_change_columns() -> None:
+    # the seed document's CREATE TABLE (schema-change example), as Oracle prints it
+    create = parse_ddl(
+        'CREATE TABLE "DEBEZIUM"."CUSTOMERS" \n ( "ID" NUMBER(9,0) NOT NULL ENABLE, \n '
+        '"FIRST_NAME" VARCHAR2(255), \n "T" TIMESTAMP(3) WITH LOCAL TIME ZONE, "I" INTERVAL '
+        'DAY(3) TO SECOND(2), "Y" INTEGER, "D" DATE DEFAULT SYSDATE, \n PRIMARY KEY ("ID") '
+        "ENABLE, \n SUPPLEMENTAL LOG DATA (ALL) COLUMNS\n ) SEGMENT CREATION IMMEDIATE \n "
+        'PCTFREE 10 TABLESPACE "USERS" ',
+        "X",
+    )
+    assert create is not None and (create.kind, create.owner, create.key) == (
+        "CREATE",
+        "DEBEZIUM",
+        ["ID"],
+    )
+    assert create.columns == [
+        OracleColumn("ID", "NUMBER", 9, 0, False),
+        OracleColumn("FIRST_NAME", "VARCHAR2", None, None, True, 255),
+        OracleColumn("T", "TIMESTAMP(3) WITH LOCAL TIME ZONE", None, None, True),
+        OracleColumn("I", "INTERVAL DAY(3) TO SECOND(2)", None, None, True),
+        OracleColumn("Y", "NUMBER", 38, 0, True),
+        OracleColumn("D", "DATE", None, None, True),
+    ]
+    add = parse_ddl("ALTER TABLE customers ADD (phone varchar2(20 char) default 'x' not null)", "S")
+    assert add is not None and add.add == [OracleColumn("PHONE", "VARCHAR2", None, None, False, 20)]
+    columns = [OracleColumn("ID", "NUMBER", 9, 0, False), *add.add]
+    modify = parse_ddl("alter table customers modify phone null", "S")
+    assert modify is not None
+    assert apply_ddl(columns, ["ID"], modify)[0][1].nullable is True
+    rename = parse_ddl('alter table "S"."CUSTOMERS" rename column phone to "tel"', "S")
+    assert rename is not None and apply_ddl(columns, ["ID"], rename)[0][1].name == "tel"
+    drop = parse_ddl("alter table customers drop (phone)", "S")
+    assert drop is not None and apply_ddl(columns, ["ID"], drop) == (columns[:1], ["ID"])
+    assert parse_ddl("drop table customers purge", "S") == DdlChange("DROP", "S", "CUSTOMERS")
+    assert parse_ddl("create index i on customers(id)", "S") is None
+    assert parse_ddl("alter table t add constraint pk primary key (id)", "S") is None
+    with pytest.raises(RedoParseError, match="DDL: expected"):
+        parse_ddl("alter table t add (c number(", "S")
