@@ -61,6 +61,8 @@ class TxBuffer:
     _removed: set[int] = field(default_factory=set)
     _file: IO[bytes] | None = None
     _spilled: int = 0
+    start_ms: int = 0
+    """Database time of its first row seen (``log.mining.transaction.retention.ms``)."""
 
     def __len__(self) -> int:
         return len(self._row_ids) - len(self._removed)

@@ -41,6 +41,13 @@ LOG_MINING_BATCH_SIZE_MAX_DEFAULT = 100_000
 LOG_MINING_BATCH_SIZE_DEFAULT = "log.mining.batch.size.default"
 LOG_MINING_BATCH_SIZE_DEFAULT_DEFAULT = 20_000
 
+LOG_MINING_SLEEP_TIME_MIN_MS = "log.mining.sleep.time.min.ms"
+LOG_MINING_SLEEP_TIME_MAX_MS = "log.mining.sleep.time.max.ms"
+LOG_MINING_SLEEP_TIME_DEFAULT_MS = "log.mining.sleep.time.default.ms"
+LOG_MINING_SLEEP_TIME_INCREMENT_MS = "log.mining.sleep.time.increment.ms"
+LOG_MINING_TRANSACTION_RETENTION_MS = "log.mining.transaction.retention.ms"
+LOG_MINING_FLUSH_TABLE_NAME = "log.mining.flush.table.name"
+
 OracleSnapshotMode = Literal[
     "always", "initial", "initial_only", "schema_only", "schema_only_recovery"
 ]
@@ -104,6 +111,27 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
         LOG_MINING_BATCH_SIZE_DEFAULT_DEFAULT, LOG_MINING_BATCH_SIZE_DEFAULT, gt=0
     )
     """First mining window; the window grows while the agent is further behind than this."""
+
+    log_mining_sleep_time_min_ms: int = config_key(0, LOG_MINING_SLEEP_TIME_MIN_MS, ge=0)
+    """Shortest sleep between mining rounds (while the agent is behind)."""
+    log_mining_sleep_time_max_ms: int = config_key(3000, LOG_MINING_SLEEP_TIME_MAX_MS, ge=0)
+    """Longest sleep between mining rounds (once it has caught up)."""
+    log_mining_sleep_time_default_ms: int = config_key(1000, LOG_MINING_SLEEP_TIME_DEFAULT_MS, ge=0)
+    """First sleep between mining rounds."""
+    log_mining_sleep_time_increment_ms: int = config_key(
+        200, LOG_MINING_SLEEP_TIME_INCREMENT_MS, ge=0
+    )
+    """Step by which the sleep shrinks while behind and grows once caught up."""
+    log_mining_transaction_retention_ms: int = config_key(
+        0, LOG_MINING_TRANSACTION_RETENTION_MS, ge=0
+    )
+    """An open transaction older than this (database time) is abandoned with a warning and
+    never emitted; 0 keeps every transaction until its COMMIT or ROLLBACK."""
+    log_mining_flush_table_name: str = config_key(
+        "LOG_MINING_FLUSH", LOG_MINING_FLUSH_TABLE_NAME, min_length=1
+    )
+    """Table the agent updates and commits before each mining round, so LGWR has written the
+    redo up to the current SCN (created in the PDB if missing)."""
 
     def _connection_problem(self) -> tuple[str, str] | None:
         if not self.database_hostname and not self.database_url:

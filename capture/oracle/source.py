@@ -53,6 +53,7 @@ class OracleSource(CurrentReader):
         self._close_connections()
         self._tables.clear()
         self._known = {}
+        self._flush_ready = False
         self._snap_rows = None
         mode = self.settings.snapshot_mode
         if offset is None or mode == "always" and offset.get("phase") != "snapshot":
@@ -85,6 +86,7 @@ class OracleSource(CurrentReader):
             "commit_xids": sorted(done_xids),
             "tx": None if cut is None else {"xid": cut[0], "commit_scn": cut[1], "emitted": cut[2]},
             "position": None if self._last_position is None else self._last_position.to_json(),
+            "abandoned": sorted(self._abandoned),
             "snapshot": self._snapshot_json(lambda scn: {"scn": scn, "pending": self._pending}),
         }
 

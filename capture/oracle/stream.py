@@ -43,7 +43,7 @@ from capture.captured_table import CapturedTable
 from capture.change_records import delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
 from capture.database_source import VERSION, BatchLimits
-from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTable, OracleTx, ora_code
+from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTable, OracleTx, ora_code, quote
 from capture.oracle.buffer import MinedChange, TxBuffer
 from capture.oracle.ddl import apply_ddl, parse_ddl
 from capture.oracle.history import Definition, OracleSchemaHistory
@@ -55,6 +55,7 @@ from capture.oracle.lob import (
     Statement,
     statements,
 )
+from capture.oracle.pacing import Pace
 from capture.oracle.position import OraclePosition, _parse_rs_id
 from capture.oracle.redo import RedoParseError, RedoStatement, parse_lob_locator, parse_redo
 from capture.oracle.types import jdbc_type, redo_python
@@ -179,12 +180,37 @@ class StreamReader(OracleAgent):
         """The transaction being emitted: its changes are read lazily (a spilled transaction
         stays on disk)."""
         self._registered: set[tuple[int, int]] | None = None
-        self._window = self.settings.batch_default
+        s = self.settings
+        self._pace = Pace(
+            s.batch_min,
+            s.batch_max,
+            s.batch_default,
+            s.sleep_min_ms,
+            s.sleep_max_ms,
+            s.sleep_increment_ms,
+            window=s.batch_default,
+            sleep_ms=s.sleep_default_ms,
+        )
+        self._sleep = time.sleep
+        """Sleeps between mining rounds (a test replaces it to see the requested pauses)."""
+        self._rounds = 0
+        self._flush_ready = False
+        """The flush table is known to exist with its one row (this session)."""
+        self._db_ms = 0
+        """Database time (``TIMESTAMP``) of the newest row mined: transaction ages."""
+        self._abandoned: set[str] = set()
+        """XIDs dropped by ``log.mining.transaction.retention.ms``: their later rows and their
+        COMMIT are ignored (never a partial transaction)."""
         self._last_position: OraclePosition | None = None
         self._history: OracleSchemaHistory | None = None
         """Where table definitions are kept (:meth:`bind_lake`; None: the catalog only)."""
         self._known: dict[tuple[str, str], Definition] = {}
         """The history's definitions in force at the resume point."""
+
+    @property
+    def _window(self) -> int:
+        """SCNs of the next mining round."""
+        return self._pace.window
 
     def bind_lake(self, bronze_root: Path) -> None:
         """Keep the schema history in ``<bronze_root>/oracle_schema_history``."""
@@ -276,11 +302,18 @@ class StreamReader(OracleAgent):
             )
 
     def _mine_window(self) -> bool:
-        """Mine the next window into the buffer; False when the database has nothing newer."""
+        """Mine the next window into the buffer; False when it reached the current SCN read
+        before the round (the flush commit of each round moves the SCN on: a caught-up agent
+        must not mine that forever)."""
         current = self._current_scn()
         if current <= self._mined_to:
             return False
+        if self._rounds and self._pace.sleep_ms > 0:
+            self._sleep(self._pace.sleep_ms / 1000)
+            current = self._current_scn()
+        self._rounds += 1
         end = min(current, self._mined_to + self._window)
+        self._flush_log_writer(current)
         for attempt in range(3):
             try:
                 if self._registered is None or self._logs_switched():
@@ -301,12 +334,56 @@ class StreamReader(OracleAgent):
                 self._registered = set()
         self._apply(rows)
         self._mined_to = end
-        s = self.settings
-        if current - end > s.batch_default:
-            self._window = min(self._window + s.batch_min, s.batch_max)
-        else:
-            self._window = max(self._window - s.batch_min, s.batch_min)
-        return True
+        self._abandon_old()
+        self._pace.adapt(current - end)
+        return end < current
+
+    def _flush_log_writer(self, current: int) -> None:
+        """``UPDATE <flush table> SET LAST_SCN = current`` and COMMIT in the PDB: the commit
+        makes LGWR write the log buffer, so the redo of the round's range is in the logs (an
+        open transaction's rows since the last commit would otherwise be missed for good). The
+        table (``log.mining.flush.table.name``) is created with its one row when missing."""
+        conn = self._side()
+        table = quote(self.settings.flush_table)
+        if not self._flush_ready:
+            count = self._query(
+                conn,
+                "SELECT COUNT(*) FROM USER_TABLES WHERE TABLE_NAME = :1",
+                self.settings.flush_table,
+            )[0][0]
+            if not int(count):
+                conn.cursor().execute(f"CREATE TABLE {table} (LAST_SCN NUMBER(19,0))")
+            rows = int(self._query(conn, f"SELECT COUNT(*) FROM {table}")[0][0])
+            if rows != 1:  # Debezium's DBZ-4118: exactly one row
+                conn.cursor().execute(f"DELETE FROM {table}")
+                conn.cursor().execute(f"INSERT INTO {table} VALUES (0)")
+                conn.commit()
+            self._flush_ready = True
+        conn.cursor().execute(f"UPDATE {table} SET LAST_SCN = :1", [current])
+        conn.commit()
+
+    def _abandon_old(self) -> None:
+        """``log.mining.transaction.retention.ms``: drop the open transactions that started
+        longer ago than that (database time), with a warning; they are never emitted."""
+        retention = self.settings.retention_ms
+        if retention <= 0:
+            return
+        for xid, tx in list(self._buffer.items()):
+            age = self._db_ms - tx.start_ms
+            if tx.start_ms and age > retention:
+                logger.warning(
+                    "source %s: transaction %s (started at SCN %s, %s changes) is open for "
+                    "%s ms, longer than log.mining.transaction.retention.ms %s: abandoned, its "
+                    "changes will not be emitted",
+                    self.name,
+                    xid,
+                    tx.start_scn,
+                    len(tx),
+                    age,
+                    retention,
+                )
+                self._buffer.pop(xid).close()
+                self._abandoned.add(xid)
 
     def _mine(self, start: int, end: int) -> list[tuple[Any, ...]]:
         miner = self._miner()
@@ -345,8 +422,13 @@ class StreamReader(OracleAgent):
             if pending:
                 sql, pending = "".join(pending) + (sql or ""), []
             scn, code, xid = int(scn), int(code), xid_text(xid)
+            self._db_ms = max(self._db_ms, _ts_ms(ts))
+            if xid in self._abandoned:
+                if code in (OP_COMMIT, OP_ROLLBACK):
+                    self._abandoned.discard(xid)
+                continue
             if code == OP_START:
-                self._open_tx(xid, scn)
+                self._open_tx(xid, scn, _ts_ms(ts))
             elif code == OP_COMMIT:
                 self._commit(xid, scn, rs_id, _ts_ms(ts), int(thread or 1))
             elif code == OP_ROLLBACK:
@@ -360,7 +442,7 @@ class StreamReader(OracleAgent):
                 and owner is not None
                 and self._captured(str(owner), str(table))
             ):
-                tx = None if code == OP_DDL else self._open_tx(xid, scn)
+                tx = None if code == OP_DDL else self._open_tx(xid, scn, _ts_ms(ts))
                 if rollback and tx is not None:
                     tx.undo(row_id)
                     continue
@@ -382,10 +464,11 @@ class StreamReader(OracleAgent):
                 else:
                     tx.add(change)
 
-    def _open_tx(self, xid: str, scn: int) -> TxBuffer:
+    def _open_tx(self, xid: str, scn: int, ts_ms: int = 0) -> TxBuffer:
         tx = self._buffer.get(xid)
         if tx is None:
             tx = self._buffer[xid] = TxBuffer(xid, scn, self.settings.spill_events)
+            tx.start_ms = ts_ms
         return tx
 
     def _ddl(self, change: MinedChange, xid: str) -> None:
@@ -421,7 +504,8 @@ class StreamReader(OracleAgent):
                 return True
             if self._emitting is None:
                 if not self._ready:
-                    if not self._mine_window():
+                    more = self._mine_window()
+                    if not self._ready and not more:
                         self._maybe_heartbeat(builder, now)
                         return True
                     continue
@@ -454,6 +538,7 @@ class StreamReader(OracleAgent):
         """Adopt ``offset`` (bronze's, or a half-landed batch's end reached again)."""
         point = self._emission_point(offset)
         self._reset_stream(int(offset["scn"]), point[0], set(point[1]), point[2])
+        self._abandoned = {str(x) for x in offset.get("abandoned") or ()}
         position = offset.get("position")
         self._last_position = None if position is None else OraclePosition.from_json(position)
 

@@ -64,6 +64,9 @@ class Corner:
             "log.mining.batch.size.min": 5,
             "log.mining.batch.size.default": 20,
             "log.mining.batch.size.max": 100,
+            # no pause between mining rounds: the tests drive the model as fast as it goes
+            "log.mining.sleep.time.default.ms": 0,
+            "log.mining.sleep.time.max.ms": 0,
             **extra,
         }
 

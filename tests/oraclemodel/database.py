@@ -237,6 +237,9 @@ class OracleModel:
         log_rows: Redo rows per log before an automatic log switch.
         online_groups: Online log groups per thread (a group is reused once archived).
         lob_chunk: Characters (CLOB) or bytes (BLOB) per ``LOB_WRITE`` row.
+        log_buffer: Model LGWR's log buffer: redo written since the last COMMIT (of any
+            transaction, the flush table's included) is not in the logs yet, so
+            ``V$LOGMNR_CONTENTS`` does not show it.
     """
 
     def __init__(
@@ -247,12 +250,18 @@ class OracleModel:
         log_rows: int = 10_000,
         online_groups: int = 3,
         lob_chunk: int = 1024,
+        log_buffer: bool = False,
         dbname: str = "ORCLCDB",
         pdb: str = "ORCLPDB1",
     ) -> None:
         self.dbname, self.pdb = dbname, pdb
         self.redo_chunk, self.log_rows, self.online_groups = redo_chunk, log_rows, online_groups
         self.lob_chunk = lob_chunk
+        self.log_buffer = log_buffer
+        self.flushed_scn = 0
+        """With ``log_buffer``: redo up to this SCN is in the logs (the last COMMIT's)."""
+        self.flush_tables: dict[str, list[int]] = {}
+        """Tables of the connector's user (the LGWR flush table): name -> LAST_SCN rows."""
         self.scn = 1_000_000
         self.undo_low_scn = 0
         """Flashback reads below this SCN raise ORA-01555 (undo retention exceeded)."""
@@ -624,9 +633,14 @@ class OracleModel:
             self._redo_dml(tx, table, change.row_id, change.after, change.before, rollback=1)
         del tx.changes[start:]
 
+    def flush(self) -> None:
+        """A COMMIT: LGWR writes the log buffer, so every redo row so far is in the logs."""
+        self.flushed_scn = self.scn
+
     def commit(self, xid: str) -> int:
         tx = self.open.pop(xid)
         scn = self._tick()
+        self.flushed_scn = scn
         for change in tx.changes:
             self.tables[change.table].versions.append((scn, change.row_id, change.after))
         if tx.start_scn:
@@ -641,6 +655,7 @@ class OracleModel:
         del self.open[xid]
         if tx.start_scn:
             self._emit(tx, OP_ROLLBACK, "rollback;")
+        self.flushed_scn = self.scn
 
     # --- reads ---------------------------------------------------------------------------------
     def committed_rows(self, owner: str, name: str) -> list[dict[str, Any]]:

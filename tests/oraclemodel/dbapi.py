@@ -222,7 +222,54 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Res
         return rows, ["THREAD#", "SEQUENCE#", "FIRST_CHANGE#", "NEXT_CHANGE#", "BYTES"]
     if "FROM V$LOGMNR_CONTENTS" in upper:
         return _contents(conn, model, sql, args)
+    flush = _flush_table(conn, model, sql, args)
+    if flush is not None:
+        return flush
     raise _ora("00900", f"invalid SQL statement (the model does not know: {sql[:120]})")
+
+
+_USER_TABLE = re.compile(
+    r'^(?:CREATE TABLE "(?P<create>[^"]+)" \(LAST_SCN NUMBER\(19,0\)\)'
+    r'|SELECT COUNT\(\*\) FROM "(?P<count>[^"]+)"'
+    r'|DELETE FROM "(?P<delete>[^"]+)"'
+    r'|INSERT INTO "(?P<insert>[^"]+)" VALUES \(0\)'
+    r'|UPDATE "(?P<update>[^"]+)" SET LAST_SCN = :1)$',
+    re.IGNORECASE,
+)
+
+
+def _flush_table(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Result | None:
+    """The LGWR flush table of the connector's user, in the PDB: its catalog row, CREATE, and
+    the statements on its one ``LAST_SCN`` row. An UPDATE is committed at once (the agent
+    commits it): with ``log_buffer`` the commit makes LGWR write the log buffer."""
+    if sql.upper().startswith("SELECT COUNT(*) FROM USER_TABLES WHERE TABLE_NAME = :1"):
+        _in_pdb(conn, model)
+        return [(1 if str(args[0]) in model.flush_tables else 0,)], ["COUNT(*)"]
+    match = _USER_TABLE.match(sql)
+    if match is None:
+        return None
+    _in_pdb(conn, model)
+    name = next(v for v in match.groupdict().values() if v is not None)
+    if match["create"] is None and name not in model.flush_tables:
+        raise _ora("00942", "table or view does not exist")
+    if match["count"] is not None:
+        return [(len(model.flush_tables[name]),)], ["COUNT(*)"]
+    if match["update"] is not None and not model.log_buffer:
+        return [], []  # nothing observable changes: spare the model file a write per round
+    with OracleModel.edit(conn.path) as edited:
+        if match["create"] is not None:
+            if name in edited.flush_tables:
+                raise _ora("00955", "name is already used by an existing object")
+            edited.flush_tables[name] = []
+        elif match["delete"] is not None:
+            edited.flush_tables[name] = []
+        elif match["insert"] is not None:
+            edited.flush_tables[name].append(0)
+        else:
+            edited.flush_tables[name] = [int(args[0])] * len(edited.flush_tables[name])
+            edited.scn += 1  # the flush transaction's commit
+            edited.flush()
+    return [], []
 
 
 def _in_pdb(conn: Connection, model: OracleModel) -> None:
@@ -382,6 +429,8 @@ def _contents(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -
             )
             and (container is None or r.src_con_name == container)
         ]
+    if model.log_buffer:
+        rows = [r for r in rows if r.scn <= model.flushed_scn]  # the rest is still in memory
     rows.sort(key=lambda r: (r.scn, r.thread, r.rs_id))
     return [tuple(_column(r, n) for n in names) for r in rows], names
 
