@@ -194,6 +194,11 @@ def render(column: Column, value: Any) -> str:
         return f"TO_DATE('{_datetime(value)}', 'YYYY-MM-DD HH24:MI:SS')"
     if kind.startswith("TIMESTAMP"):
         fraction = f"{value.microsecond:06d}".rstrip("0")
+        if kind.endswith(" WITH TIME ZONE") and value.tzinfo is not None:
+            # NLS_TIMESTAMP_TZ_FORMAT 'YYYY-MM-DD HH24:MI:SS.FF TZH:TZM'
+            offset = value.strftime("%z")
+            zone = f"{offset[:3]}:{offset[3:]}"
+            return f"TO_TIMESTAMP_TZ('{_datetime(value)}.{fraction} {zone}')"
         return f"TO_TIMESTAMP('{_datetime(value)}.{fraction}')"
     if kind.startswith("INTERVAL DAY"):
         sign = "-" if value < dt.timedelta(0) else "+"

@@ -13,6 +13,7 @@ The agent picks this module instead of ``oracledb`` when ``MEDALLION_ORACLE_DBAP
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 from collections.abc import Sequence
@@ -177,7 +178,7 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Res
             raise _ora("65011", f"Pluggable database {name.upper()} does not exist.")
         conn.container = name.upper()
         return [], []
-    if upper.startswith("ALTER SESSION SET NLS_"):
+    if upper.startswith(("ALTER SESSION SET NLS_", "ALTER SESSION SET TIME_ZONE")):
         return [], []
     if upper.startswith("BEGIN"):
         return _plsql(conn, model, upper, args), []
@@ -194,16 +195,19 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Res
     if upper.startswith("SELECT OWNER, TABLE_NAME FROM ALL_TABLES"):
         _in_pdb(conn, model)
         return sorted(model.tables), ["OWNER", "TABLE_NAME"]
+    # a catalog view shows no rows for a table that does not exist (no error)
     if "FROM ALL_TAB_COLUMNS" in upper:
-        table = _table(conn, model, args[0], args[1])
+        _in_pdb(conn, model)
+        found = model.tables.get((args[0], args[1]))
         rows = [
             (c.name, c.data_type, c.precision, c.scale, "Y" if c.nullable else "N")
-            for c in table.columns
+            for c in ([] if found is None else found.columns)
         ]
         return rows, ["COLUMN_NAME", "DATA_TYPE", "DATA_PRECISION", "DATA_SCALE", "NULLABLE"]
     if "FROM ALL_CONSTRAINTS" in upper:
-        table = _table(conn, model, args[0], args[1])
-        return [(k,) for k in table.key], ["COLUMN_NAME"]
+        _in_pdb(conn, model)
+        found = model.tables.get((args[0], args[1]))
+        return [(k,) for k in ([] if found is None else found.key)], ["COLUMN_NAME"]
     if " AS OF SCN " in upper:
         return _flashback(conn, model, sql, args)
     if upper.startswith("SELECT MIN(FIRST_CHANGE#)"):
@@ -305,12 +309,31 @@ def _flashback(conn: Connection, model: OracleModel, sql: str, args: list[Any]) 
         raise _ora(
             "01555", 'snapshot too old: rollback segment number 7 with name "_SYSSMU7$" too small'
         )
-    names = [c.strip().strip('"') for c in match["cols"].split(",")]
+    items = [_select_item(c.strip()) for c in match["cols"].split(",")]
+    names = [name for name, _ in items]
     rows = list(table.committed(scn).values())
     if match["order"]:
         order = [c.strip().strip('"') for c in match["order"].split(",")]
         rows.sort(key=lambda r: tuple(r[c] for c in order))
-    return [tuple(r[n] for n in names) for r in rows], names
+    return [tuple(f(r[n]) for n, f in items) for r in rows], names
+
+
+_UTC = re.compile(r'^SYS_EXTRACT_UTC\("(?P<name>[^"]+)"\)$', re.IGNORECASE)
+
+
+def _select_item(item: str) -> tuple[str, Any]:
+    """A select-list item: ``"COL"``, or ``SYS_EXTRACT_UTC("COL")`` (the instant in UTC, zone
+    dropped): the column and the function on its value."""
+    match = _UTC.match(item)
+    if match is None:
+        return item.strip('"'), lambda v: v
+
+    def utc(value: Any) -> Any:
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:
+            return value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value
+
+    return match["name"], utc
 
 
 def _log_list(model: OracleModel, after_scn: int) -> Result:
