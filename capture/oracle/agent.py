@@ -26,6 +26,7 @@ from capture.captured_table import CapturedTable, CatalogColumn
 from capture.column_types import ValueConversionError
 from capture.database_source import DatabaseSource, OpenTransaction
 from capture.errors_oracle import ORACLE
+from capture.oracle.lob import LOB_TYPES
 from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, column_type
 from capture.server_errors import ServerErrors
@@ -110,6 +111,12 @@ class OracleTable:
     left_out: frozenset[str] = frozenset()
     """Columns of a type the agent does not capture (their values in ``SQL_REDO`` are
     dropped on purpose)."""
+    lobs: frozenset[str] = frozenset()
+    """Captured CLOB/NCLOB/BLOB columns (``lob.enabled``)."""
+    every: tuple[OracleColumn, ...] = ()
+    """Every column of the table, captured or not (what DDL changes apply to)."""
+    key: tuple[str, ...] = ()
+    """The primary key's columns."""
 
 
 class OracleAgent(DatabaseSource):
@@ -204,29 +211,41 @@ class OracleAgent(DatabaseSource):
         return self._tables[key]
 
     def _describe(self, owner: str, table: str) -> OracleTable:
-        s = self.settings
         rows = self._query(self._side(), COLUMNS_SQL, owner, table)
         if not rows:
             raise CaptureError(f"source {self.name}: table {owner}.{table} has no columns")
-        key = {r[0] for r in self._query(self._side(), KEY_SQL, owner, table)}
-        columns, types, kept, left_out = [], [], [], set()
-        for name, data_type, precision, scale, nullable in rows:
-            column = OracleColumn(
+        key = [str(r[0]) for r in self._query(self._side(), KEY_SQL, owner, table)]
+        columns = [
+            OracleColumn(
                 str(name),
                 str(data_type),
                 None if precision is None else int(precision),
                 None if scale is None else int(scale),
                 nullable == "Y",
             )
-            converted = column_type(column, s.handling)
+            for name, data_type, precision, scale, nullable in rows
+        ]
+        return self._build(owner, table, columns, key)
+
+    def _build(
+        self, owner: str, table: str, every: list[OracleColumn], key: list[str]
+    ) -> OracleTable:
+        """The captured table of ``owner.table`` with the columns ``every`` (from the catalog,
+        or as a DDL statement left them)."""
+        s = self.settings
+        columns, types, kept, left_out = [], [], [], set()
+        for column in every:
+            converted = column_type(
+                column, s.handling, lobs=s.lob_enabled, placeholder=s.placeholder
+            )
             if converted is None:
                 logger.warning(
                     "source %s: %s.%s.%s: type %s is not captured (as in Debezium)",
                     self.name,
                     owner,
                     table,
-                    name,
-                    data_type,
+                    column.name,
+                    column.data_type,
                 )
                 left_out.add(column.name)
                 continue
@@ -244,7 +263,10 @@ class OracleAgent(DatabaseSource):
             **s.rules.table_options(CONNECTOR, s.table_filter, self.ORIGIN),
         )
         index = {c.name: i for i, c in enumerate(kept)}
-        return OracleTable(captured, tuple(kept), index, frozenset(left_out))
+        lobs = frozenset(c.name for c in kept if c.data_type in LOB_TYPES)
+        return OracleTable(
+            captured, tuple(kept), index, frozenset(left_out), lobs, tuple(every), tuple(key)
+        )
 
     def _refresh(self, table: OracleTable, names: Iterable[str]) -> OracleTable:
         """``table`` described again when ``SQL_REDO`` names a column it does not know (an ADD

@@ -20,6 +20,10 @@ import orjson
 
 __all__ = ["MinedChange", "TxBuffer"]
 
+_LOB_CODES = frozenset({9, 10, 11, 29})
+"""SEL_LOB_LOCATOR, LOB_WRITE, LOB_TRIM, LOB_ERASE (:mod:`capture.oracle.lob`): rows that belong
+to the statement before them for the same ROW_ID."""
+
 
 class MinedChange(NamedTuple):
     """One DML of a transaction, as mined (``SQL_REDO`` continuation rows joined)."""
@@ -52,9 +56,13 @@ class TxBuffer:
     spill_events: int
     _memory: list[MinedChange | None] = field(default_factory=list)
     _row_ids: list[str | None] = field(default_factory=list)
+    _attached: list[bool] = field(default_factory=list)
+    """Per change: a LOB row that belongs to the statement before it (same ROW_ID)."""
     _removed: set[int] = field(default_factory=set)
     _file: IO[bytes] | None = None
     _spilled: int = 0
+    start_ms: int = 0
+    """Database time of its first row seen (``log.mining.transaction.retention.ms``)."""
 
     def __len__(self) -> int:
         return len(self._row_ids) - len(self._removed)
@@ -66,6 +74,12 @@ class TxBuffer:
 
     def add(self, change: MinedChange) -> None:
         """Append a change; past ``spill_events`` in memory the memory part goes to the file."""
+        self._attached.append(
+            change.code in _LOB_CODES
+            and bool(self._row_ids)
+            and self._row_ids[-1] == change.row_id
+            and len(self._row_ids) - 1 not in self._removed
+        )
         self._row_ids.append(change.row_id)
         self._memory.append(change)
         if len(self._memory) >= self.spill_events:
@@ -81,14 +95,27 @@ class TxBuffer:
         self._memory = []
 
     def undo(self, row_id: str | None) -> bool:
-        """A ``ROLLBACK = 1`` row: forget the latest change of ``row_id``; False if none."""
+        """A ``ROLLBACK = 1`` row: forget the latest statement of ``row_id`` (its change and
+        the LOB rows attached to it); False if none."""
         for index in range(len(self._row_ids) - 1, -1, -1):
-            if index not in self._removed and self._row_ids[index] == row_id:
-                self._removed.add(index)
-                if index >= self._spilled:
-                    self._memory[index - self._spilled] = None
+            if (
+                index not in self._removed
+                and self._row_ids[index] == row_id
+                and not self._attached[index]
+            ):
+                self._remove(index)
+                following = index + 1
+                while following < len(self._row_ids) and self._attached[following]:
+                    if self._row_ids[following] == row_id:
+                        self._remove(following)
+                    following += 1
                 return True
         return False
+
+    def _remove(self, index: int) -> None:
+        self._removed.add(index)
+        if index >= self._spilled:
+            self._memory[index - self._spilled] = None
 
     def changes(self) -> Iterator[MinedChange]:
         """The changes that stand, in redo order (read back from the file first)."""

@@ -32,12 +32,21 @@ LOG_MINING_QUERY_FILTER_MODE = "log.mining.query.filter.mode"
 LOG_MINING_QUERY_FILTER_MODE_DEFAULT = "none"
 LOB_ENABLED = "lob.enabled"
 LOB_ENABLED_DEFAULT = False
+UNAVAILABLE_VALUE_PLACEHOLDER = "unavailable.value.placeholder"
+UNAVAILABLE_VALUE_PLACEHOLDER_DEFAULT = "__debezium_unavailable_value"
 LOG_MINING_BATCH_SIZE_MIN = "log.mining.batch.size.min"
 LOG_MINING_BATCH_SIZE_MIN_DEFAULT = 1000
 LOG_MINING_BATCH_SIZE_MAX = "log.mining.batch.size.max"
 LOG_MINING_BATCH_SIZE_MAX_DEFAULT = 100_000
 LOG_MINING_BATCH_SIZE_DEFAULT = "log.mining.batch.size.default"
 LOG_MINING_BATCH_SIZE_DEFAULT_DEFAULT = 20_000
+
+LOG_MINING_SLEEP_TIME_MIN_MS = "log.mining.sleep.time.min.ms"
+LOG_MINING_SLEEP_TIME_MAX_MS = "log.mining.sleep.time.max.ms"
+LOG_MINING_SLEEP_TIME_DEFAULT_MS = "log.mining.sleep.time.default.ms"
+LOG_MINING_SLEEP_TIME_INCREMENT_MS = "log.mining.sleep.time.increment.ms"
+LOG_MINING_TRANSACTION_RETENTION_MS = "log.mining.transaction.retention.ms"
+LOG_MINING_FLUSH_TABLE_NAME = "log.mining.flush.table.name"
 
 OracleSnapshotMode = Literal[
     "always", "initial", "initial_only", "schema_only", "schema_only_recovery"
@@ -76,7 +85,13 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
     )
     """Push filters into the LogMiner query: ``none``, ``in`` (no regexes!) or ``regex``."""
     lob_enabled: bool = config_key(LOB_ENABLED_DEFAULT, LOB_ENABLED)
-    """Capture CLOB/NCLOB/BLOB values."""
+    """Capture CLOB/NCLOB/BLOB values (mines the SEL_LOB_LOCATOR/LOB_WRITE/LOB_TRIM/LOB_ERASE
+    rows); false leaves the LOB columns out of the records."""
+    unavailable_value_placeholder: str = config_key(
+        UNAVAILABLE_VALUE_PLACEHOLDER_DEFAULT, UNAVAILABLE_VALUE_PLACEHOLDER
+    )
+    """Written for a LOB value the redo does not carry (an unchanged LOB column); ``hex:``
+    prefix: bytes given in hex."""
     snapshot_mode: OracleSnapshotMode = config_key(SNAPSHOT_MODE_DEFAULT, SNAPSHOT_MODE)
     """``always``, ``initial``, ``initial_only``, ``schema_only`` or ``schema_only_recovery``."""
     include_schema_changes: bool = config_key(
@@ -96,6 +111,27 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
         LOG_MINING_BATCH_SIZE_DEFAULT_DEFAULT, LOG_MINING_BATCH_SIZE_DEFAULT, gt=0
     )
     """First mining window; the window grows while the agent is further behind than this."""
+
+    log_mining_sleep_time_min_ms: int = config_key(0, LOG_MINING_SLEEP_TIME_MIN_MS, ge=0)
+    """Shortest sleep between mining rounds (while the agent is behind)."""
+    log_mining_sleep_time_max_ms: int = config_key(3000, LOG_MINING_SLEEP_TIME_MAX_MS, ge=0)
+    """Longest sleep between mining rounds (once it has caught up)."""
+    log_mining_sleep_time_default_ms: int = config_key(1000, LOG_MINING_SLEEP_TIME_DEFAULT_MS, ge=0)
+    """First sleep between mining rounds."""
+    log_mining_sleep_time_increment_ms: int = config_key(
+        200, LOG_MINING_SLEEP_TIME_INCREMENT_MS, ge=0
+    )
+    """Step by which the sleep shrinks while behind and grows once caught up."""
+    log_mining_transaction_retention_ms: int = config_key(
+        0, LOG_MINING_TRANSACTION_RETENTION_MS, ge=0
+    )
+    """An open transaction older than this (database time) is abandoned with a warning and
+    never emitted; 0 keeps every transaction until its COMMIT or ROLLBACK."""
+    log_mining_flush_table_name: str = config_key(
+        "LOG_MINING_FLUSH", LOG_MINING_FLUSH_TABLE_NAME, min_length=1
+    )
+    """Table the agent updates and commits before each mining round, so LGWR has written the
+    redo up to the current SCN (created in the PDB if missing)."""
 
     def _connection_problem(self) -> tuple[str, str] | None:
         if not self.database_hostname and not self.database_url:

@@ -22,12 +22,25 @@ column is the column type's business (:mod:`capture.oracle.types`). Imports no d
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from pipeline.errors import CaptureError
 
-__all__ = ["RedoFunction", "RedoParseError", "RedoStatement", "RedoValue", "parse_redo"]
+__all__ = [
+    "LobErase",
+    "LobLocator",
+    "LobTrim",
+    "LobWrite",
+    "RedoFunction",
+    "RedoParseError",
+    "RedoStatement",
+    "RedoValue",
+    "parse_lob_locator",
+    "parse_lob_operation",
+    "parse_redo",
+]
 
 
 class RedoParseError(CaptureError):
@@ -255,3 +268,151 @@ def parse_redo(sql: str) -> RedoStatement:
         s.end()
         return RedoStatement("delete", owner, table, {}, old)
     raise s.fail("insert, update or delete")
+
+
+# --- LOB rows (lob.enabled) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LobLocator:
+    """A ``SEL_LOB_LOCATOR`` row (``OPERATION_CODE`` 9): the LOB column about to be written.
+
+    LogMiner prints it as an anonymous block whose ``select ... into loc_c|loc_b|loc_nc ...
+    for update`` names the column and the row (its non-LOB columns, as a ``where`` list)::
+
+        DECLARE
+         loc_c CLOB;
+         buf_c VARCHAR2(6174);
+         ...
+        BEGIN
+         select "NOTES" into loc_c from "HR"."DOCS" where "ID" = '1' and "TITLE" = 'a' for update;
+
+    Attributes:
+        owner: The table's schema.
+        table: The table name.
+        column: The LOB column.
+        binary: ``loc_b`` (a BLOB) rather than ``loc_c``/``loc_nc``.
+        where: The row, column -> value.
+    """
+
+    owner: str
+    table: str
+    column: str
+    binary: bool
+    where: dict[str, RedoValue]
+
+
+@dataclass(frozen=True, slots=True)
+class LobWrite:
+    """A ``LOB_WRITE`` row (code 10): ``buf_c := '...'; dbms_lob.write(loc_c, <amount>,
+    <offset>, buf_c);`` (``HEXTORAW('...')`` into ``buf_b`` for a BLOB).
+
+    Attributes:
+        offset: Zero-based offset (Oracle's are 1-based) in characters (CLOB) or bytes (BLOB).
+        amount: Characters or bytes written.
+        data: The text, or the bytes of a ``HEXTORAW``.
+    """
+
+    offset: int
+    amount: int
+    data: str | bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LobTrim:
+    """A ``LOB_TRIM`` row (code 11): ``dbms_lob.trim(loc_c, <new length>);``."""
+
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class LobErase:
+    """A ``LOB_ERASE`` row (code 29): ``dbms_lob.erase(loc_c, <amount>, <offset>);`` (the
+    erased part becomes spaces in a CLOB, zero bytes in a BLOB; the length stays)."""
+
+    offset: int
+    amount: int
+
+
+def _after_begin(s: _Scanner) -> None:
+    """Move past an anonymous block's ``DECLARE ... BEGIN`` (absent: stay put)."""
+    if not s.text.lstrip().upper().startswith("DECLARE"):
+        return
+    match = _BEGIN.search(s.text)
+    if match is not None:
+        s.i = match.end()
+
+
+_BEGIN = re.compile(r"\bBEGIN\b", re.IGNORECASE)
+_LOB_CALL = re.compile(
+    r"\bdbms_lob\.(?P<call>write|trim|erase)\s*\((?P<args>[^)]*)\)\s*;", re.IGNORECASE
+)
+_LOB_BUFFER = re.compile(r"\bbuf_(?:c|b|nc)\s*:=\s*", re.IGNORECASE)
+
+
+def parse_lob_locator(sql: str) -> LobLocator:
+    """Parse a ``SEL_LOB_LOCATOR`` row's ``SQL_REDO`` (continuation rows joined).
+
+    Raises:
+        RedoParseError: Not the ``select ... into loc_x from ... where ... for update`` form.
+    """
+    s = _Scanner(sql)
+    _after_begin(s)
+    s.expect("select")
+    column = s.identifier()
+    s.expect("into")
+    locator = s.identifier()
+    if locator not in ("LOC_C", "LOC_B", "LOC_NC"):
+        raise s.fail("loc_c, loc_b or loc_nc")
+    s.expect("from")
+    owner, table = s.qualified()
+    where = s.predicates() if s.take("where") else {}
+    s.expect("for")
+    s.expect("update")
+    s.take(";")
+    s.take("END")
+    s.end()
+    return LobLocator(owner, table, column, locator == "LOC_B", where)
+
+
+def parse_lob_operation(sql: str) -> LobWrite | LobTrim | LobErase:
+    """Parse a ``LOB_WRITE``, ``LOB_TRIM`` or ``LOB_ERASE`` row's ``SQL_REDO``.
+
+    Raises:
+        RedoParseError: No ``dbms_lob.write/trim/erase`` call, or arguments that are not the
+            documented ones.
+    """
+    calls = list(_LOB_CALL.finditer(sql))
+    call = calls[-1] if calls else None
+    if call is None:
+        raise RedoParseError(
+            f"SQL_REDO: expected a dbms_lob.write/trim/erase call (near {sql[:60]!r})"
+        )
+    args = [a.strip() for a in call["args"].split(",")]
+    name = call["call"].lower()
+    try:
+        if name == "trim" and len(args) == 2:
+            return LobTrim(int(args[1]))
+        if name == "erase" and len(args) == 3:
+            return LobErase(int(args[2]) - 1, int(args[1]))
+        if name == "write" and len(args) == 4:
+            amount, offset = int(args[1]), int(args[2]) - 1
+        else:
+            raise ValueError(f"{len(args)} arguments")
+    except ValueError as exc:
+        raise RedoParseError(f"SQL_REDO: dbms_lob.{name}({call['args']}): {exc}") from None
+    buffer = _LOB_BUFFER.search(sql, 0, call.start())
+    if buffer is None:
+        raise RedoParseError(
+            f"SQL_REDO: dbms_lob.write without a buf_x := assignment (near {sql[:60]!r})"
+        )
+    s = _Scanner(sql)
+    s.i = buffer.end()
+    value = s.value()
+    if isinstance(value, RedoFunction) and value.name == "HEXTORAW" and value.args:
+        data: str | bytes = bytes.fromhex(str(value.args[0]))
+    elif isinstance(value, str):
+        data = value
+    else:
+        raise s.fail("a quoted text or HEXTORAW('...') for the LOB buffer")
+    return LobWrite(offset, amount, data)

@@ -48,6 +48,15 @@ class OracleSettings:
     batch_max: int = 100_000
     batch_default: int = 20_000
     spill_events: int = SPILL_EVENTS
+    lob_enabled: bool = False
+    include_schema_changes: bool = True
+    sleep_min_ms: int = 0
+    sleep_max_ms: int = 3000
+    sleep_default_ms: int = 1000
+    sleep_increment_ms: int = 200
+    retention_ms: int = 0
+    flush_table: str = "LOG_MINING_FLUSH"
+    placeholder: str = "__debezium_unavailable_value"
 
     @property
     def dsn(self) -> str:
@@ -74,13 +83,6 @@ class OracleSettings:
                 "'none', which captures the same changes)",
                 key_path="log.mining.query.filter.mode",
             )
-        if config.lob_enabled:
-            raise ConfigError(
-                "lob.enabled is not implemented: the agent does not mine LOB_WRITE/"
-                "SEL_LOB_LOCATOR rows, so CLOB/NCLOB/BLOB columns are left out of the records "
-                "(set it to false)",
-                key_path="lob.enabled",
-            )
         low, high = int(config.log_mining_batch_size_min), int(config.log_mining_batch_size_max)
         first = int(config.log_mining_batch_size_default)
         if not low <= first <= high:
@@ -88,6 +90,16 @@ class OracleSettings:
                 f"log.mining.batch.size.default {first} must lie between "
                 f"log.mining.batch.size.min {low} and log.mining.batch.size.max {high}",
                 key_path="log.mining.batch.size.default",
+            )
+        sleep_low = int(config.log_mining_sleep_time_min_ms)
+        sleep_high = int(config.log_mining_sleep_time_max_ms)
+        sleep_first = int(config.log_mining_sleep_time_default_ms)
+        if not sleep_low <= sleep_first <= sleep_high:
+            raise ConfigError(
+                f"log.mining.sleep.time.default.ms {sleep_first} must lie between "
+                f"log.mining.sleep.time.min.ms {sleep_low} and "
+                f"log.mining.sleep.time.max.ms {sleep_high}",
+                key_path="log.mining.sleep.time.default.ms",
             )
         return cls(
             host=str(config.database_hostname or ""),
@@ -106,4 +118,13 @@ class OracleSettings:
             batch_min=low,
             batch_max=high,
             batch_default=first,
+            lob_enabled=bool(config.lob_enabled),
+            include_schema_changes=bool(config.include_schema_changes),
+            sleep_min_ms=sleep_low,
+            sleep_max_ms=sleep_high,
+            sleep_default_ms=sleep_first,
+            sleep_increment_ms=int(config.log_mining_sleep_time_increment_ms),
+            retention_ms=int(config.log_mining_transaction_retention_ms),
+            flush_table=str(config.log_mining_flush_table_name),
+            placeholder=str(config.unavailable_value_placeholder),
         )

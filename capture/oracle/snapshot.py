@@ -52,13 +52,14 @@ class SnapshotReader(StreamReader):
         rows = self._query(self._miner(), PENDING_SQL)
         scn = int(rows[0][0])
         self._pending = {str(x): int(s) for _, x, s in rows if x is not None}
-        tables: list[tuple[str, str]] = []
-        if data:
-            tables = [
-                (str(o), str(t))
-                for o, t in self._query(self._side(), TABLES_SQL)
-                if self._captured(str(o), str(t))
-            ]
+        captured = [
+            (str(o), str(t))
+            for o, t in self._query(self._side(), TABLES_SQL)
+            if self._captured(str(o), str(t))
+        ]
+        tables = captured if data else []
+        # the definitions the stream starts from (schema history), as the catalog has them now
+        self._remember(scn, [(o, t, self._table(o, t)) for o, t in captured])
         self._snapshot = SnapshotProgress(scn, tables, ts_ms=int(time.time() * 1000))
         self._phase = "snapshot" if data else "stream"
         if not data:

@@ -52,6 +52,8 @@ class OracleSource(CurrentReader):
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         self._close_connections()
         self._tables.clear()
+        self._known = {}
+        self._flush_ready = False
         self._snap_rows = None
         mode = self.settings.snapshot_mode
         if offset is None or mode == "always" and offset.get("phase") != "snapshot":
@@ -66,6 +68,12 @@ class OracleSource(CurrentReader):
         if snap is not None:
             self._snapshot = SnapshotProgress.from_json(snap, int(snap["scn"]))
             self._pending = {str(k): int(v) for k, v in snap.get("pending", {}).items()}
+        if self._history is not None:
+            # the definitions the changes still to emit were written with
+            point = int(offset["commit_scn"])
+            if self._phase == "snapshot" and snap is not None:
+                point = int(snap["scn"])
+            self._known = self._history.as_of(point)
         self._restore_stream(offset)
 
     def _offset_now(self) -> dict[str, Any]:
@@ -78,6 +86,7 @@ class OracleSource(CurrentReader):
             "commit_xids": sorted(done_xids),
             "tx": None if cut is None else {"xid": cut[0], "commit_scn": cut[1], "emitted": cut[2]},
             "position": None if self._last_position is None else self._last_position.to_json(),
+            "abandoned": sorted(self._abandoned),
             "snapshot": self._snapshot_json(lambda scn: {"scn": scn, "pending": self._pending}),
         }
 

@@ -33,41 +33,63 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from bronze.batch import BatchBuilder
-from bronze.envelope import ConnectRecord, heartbeat
+from bronze.envelope import ConnectRecord, heartbeat, schema_change
 from bronze.position_base import Phase
+from capture.captured_table import CapturedTable
 from capture.change_records import delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
 from capture.database_source import VERSION, BatchLimits
-from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTx, ora_code
+from capture.oracle.agent import CONNECTOR, OracleAgent, OracleTable, OracleTx, ora_code, quote
 from capture.oracle.buffer import MinedChange, TxBuffer
+from capture.oracle.ddl import apply_ddl, parse_ddl
+from capture.oracle.history import Definition, OracleSchemaHistory
+from capture.oracle.lob import (
+    LOB_CODES,
+    OP_SEL_LOB_LOCATOR,
+    UNAVAILABLE,
+    LobBuilder,
+    Statement,
+    statements,
+)
+from capture.oracle.pacing import Pace
 from capture.oracle.position import OraclePosition, _parse_rs_id
-from capture.oracle.redo import RedoParseError, parse_redo
-from capture.oracle.types import redo_python
+from capture.oracle.redo import RedoParseError, RedoStatement, parse_lob_locator, parse_redo
+from capture.oracle.types import jdbc_type, redo_python
 from pipeline.errors import CaptureError, InternalError, PipelineError
 
-__all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "xid_text"]
+__all__ = ["CONTENTS_SQL", "Ready", "StreamReader", "contents_sql", "xid_text"]
 
 logger = logging.getLogger(__name__)
 
 OP_INSERT, OP_DELETE, OP_UPDATE, OP_START, OP_COMMIT, OP_ROLLBACK = 1, 2, 3, 6, 7, 36
-OP_MISSING_SCN, OP_UNSUPPORTED = 34, 255
+OP_DDL, OP_MISSING_SCN, OP_UNSUPPORTED = 5, 34, 255
 DML = frozenset({OP_INSERT, OP_DELETE, OP_UPDATE, OP_UNSUPPORTED})
 
 CONTENTS_COLUMNS = (
     "SCN, SQL_REDO, OPERATION_CODE, TIMESTAMP, XID, CSF, TABLE_NAME, SEG_OWNER, OPERATION, "
-    "USERNAME, ROW_ID, ROLLBACK, RS_ID, SSN, THREAD#"
+    "USERNAME, ROW_ID, ROLLBACK, RS_ID, SSN, THREAD#, INFO"
 )
-CONTENTS_SQL = (
-    f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
-    " AND SRC_CON_NAME = :3 AND (OPERATION_CODE IN (1, 2, 3, 6, 7, 34, 36, 255))"
-)
-CONTENTS_SQL_NO_PDB = (
-    f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
-    " AND (OPERATION_CODE IN (1, 2, 3, 6, 7, 34, 36, 255))"
-)
+CODES = "1, 2, 3, 6, 7, 34, 36, 255"
+LOB_CODES_SQL = ", 9, 10, 11, 29"
+"""SEL_LOB_LOCATOR, LOB_WRITE, LOB_TRIM, LOB_ERASE: mined with ``lob.enabled`` only."""
+
+
+def contents_sql(*, pdb: bool, lobs: bool) -> str:
+    """The ``V$LOGMNR_CONTENTS`` query of a window (``:1`` < SCN <= ``:2``, ``:3`` the PDB)."""
+    codes = CODES + (LOB_CODES_SQL if lobs else "")
+    container = " AND SRC_CON_NAME = :3" if pdb else ""
+    return (
+        f"SELECT {CONTENTS_COLUMNS} FROM V$LOGMNR_CONTENTS WHERE SCN > :1 AND SCN <= :2"
+        f"{container} AND ((OPERATION_CODE IN ({codes}))"
+        " OR (OPERATION_CODE = 5 AND INFO NOT LIKE 'INTERNAL DDL%'))"
+    )
+
+
+CONTENTS_SQL = contents_sql(pdb=True, lobs=False)
 LOGS_SQL = (
     "SELECT F.MEMBER AS FILE_NAME, L.FIRST_CHANGE#, L.NEXT_CHANGE#, L.SEQUENCE#, L.THREAD# "
     "FROM V$LOG L JOIN V$LOGFILE F ON F.GROUP# = L.GROUP# WHERE L.STATUS <> 'UNUSED' "
@@ -108,16 +130,25 @@ _ALL = "*"
 class Ready:
     """A committed transaction waiting to be emitted, in commit order."""
 
-    __slots__ = ("buffer", "commit_rs_id", "commit_scn", "thread", "ts_ms")
+    __slots__ = ("buffer", "commit_rs_id", "commit_scn", "ddl", "thread", "ts_ms")
 
     def __init__(
-        self, buffer: TxBuffer, commit_scn: int, rs_id: str | None, ts_ms: int, thread: int
+        self,
+        buffer: TxBuffer,
+        commit_scn: int,
+        rs_id: str | None,
+        ts_ms: int,
+        thread: int,
+        *,
+        ddl: bool = False,
     ) -> None:
         self.buffer = buffer
         self.commit_scn = commit_scn
         self.commit_rs_id = rs_id
         self.ts_ms = ts_ms
         self.thread = thread
+        self.ddl = ddl
+        """A DDL statement, emitted at its SCN as a transaction of its own (no BEGIN/END)."""
 
 
 def xid_text(value: Any) -> str:
@@ -145,12 +176,70 @@ class StreamReader(OracleAgent):
         self._done_scn = 0
         self._done_xids: set[str] = set()
         self._cut: tuple[str, int, int] | None = None
-        self._emitting: tuple[Ready, OracleTx, Iterator[MinedChange]] | None = None
+        self._emitting: tuple[Ready, OracleTx, Iterator[Statement]] | None = None
         """The transaction being emitted: its changes are read lazily (a spilled transaction
         stays on disk)."""
         self._registered: set[tuple[int, int]] | None = None
-        self._window = self.settings.batch_default
+        s = self.settings
+        self._pace = Pace(
+            s.batch_min,
+            s.batch_max,
+            s.batch_default,
+            s.sleep_min_ms,
+            s.sleep_max_ms,
+            s.sleep_increment_ms,
+            window=s.batch_default,
+            sleep_ms=s.sleep_default_ms,
+        )
+        self._sleep = time.sleep
+        """Sleeps between mining rounds (a test replaces it to see the requested pauses)."""
+        self._rounds = 0
+        self._flush_ready = False
+        """The flush table is known to exist with its one row (this session)."""
+        self._db_ms = 0
+        """Database time (``TIMESTAMP``) of the newest row mined: transaction ages."""
+        self._abandoned: set[str] = set()
+        """XIDs dropped by ``log.mining.transaction.retention.ms``: their later rows and their
+        COMMIT are ignored (never a partial transaction)."""
         self._last_position: OraclePosition | None = None
+        self._history: OracleSchemaHistory | None = None
+        """Where table definitions are kept (:meth:`bind_lake`; None: the catalog only)."""
+        self._known: dict[tuple[str, str], Definition] = {}
+        """The history's definitions in force at the resume point."""
+
+    @property
+    def _window(self) -> int:
+        """SCNs of the next mining round."""
+        return self._pace.window
+
+    def bind_lake(self, bronze_root: Path) -> None:
+        """Keep the schema history in ``<bronze_root>/oracle_schema_history``."""
+        self._history = OracleSchemaHistory(Path(bronze_root) / "oracle_schema_history", self.name)
+
+    def _describe(self, owner: str, table: str) -> OracleTable:
+        """The table as the history has it at the resume point, else (and when described again,
+        :meth:`_refresh`) as the catalog has it."""
+        known = self._known.get((owner, table))
+        if known is not None and known.columns is not None and (owner, table) not in self._tables:
+            return self._build(owner, table, list(known.columns), list(known.key))
+        return super()._describe(owner, table)
+
+    def _remember(self, scn: int, tables: list[tuple[str, str, OracleTable | None]]) -> None:
+        """Write the definitions ``tables`` leave from ``scn`` on to the history."""
+        if self._history is None:
+            return
+        self._history.append(
+            [
+                Definition(
+                    scn,
+                    owner,
+                    name,
+                    None if table is None else table.every,
+                    () if table is None else table.key,
+                )
+                for owner, name, table in tables
+            ]
+        )
 
     # --- state ----------------------------------------------------------------------------------
     def _reset_stream(
@@ -213,11 +302,18 @@ class StreamReader(OracleAgent):
             )
 
     def _mine_window(self) -> bool:
-        """Mine the next window into the buffer; False when the database has nothing newer."""
+        """Mine the next window into the buffer; False when it reached the current SCN read
+        before the round (the flush commit of each round moves the SCN on: a caught-up agent
+        must not mine that forever)."""
         current = self._current_scn()
         if current <= self._mined_to:
             return False
+        if self._rounds and self._pace.sleep_ms > 0:
+            self._sleep(self._pace.sleep_ms / 1000)
+            current = self._current_scn()
+        self._rounds += 1
         end = min(current, self._mined_to + self._window)
+        self._flush_log_writer(current)
         for attempt in range(3):
             try:
                 if self._registered is None or self._logs_switched():
@@ -239,20 +335,66 @@ class StreamReader(OracleAgent):
                 self._registered = set()
         self._apply(rows)
         self._mined_to = end
-        s = self.settings
-        if current - end > s.batch_default:
-            self._window = min(self._window + s.batch_min, s.batch_max)
-        else:
-            self._window = max(self._window - s.batch_min, s.batch_min)
-        return True
+        self._abandon_old()
+        self._pace.adapt(current - end)
+        return end < current
+
+    def _flush_log_writer(self, current: int) -> None:
+        """``UPDATE <flush table> SET LAST_SCN = current`` and COMMIT in the PDB: the commit
+        makes LGWR write the log buffer, so the redo of the round's range is in the logs (an
+        open transaction's rows since the last commit would otherwise be missed for good). The
+        table (``log.mining.flush.table.name``) is created with its one row when missing."""
+        conn = self._side()
+        table = quote(self.settings.flush_table)
+        if not self._flush_ready:
+            count = self._query(
+                conn,
+                "SELECT COUNT(*) FROM USER_TABLES WHERE TABLE_NAME = :1",
+                self.settings.flush_table,
+            )[0][0]
+            if not int(count):
+                conn.cursor().execute(f"CREATE TABLE {table} (LAST_SCN NUMBER(19,0))")
+            rows = int(self._query(conn, f"SELECT COUNT(*) FROM {table}")[0][0])
+            if rows != 1:  # Debezium's DBZ-4118: exactly one row
+                conn.cursor().execute(f"DELETE FROM {table}")
+                conn.cursor().execute(f"INSERT INTO {table} VALUES (0)")
+                conn.commit()
+            self._flush_ready = True
+        conn.cursor().execute(f"UPDATE {table} SET LAST_SCN = :1", [current])
+        conn.commit()
+
+    def _abandon_old(self) -> None:
+        """``log.mining.transaction.retention.ms``: drop the open transactions that started
+        longer ago than that (database time), with a warning; they are never emitted."""
+        retention = self.settings.retention_ms
+        if retention <= 0:
+            return
+        for xid, tx in list(self._buffer.items()):
+            age = self._db_ms - tx.start_ms
+            if tx.start_ms and age > retention:
+                logger.warning(
+                    "source %s: transaction %s (started at SCN %s, %s changes) is open for "
+                    "%s ms, longer than log.mining.transaction.retention.ms %s: abandoned, its "
+                    "changes will not be emitted",
+                    self.name,
+                    xid,
+                    tx.start_scn,
+                    len(tx),
+                    age,
+                    retention,
+                )
+                self._buffer.pop(xid).close()
+                self._abandoned.add(xid)
 
     def _mine(self, start: int, end: int) -> list[tuple[Any, ...]]:
         miner = self._miner()
         options = START_OPTIONS[self.settings.strategy]
         miner.cursor().execute(START_SQL.format(options), [start + 1, end])
-        if self.settings.pdb:
-            return self._query(miner, CONTENTS_SQL, start, end, self.settings.pdb.upper())
-        return self._query(miner, CONTENTS_SQL_NO_PDB, start, end)
+        s = self.settings
+        sql = contents_sql(pdb=bool(s.pdb), lobs=s.lob_enabled)
+        if s.pdb:
+            return self._query(miner, sql, start, end, s.pdb.upper())
+        return self._query(miner, sql, start, end)
 
     def _apply(self, rows: list[tuple[Any, ...]]) -> None:
         pending: list[str] = []
@@ -273,6 +415,7 @@ class StreamReader(OracleAgent):
                 rs_id,
                 ssn,
                 thread,
+                _info,
             ) = row
             if csf:
                 pending.append(sql or "")
@@ -280,8 +423,13 @@ class StreamReader(OracleAgent):
             if pending:
                 sql, pending = "".join(pending) + (sql or ""), []
             scn, code, xid = int(scn), int(code), xid_text(xid)
+            self._db_ms = max(self._db_ms, _ts_ms(ts))
+            if xid in self._abandoned:
+                if code in (OP_COMMIT, OP_ROLLBACK):
+                    self._abandoned.discard(xid)
+                continue
             if code == OP_START:
-                self._open_tx(xid, scn)
+                self._open_tx(xid, scn, _ts_ms(ts))
             elif code == OP_COMMIT:
                 self._commit(xid, scn, rs_id, _ts_ms(ts), int(thread or 1))
             elif code == OP_ROLLBACK:
@@ -290,9 +438,13 @@ class StreamReader(OracleAgent):
                     dropped.close()
             elif code == OP_MISSING_SCN:
                 logger.warning("source %s: LogMiner reports a missing SCN at %s", self.name, scn)
-            elif code in DML and owner is not None and self._captured(str(owner), str(table)):
-                tx = self._open_tx(xid, scn)
-                if rollback:
+            elif (
+                (code in DML or code in LOB_CODES or code == OP_DDL)
+                and owner is not None
+                and self._captured(str(owner), str(table))
+            ):
+                tx = None if code == OP_DDL else self._open_tx(xid, scn, _ts_ms(ts))
+                if rollback and tx is not None:
                     tx.undo(row_id)
                     continue
                 change = MinedChange(
@@ -308,13 +460,29 @@ class StreamReader(OracleAgent):
                     int(thread or 1),
                     user,
                 )
-                tx.add(change)
+                if tx is None:
+                    self._ddl(change, xid)
+                else:
+                    tx.add(change)
 
-    def _open_tx(self, xid: str, scn: int) -> TxBuffer:
+    def _open_tx(self, xid: str, scn: int, ts_ms: int = 0) -> TxBuffer:
         tx = self._buffer.get(xid)
         if tx is None:
             tx = self._buffer[xid] = TxBuffer(xid, scn, self.settings.spill_events)
+            tx.start_ms = ts_ms
         return tx
+
+    def _ddl(self, change: MinedChange, xid: str) -> None:
+        """Queue a DDL statement at its SCN among the commits: Oracle commits before and after
+        a DDL, and a table's DDL waits for every transaction holding its rows, so the
+        transactions that changed the table before it are queued already."""
+        if self._finished(change.scn, xid):
+            return
+        buffered = TxBuffer(xid, change.scn, self.settings.spill_events)
+        buffered.add(change)
+        self._ready.append(
+            Ready(buffered, change.scn, change.rs_id, change.ts_ms, change.thread, ddl=True)
+        )
 
     def _commit(self, xid: str, scn: int, rs_id: str | None, ts_ms: int, thread: int) -> None:
         tx = self._buffer.pop(xid, None)
@@ -337,7 +505,8 @@ class StreamReader(OracleAgent):
                 return True
             if self._emitting is None:
                 if not self._ready:
-                    if not self._mine_window():
+                    more = self._mine_window()
+                    if not self._ready and not more:
                         self._maybe_heartbeat(builder, now)
                         return True
                     continue
@@ -370,6 +539,7 @@ class StreamReader(OracleAgent):
         """Adopt ``offset`` (bronze's, or a half-landed batch's end reached again)."""
         point = self._emission_point(offset)
         self._reset_stream(int(offset["scn"]), point[0], set(point[1]), point[2])
+        self._abandoned = {str(x) for x in offset.get("abandoned") or ()}
         position = offset.get("position")
         self._last_position = None if position is None else OraclePosition.from_json(position)
 
@@ -383,8 +553,8 @@ class StreamReader(OracleAgent):
         if self._cut is not None and self._cut[:2] == (xid, ready.commit_scn):
             tx.skip = self._cut[2]
         self._cut = None
-        self._emitting = (ready, tx, ready.buffer.changes())
-        if self.settings.rules.provide_transaction_metadata:
+        self._emitting = (ready, tx, statements(ready.buffer.changes()))
+        if self.settings.rules.provide_transaction_metadata and not ready.ddl:
             position = OraclePosition._new(ready.commit_scn, Phase.STREAM, 0, None, 0, 0)
             self._emit_begin(builder, tx, position, now)
             self._last_position = position
@@ -393,12 +563,13 @@ class StreamReader(OracleAgent):
         if self._emitting is None:
             raise InternalError("capture.oracle.stream: expected self._emitting is not None")
         ready, tx, changes = self._emitting
-        change = next(changes, None)
-        if change is None:
+        statement = next(changes, None)
+        if statement is None:
             return False
+        change, lob_rows = statement
         origin = f"oracle:{change.rs_id or ''}:{change.scn}:{tx.id}"
         try:
-            records, table = self._records(change, tx)
+            records, table = self._records(change, lob_rows, tx)
         except (RedoParseError, ValueConversionError, PipelineError) as exc:
             if tx.count():
                 raw = f"{change.owner}.{change.table} scn={change.scn}: {change.sql}".encode()
@@ -418,11 +589,15 @@ class StreamReader(OracleAgent):
             )
             self._add(builder, record, position, origin, now, tx, table)
             self._last_position = position
-            if record.value is not None:
+            if record.value is not None and table is not None:
                 tx.note_data(table.collection)
         return True
 
-    def _records(self, change: MinedChange, tx: OracleTx) -> tuple[list[ConnectRecord], Any]:
+    def _records(
+        self, change: MinedChange, lob_rows: list[MinedChange], tx: OracleTx
+    ) -> tuple[list[ConnectRecord], Any]:
+        if change.code == OP_DDL:
+            return self._schema_change(change, tx), None
         table = self._table(change.owner, change.table)
         if table is None:
             return [], None
@@ -432,10 +607,43 @@ class StreamReader(OracleAgent):
                 f"{captured.collection}: LogMiner could not reconstruct the change "
                 f"(OPERATION_CODE 255 UNSUPPORTED, SQL_REDO {change.sql[:60]!r})"
             )
-        statement = parse_redo(change.sql)
+        if change.code in LOB_CODES:
+            # a locator with no DML row before it: an update of the LOB column alone
+            if change.code != OP_SEL_LOB_LOCATOR:
+                raise ValueConversionError(
+                    f"{captured.collection}: a LOB operation (OPERATION_CODE {change.code}) at "
+                    f"SCN {change.scn} without a SEL_LOB_LOCATOR before it"
+                )
+            locator = parse_lob_locator(change.sql)
+            statement = RedoStatement("update", locator.owner, locator.table, {}, locator.where)
+            lob_rows = [change, *lob_rows]
+        else:
+            statement = parse_redo(change.sql)
         table = self._refresh(table, [*statement.new, *statement.old])
         captured = table.captured
-        source = {
+        source = self._stream_source(captured, change, tx)
+        rules = self.settings.rules
+        if statement.op == "insert":
+            values = self._values(table, statement.new)
+            if lob_rows:
+                self._lob_builder(table).apply(values, lob_rows)
+            after, key = captured.row_and_key(values)
+            return insert_records(source, after, key, captured, tx, rules), captured
+        before, old_key = captured.row_and_key(self._values(table, statement.old))
+        if statement.op == "delete":
+            return delete_records(source, before, old_key, captured, tx, rules), captured
+        values = self._values(table, statement.after())
+        if lob_rows:
+            self._lob_builder(table).apply(values, lob_rows)
+        after, new_key = captured.row_and_key(values)
+        records = update_records(source, (before, after), (old_key, new_key), captured, tx, rules)
+        return records, captured
+
+    def _stream_source(
+        self, captured: CapturedTable, change: MinedChange, tx: OracleTx
+    ) -> dict[str, Any]:
+        """The ``source`` block of a mined change of ``tx``."""
+        return {
             "version": VERSION,
             "connector": CONNECTOR,
             "name": self.settings.server_name,
@@ -452,19 +660,98 @@ class StreamReader(OracleAgent):
                 user=change.username,
             ),
         }
-        rules = self.settings.rules
-        if statement.op == "insert":
-            after, key = captured.row_and_key(self._values(table, statement.new))
-            return insert_records(source, after, key, captured, tx, rules), captured
-        before, old_key = captured.row_and_key(self._values(table, statement.old))
-        if statement.op == "delete":
-            return delete_records(source, before, old_key, captured, tx, rules), captured
-        after, new_key = captured.row_and_key(self._values(table, statement.after()))
-        records = update_records(source, (before, after), (old_key, new_key), captured, tx, rules)
-        return records, captured
 
-    def _values(self, table: Any, values: Mapping[str, Any]) -> list[Any]:
+    def _schema_change(self, change: MinedChange, tx: OracleTx) -> list[ConnectRecord]:
+        """Apply a DDL row to the table's columns (and the schema history); its schema-change
+        record (``include.schema.changes``).
+
+        Raises:
+            RedoParseError: A table DDL the parser does not understand: the record is
+                quarantined and the table described again from the catalog when next needed.
+        """
+        try:
+            ddl = parse_ddl(change.sql, change.owner)
+        except RedoParseError:
+            self._tables.pop((change.owner, change.table), None)
+            raise
+        if ddl is None:
+            return []
+        key = (ddl.owner, ddl.table)
+        table: OracleTable | None
+        if ddl.kind == "DROP":
+            table = self._tables.pop(key, None)
+            self._remember(change.scn, [(ddl.owner, ddl.table, None)])
+        else:
+            if ddl.kind == "CREATE":
+                every, primary = ddl.columns, ddl.key
+            else:
+                # a table not described yet is described from the catalog, which may have the
+                # change already: apply_ddl takes an ADD of a known column as its new type
+                old = self._tables.get(key) or self._table(*key)
+                if old is None:
+                    return []
+                every, primary = apply_ddl(list(old.every), list(old.key), ddl)
+            table = self._tables[key] = self._build(ddl.owner, ddl.table, every, primary)
+            self._remember(change.scn, [(ddl.owner, ddl.table, table)])
+        if not self.settings.include_schema_changes or table is None:
+            return []
+        return [self._schema_record(change, tx, ddl.kind, table)]
+
+    def _schema_record(
+        self, change: MinedChange, tx: OracleTx, kind: str, table: OracleTable
+    ) -> ConnectRecord:
+        """The seed document's schema-change value: ``ddl`` and one ``tableChanges`` entry."""
+        captured = table.captured
+        s = self.settings
+        db = s.pdb or s.dbname
+        source = self._stream_source(captured, change, tx)
+        columns = [
+            {
+                "name": c.name,
+                "jdbcType": jdbc_type(c.data_type),
+                "nativeType": None,
+                "typeName": c.data_type,
+                "typeExpression": c.data_type,
+                "charsetName": None,
+                "length": c.length if c.length is not None else c.precision,
+                "scale": c.scale,
+                "position": n + 1,
+                "optional": c.nullable,
+                "autoIncremented": False,
+                "generated": False,
+            }
+            for n, c in enumerate(table.every)
+        ]
+        table_change = {
+            "type": kind,
+            "id": f'"{db}"."{captured.schema}"."{captured.table}"',
+            "table": {
+                "defaultCharsetName": None,
+                "primaryKeyColumnNames": list(table.key),
+                "columns": columns,
+                "attributes": [],
+            },
+        }
+        return schema_change(
+            db,
+            source,
+            ddl=change.sql,
+            schema_name=captured.schema,
+            table_changes=[table_change],
+            ts_ms=change.ts_ms,
+            topic=s.server_name,
+        )
+
+    @staticmethod
+    def _lob_builder(table: OracleTable) -> LobBuilder:
+        binary = frozenset(c.name for c in table.columns if c.data_type == "BLOB")
+        return LobBuilder(table.captured.collection, table.index, binary)
+
+    def _values(self, table: OracleTable, values: Mapping[str, Any]) -> list[Any]:
         out: list[Any] = [None] * len(table.columns)
+        for name in table.lobs:
+            # LogMiner never logs a LOB column it did not write: its value is not in the redo
+            out[table.index[name]] = UNAVAILABLE
         for name, value in values.items():
             index = table.index.get(name)
             if index is not None:
@@ -480,7 +767,7 @@ class StreamReader(OracleAgent):
         if self._emitting is None:
             raise InternalError("capture.oracle.stream: expected self._emitting is not None")
         ready, tx, _changes = self._emitting
-        if self.settings.rules.provide_transaction_metadata:
+        if self.settings.rules.provide_transaction_metadata and not ready.ddl:
             tx.seq += 1
             position = OraclePosition._new(
                 ready.commit_scn,

@@ -22,10 +22,12 @@ INTERVAL DAY TO SECOND / YEAR TO MONTH  ``io.debezium.time.MicroDuration`` (a mo
                                         365.25 / 12 days)
 ======================================  ==========================================================
 
-Other types (LONG, BFILE, XMLTYPE, user-defined...) are unsupported by Debezium too, and
-CLOB/NCLOB/BLOB need ``lob.enabled``, which this agent does not implement (their values come in
-LOB_WRITE rows it does not mine): :func:`column_type` returns None and the agent leaves the
-column out, with a warning.
+CLOB/NCLOB are STRING and BLOB is BYTES (``binary.handling.mode``) when ``lob.enabled``; a LOB
+value the redo does not carry (:data:`capture.oracle.lob.UNAVAILABLE`) is written as
+``unavailable.value.placeholder`` (for BYTES, the placeholder's bytes). Without ``lob.enabled``
+they are not captured, as in Debezium ("LOB fields will not be captured nor emitted"). Other
+types (LONG, BFILE, XMLTYPE, user-defined...) are unsupported by Debezium too: for those
+:func:`column_type` returns None and the agent leaves the column out, with a warning.
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ from capture.column_types import (
     format_utc,
     json_float,
 )
+from capture.oracle.lob import LOB_TYPES, UNAVAILABLE
 from capture.oracle.redo import RedoFunction, RedoValue
 
-__all__ = ["OracleColumn", "OracleHandling", "column_type", "redo_python"]
+__all__ = ["OracleColumn", "OracleHandling", "column_type", "jdbc_type", "redo_python"]
 
 
 OracleHandling = ValueModes
@@ -66,6 +69,8 @@ class OracleColumn:
         precision: ``DATA_PRECISION`` (None: not declared).
         scale: ``DATA_SCALE`` (None: not declared).
         nullable: ``NULLABLE = 'Y'``.
+        length: ``CHAR_LENGTH`` / ``DATA_LENGTH`` of a character or RAW type, when known (from
+            DDL text; schema-change records only).
     """
 
     name: str
@@ -73,6 +78,7 @@ class OracleColumn:
     precision: int | None
     scale: int | None
     nullable: bool
+    length: int | None = None
 
 
 _FRACTION = re.compile(r"\((\d)\)")
@@ -192,9 +198,46 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def column_type(column: OracleColumn, handling: OracleHandling) -> ColumnType | None:
-    """The Debezium representation of ``column``; None for a type Debezium does not capture."""
+def _lob(column: OracleColumn, handling: OracleHandling, placeholder: str) -> ColumnType:
+    """CLOB/NCLOB as STRING, BLOB as :func:`_binary`; :data:`UNAVAILABLE` as the placeholder
+    (a ``hex:`` placeholder is bytes given in hex)."""
     name = column.data_type
+    if name != "BLOB":
+
+        def text(value: Any) -> str:
+            return placeholder if value is UNAVAILABLE else _text(value)
+
+        return ColumnType(cs.primitive("string"), text, name)
+    binary = _binary(handling, name)
+    marker = (
+        bytes.fromhex(placeholder[4:])
+        if placeholder.startswith("hex:")
+        else placeholder.encode("utf-8")
+    )
+    # BYTES carries the placeholder's bytes; a text mode (hex, base64) the placeholder text,
+    # as the PostgreSQL agent writes unchanged TOAST, so silver recognises it either way.
+    unavailable = binary.convert(marker) if binary.is_binary else placeholder
+
+    def data(value: Any) -> Any:
+        if value is UNAVAILABLE:
+            return unavailable
+        return binary.convert(value.read() if hasattr(value, "read") else value)
+
+    return ColumnType(binary.schema, data, name, is_binary=binary.is_binary)
+
+
+def column_type(
+    column: OracleColumn,
+    handling: OracleHandling,
+    *,
+    lobs: bool = False,
+    placeholder: str = "__debezium_unavailable_value",
+) -> ColumnType | None:
+    """The Debezium representation of ``column``; None for a type Debezium does not capture
+    (CLOB/NCLOB/BLOB unless ``lobs``: ``lob.enabled``)."""
+    name = column.data_type
+    if name in LOB_TYPES:
+        return _lob(column, handling, placeholder) if lobs else None
     if name in ("NUMBER", "INTEGER", "SMALLINT", "INT", "FLOAT", "DECIMAL", "NUMERIC"):
         return _numeric(column, handling)
     if name == "BINARY_FLOAT":
@@ -212,6 +255,38 @@ def column_type(column: OracleColumn, handling: OracleHandling) -> ColumnType | 
     if name.startswith("INTERVAL YEAR"):
         return ColumnType(cs.micro_duration(), _ym_micros, name)
     return None
+
+
+_JDBC = {
+    "NUMBER": 2,
+    "FLOAT": 6,
+    "BINARY_FLOAT": 100,
+    "BINARY_DOUBLE": 101,
+    "CHAR": 1,
+    "NCHAR": -15,
+    "VARCHAR2": 12,
+    "VARCHAR": 12,
+    "NVARCHAR2": -9,
+    "RAW": -3,
+    "DATE": 93,
+    "CLOB": 2005,
+    "NCLOB": 2011,
+    "BLOB": 2004,
+    "ROWID": -8,
+}
+
+
+def jdbc_type(data_type: str) -> int:
+    """The ``java.sql.Types`` code Debezium's schema-change ``columns[].jdbcType`` carries
+    (Oracle's own for BINARY_FLOAT/DOUBLE 100/101, TIMESTAMP WITH (LOCAL) TIME ZONE -101/-102,
+    INTERVAL -103/-104; OTHER, 1111, for the rest)."""
+    if data_type.startswith("TIMESTAMP"):
+        if "LOCAL" in data_type:
+            return -102
+        return -101 if "TIME ZONE" in data_type else 93
+    if data_type.startswith("INTERVAL"):
+        return -103 if "YEAR" in data_type else -104
+    return _JDBC.get(data_type, 1111)
 
 
 _DAY_US = 86_400_000_000

@@ -169,10 +169,17 @@ def _load_mysql() -> SourceReader:
     return read_tables
 
 
+def _load_oracle() -> SourceReader:
+    from gold.source_read.oracle import read_tables
+
+    return read_tables
+
+
 SOURCE_READERS: dict[str, Callable[[], SourceReader]] = {
     "postgresql": _load_pg,
     "mysql": _load_mysql,
     "mariadb": _load_mysql,
+    "oracle": _load_oracle,
 }
 """Connector -> loader of its independent reader (drivers are imported lazily)."""
 

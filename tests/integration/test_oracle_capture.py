@@ -64,6 +64,9 @@ class Corner:
             "log.mining.batch.size.min": 5,
             "log.mining.batch.size.default": 20,
             "log.mining.batch.size.max": 100,
+            # no pause between mining rounds: the tests drive the model as fast as it goes
+            "log.mining.sleep.time.default.ms": 0,
+            "log.mining.sleep.time.max.ms": 0,
             **extra,
         }
 
@@ -493,26 +496,34 @@ def test_the_real_driver_reports_a_refused_connection_as_retryable(
 
 LIVE_DSN = os.environ.get("MEDALLION_TEST_ORACLE_DSN")
 
+
+def live_raw(**extra: Any) -> dict[str, Any]:
+    """The config of the server ``MEDALLION_TEST_ORACLE_DSN`` names (``host:port/service``),
+    with ``MEDALLION_TEST_ORACLE_USER``/``_PASSWORD`` (default ``c##dbzuser``/``dbz``) and
+    ``MEDALLION_TEST_ORACLE_PDB``."""
+    raw: dict[str, Any] = {
+        "name": "live",
+        "connector": "oracle",
+        "topic.prefix": "live",
+        "database.url": LIVE_DSN,
+        "database.user": os.environ.get("MEDALLION_TEST_ORACLE_USER", "c##dbzuser"),
+        "database.password": os.environ.get("MEDALLION_TEST_ORACLE_PASSWORD", "dbz"),
+        "database.dbname": "ORCLCDB",
+        **extra,
+    }
+    pdb = os.environ.get("MEDALLION_TEST_ORACLE_PDB")
+    if pdb:
+        raw["database.pdb.name"] = pdb
+    return raw
+
+
 if LIVE_DSN:  # defined only when a server is named: it fails, never skips, if unreachable
 
     def test_a_live_oracle_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        """``MEDALLION_TEST_ORACLE_DSN`` (``host:port/service``) with
-        ``MEDALLION_TEST_ORACLE_USER``/``_PASSWORD`` (default ``c##dbzuser``/``dbz``) and
-        ``MEDALLION_TEST_ORACLE_PDB``: the agent reads the SCN, the logs and a snapshot."""
+        """The agent reads the SCN, the logs and a snapshot of the server :func:`live_raw`
+        names."""
         monkeypatch.delenv(DBAPI_ENV, raising=False)
-        raw = {
-            "name": "live",
-            "connector": "oracle",
-            "topic.prefix": "live",
-            "database.url": LIVE_DSN,
-            "database.user": os.environ.get("MEDALLION_TEST_ORACLE_USER", "c##dbzuser"),
-            "database.password": os.environ.get("MEDALLION_TEST_ORACLE_PASSWORD", "dbz"),
-            "database.dbname": "ORCLCDB",
-            "snapshot.mode": "schema_only",
-        }
-        pdb = os.environ.get("MEDALLION_TEST_ORACLE_PDB")
-        if pdb:
-            raw["database.pdb.name"] = pdb
+        raw = live_raw(**{"snapshot.mode": "schema_only"})
         source = create_source(TypeAdapter(SourceConfig).validate_python(raw))
         assert isinstance(source, OracleSource)
         source.open(None)

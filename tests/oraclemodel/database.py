@@ -21,13 +21,22 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Column", "LogFile", "OracleModel", "RedoRow", "Table", "render"]
+__all__ = ["Column", "LogFile", "OracleModel", "RedoRow", "Span", "Table", "render"]
 
+Span = tuple[int, int]
+"""``(amount, offset)`` of a ``DBMS_LOB`` call, the offset 1-based."""
 MAX_SCN = 18446744073709551615
 """``NEXT_CHANGE#`` of a log still being written (Oracle 12c+)."""
 BASE_TIME = dt.datetime(2026, 11, 27, 12, 0, 0)
 OP_INSERT, OP_DELETE, OP_UPDATE, OP_DDL, OP_START, OP_COMMIT, OP_ROLLBACK = 1, 2, 3, 5, 6, 7, 36
+OP_SEL_LOB_LOCATOR, OP_LOB_WRITE, OP_LOB_TRIM, OP_LOB_ERASE = 9, 10, 11, 29
 OP_UNSUPPORTED = 255
+LOB_TYPES = frozenset({"CLOB", "NCLOB", "BLOB"})
+LOB_DECLARE = (
+    "DECLARE \n loc_c CLOB; \n buf_c VARCHAR2(6174); \n loc_b BLOB; \n buf_b RAW(6174); \n"
+    " loc_nc NCLOB; \n buf_nc NVARCHAR2(6174); \nBEGIN\n"
+)
+"""The block LogMiner wraps a ``SEL_LOB_LOCATOR`` row's ``select ... for update`` in."""
 OPERATIONS = {
     OP_INSERT: "INSERT",
     OP_DELETE: "DELETE",
@@ -36,6 +45,10 @@ OPERATIONS = {
     OP_START: "START",
     OP_COMMIT: "COMMIT",
     OP_ROLLBACK: "ROLLBACK",
+    OP_SEL_LOB_LOCATOR: "SEL_LOB_LOCATOR",
+    OP_LOB_WRITE: "LOB_WRITE",
+    OP_LOB_TRIM: "LOB_TRIM",
+    OP_LOB_ERASE: "LOB_ERASE",
     OP_UNSUPPORTED: "UNSUPPORTED",
 }
 
@@ -181,6 +194,11 @@ def render(column: Column, value: Any) -> str:
         return f"TO_DATE('{_datetime(value)}', 'YYYY-MM-DD HH24:MI:SS')"
     if kind.startswith("TIMESTAMP"):
         fraction = f"{value.microsecond:06d}".rstrip("0")
+        if kind.endswith(" WITH TIME ZONE") and value.tzinfo is not None:
+            # NLS_TIMESTAMP_TZ_FORMAT 'YYYY-MM-DD HH24:MI:SS.FF TZH:TZM'
+            offset = value.strftime("%z")
+            zone = f"{offset[:3]}:{offset[3:]}"
+            return f"TO_TIMESTAMP_TZ('{_datetime(value)}.{fraction} {zone}')"
         return f"TO_TIMESTAMP('{_datetime(value)}.{fraction}')"
     if kind.startswith("INTERVAL DAY"):
         sign = "-" if value < dt.timedelta(0) else "+"
@@ -223,6 +241,10 @@ class OracleModel:
             continuation row (Oracle: 4000 bytes; tests lower it to meet continuations often).
         log_rows: Redo rows per log before an automatic log switch.
         online_groups: Online log groups per thread (a group is reused once archived).
+        lob_chunk: Characters (CLOB) or bytes (BLOB) per ``LOB_WRITE`` row.
+        log_buffer: Model LGWR's log buffer: redo written since the last COMMIT (of any
+            transaction, the flush table's included) is not in the logs yet, so
+            ``V$LOGMNR_CONTENTS`` does not show it.
     """
 
     def __init__(
@@ -232,11 +254,19 @@ class OracleModel:
         redo_chunk: int = 4000,
         log_rows: int = 10_000,
         online_groups: int = 3,
+        lob_chunk: int = 1024,
+        log_buffer: bool = False,
         dbname: str = "ORCLCDB",
         pdb: str = "ORCLPDB1",
     ) -> None:
         self.dbname, self.pdb = dbname, pdb
         self.redo_chunk, self.log_rows, self.online_groups = redo_chunk, log_rows, online_groups
+        self.lob_chunk = lob_chunk
+        self.log_buffer = log_buffer
+        self.flushed_scn = 0
+        """With ``log_buffer``: redo up to this SCN is in the logs (the last COMMIT's)."""
+        self.flush_tables: dict[str, list[int]] = {}
+        """Tables of the connector's user (the LGWR flush table): name -> LAST_SCN rows."""
         self.scn = 1_000_000
         self.undo_low_scn = 0
         """Flashback reads below this SCN raise ORA-01555 (undo retention exceeded)."""
@@ -319,6 +349,7 @@ class OracleModel:
         *,
         rollback: int = 0,
         scn: int | None = None,
+        info: str | None = None,
     ) -> None:
         scn = self._tick() if scn is None else scn
         log = self.current_log(tx.thread)
@@ -343,6 +374,7 @@ class OracleModel:
                     BASE_TIME + dt.timedelta(milliseconds=scn - 1_000_000),
                     "APP",
                     self.pdb,
+                    info,
                 )
             )
         self._rows_in[tx.thread] += 1
@@ -350,12 +382,26 @@ class OracleModel:
             self.switch_log(tx.thread)
 
     # --- DDL ---------------------------------------------------------------------------------
+    def _ddl(self, table: Table, sql: str) -> None:
+        """A DDL statement: its own transaction (Oracle commits before and after DDL) with one
+        ``OPERATION_CODE`` 5 row, ``SQL_REDO`` the statement's text, ``INFO`` ``USER DDL``."""
+        xid = self.begin()
+        tx = self.open[xid]
+        tx.start_scn = self._tick()
+        self._emit(tx, OP_START, "set transaction read write;", scn=tx.start_scn)
+        self._emit(tx, OP_DDL, sql, table, None, info="USER DDL (PlSql=0 RecDep=0)")
+        del self.open[xid]
+        self._emit(tx, OP_COMMIT, "commit;")
+
     def create_table(
         self, owner: str, name: str, columns: list[Column], key: list[str], **flags: Any
     ) -> Table:
         table = Table(owner, name, columns, key, 70_000 + len(self.tables), **flags)
         self.tables[(owner, name)] = table
-        self._tick()
+        definitions = [f"{_name(c.name)} {_type_text(c)}" for c in columns]
+        if key:
+            definitions.append(f"PRIMARY KEY ({', '.join(_name(k) for k in key)}) ENABLE")
+        self._ddl(table, f"CREATE TABLE {_qualified(table)} ({', '.join(definitions)})")
         return table
 
     def add_column(self, owner: str, name: str, column: Column) -> None:
@@ -364,7 +410,28 @@ class OracleModel:
         table.columns.append(column)
         for row in table.live.values():
             row[column.name] = None
-        self._tick()
+        self._ddl(
+            table,
+            f"ALTER TABLE {_qualified(table)} ADD ({_name(column.name)} {_type_text(column)})",
+        )
+
+    def drop_column(self, owner: str, name: str, column: str) -> None:
+        """``ALTER TABLE ... DROP COLUMN``: the column is gone from every row (a flashback read
+        from before it raises ORA-01466 in Oracle; the model just forgets the column)."""
+        table = self.tables[(owner, name)]
+        table.columns = [c for c in table.columns if c.name != column]
+        for row in [*table.live.values(), *(r for _, _, r in table.versions if r is not None)]:
+            row.pop(column, None)
+        self._ddl(table, f"alter table {_qualified(table)} drop column {_name(column)}")
+
+    def modify_column(self, owner: str, name: str, column: Column) -> None:
+        """``ALTER TABLE ... MODIFY (column)``: a new type (values are kept)."""
+        table = self.tables[(owner, name)]
+        table.columns = [column if c.name == column.name else c for c in table.columns]
+        self._ddl(
+            table,
+            f"ALTER TABLE {_qualified(table)} MODIFY ({_name(column.name)} {_type_text(column)})",
+        )
 
     # --- transactions ------------------------------------------------------------------------
     def begin(self, thread: int = 1) -> str:
@@ -443,6 +510,118 @@ class OracleModel:
             return
         code, sql = _sql_redo(table, before, after)
         self._emit(tx, code, sql, table, row_id, rollback=rollback)
+        if after is None or rollback:
+            return
+        for column in table.columns:
+            value = after.get(column.name)
+            changed = before is None or before.get(column.name) != value
+            if column.data_type in LOB_TYPES and changed and value not in (None, "", b""):
+                self._lob_write(tx, table, row_id, after, column, value, 1)
+
+    # --- LOBs --------------------------------------------------------------------------------
+    def _lob_locator(
+        self, tx: Transaction, table: Table, row_id: str, row: dict[str, Any], column: Column
+    ) -> None:
+        """The ``SEL_LOB_LOCATOR`` row: the column selected ``for update`` by the row's non-LOB
+        columns (LogMiner does not log LOB columns in a ``where`` list)."""
+        kind = {"CLOB": "c", "NCLOB": "nc", "BLOB": "b"}[column.data_type]
+        sql = (
+            f"{LOB_DECLARE} select {_name(column.name)} into loc_{kind} from "
+            f"{_name(table.owner)}.{_name(table.name)} where {_where(table, row)} for update;"
+        )
+        self._emit(tx, OP_SEL_LOB_LOCATOR, sql, table, row_id)
+
+    def _lob_write(
+        self,
+        tx: Transaction,
+        table: Table,
+        row_id: str,
+        row: dict[str, Any],
+        column: Column,
+        data: str | bytes,
+        offset: int,
+    ) -> None:
+        """A locator and one ``LOB_WRITE`` row per ``lob_chunk`` of ``data`` at ``offset``
+        (1-based, as ``DBMS_LOB.WRITE`` takes it)."""
+        self._lob_locator(tx, table, row_id, row, column)
+        kind = {"CLOB": "c", "NCLOB": "nc", "BLOB": "b"}[column.data_type]
+        for start in range(0, len(data), self.lob_chunk):
+            piece = data[start : start + self.lob_chunk]
+            buffer = (
+                f"HEXTORAW('{piece.hex()}')" if isinstance(piece, bytes) else _quote(str(piece))
+            )
+            sql = (
+                f" buf_{kind} := {buffer}; \n  dbms_lob.write(loc_{kind}, {len(piece)}, "
+                f"{offset + start}, buf_{kind});"
+            )
+            self._emit(tx, OP_LOB_WRITE, sql, table, row_id)
+
+    def _lob_statement(
+        self, xid: str, owner: str, name: str, key: dict[str, Any], column_name: str, value: Any
+    ) -> tuple[Transaction, Table, str, dict[str, Any], Column]:
+        tx, table = self._started(xid), self.tables[(owner, name)]
+        column = next(c for c in table.columns if c.name == column_name)
+        if column.data_type not in LOB_TYPES:
+            raise ValueError(f"{owner}.{name}.{column_name} is not a LOB column")
+        row_id = self.find(owner, name, key)
+        before = table.live[row_id]
+        if before[column_name] is None:
+            raise ValueError(f"ORA-22275: invalid LOB locator specified ({column_name} is NULL)")
+        after = {**before, column_name: value}
+        table.live[row_id] = after
+        tx.changes.append(Change((owner, name), row_id, before, after))
+        return tx, table, row_id, after, column
+
+    def lob_write(
+        self,
+        xid: str,
+        owner: str,
+        name: str,
+        key: dict[str, Any],
+        column: str,
+        data: str | bytes,
+        offset: int = 1,
+    ) -> None:
+        """``DBMS_LOB.WRITE`` through a locator of an existing row (no UPDATE row): LogMiner
+        shows a ``SEL_LOB_LOCATOR`` row and ``LOB_WRITE`` rows. Past the end the gap is spaces
+        (CLOB) or zero bytes (BLOB)."""
+        current = self.tables[(owner, name)].live[self.find(owner, name, key)][column]
+        fill: Any = b"\0" if isinstance(current, bytes) else " "
+        start = offset - 1
+        padded = current + fill * max(0, start - len(current))
+        value = padded[:start] + data + padded[start + len(data) :]
+        tx, table, row_id, after, col = self._lob_statement(xid, owner, name, key, column, value)
+        self._lob_write(tx, table, row_id, after, col, data, offset)
+
+    def lob_trim(
+        self, xid: str, owner: str, name: str, key: dict[str, Any], column: str, length: int
+    ) -> None:
+        """``DBMS_LOB.TRIM``: ``SEL_LOB_LOCATOR`` and ``LOB_TRIM`` rows."""
+        current = self.tables[(owner, name)].live[self.find(owner, name, key)][column]
+        tx, table, row_id, after, col = self._lob_statement(
+            xid, owner, name, key, column, current[:length]
+        )
+        self._lob_locator(tx, table, row_id, after, col)
+        kind = {"CLOB": "c", "NCLOB": "nc", "BLOB": "b"}[col.data_type]
+        self._emit(tx, OP_LOB_TRIM, f" dbms_lob.trim(loc_{kind}, {length});", table, row_id)
+
+    def lob_erase(
+        self, xid: str, owner: str, name: str, key: dict[str, Any], column: str, span: Span
+    ) -> None:
+        """``DBMS_LOB.ERASE`` of ``span`` (amount, 1-based offset): the part becomes spaces
+        (CLOB) or zero bytes (BLOB), the length stays; ``SEL_LOB_LOCATOR`` and ``LOB_ERASE``
+        rows."""
+        amount, offset = span
+        current = self.tables[(owner, name)].live[self.find(owner, name, key)][column]
+        fill: Any = b"\0" if isinstance(current, bytes) else " "
+        start = offset - 1
+        end = min(len(current), start + amount)
+        value = current[:start] + fill * max(0, end - start) + current[end:]
+        tx, table, row_id, after, col = self._lob_statement(xid, owner, name, key, column, value)
+        self._lob_locator(tx, table, row_id, after, col)
+        kind = {"CLOB": "c", "NCLOB": "nc", "BLOB": "b"}[col.data_type]
+        sql = f" dbms_lob.erase(loc_{kind}, {amount}, {offset});"
+        self._emit(tx, OP_LOB_ERASE, sql, table, row_id)
 
     def rollback_statement(self, xid: str) -> None:
         """Undo the transaction's last statement (a failed statement, ``ROLLBACK TO
@@ -459,9 +638,14 @@ class OracleModel:
             self._redo_dml(tx, table, change.row_id, change.after, change.before, rollback=1)
         del tx.changes[start:]
 
+    def flush(self) -> None:
+        """A COMMIT: LGWR writes the log buffer, so every redo row so far is in the logs."""
+        self.flushed_scn = self.scn
+
     def commit(self, xid: str) -> int:
         tx = self.open.pop(xid)
         scn = self._tick()
+        self.flushed_scn = scn
         for change in tx.changes:
             self.tables[change.table].versions.append((scn, change.row_id, change.after))
         if tx.start_scn:
@@ -476,6 +660,7 @@ class OracleModel:
         del self.open[xid]
         if tx.start_scn:
             self._emit(tx, OP_ROLLBACK, "rollback;")
+        self.flushed_scn = self.scn
 
     # --- reads ---------------------------------------------------------------------------------
     def committed_rows(self, owner: str, name: str) -> list[dict[str, Any]]:
@@ -483,31 +668,64 @@ class OracleModel:
         return list(self.tables[(owner, name)].committed(self.scn).values())
 
 
+def _qualified(table: Table) -> str:
+    return f"{_name(table.owner)}.{_name(table.name)}"
+
+
+def _type_text(column: Column) -> str:
+    """A column's type in DDL, as Oracle prints it in ``SQL_REDO``."""
+    kind = column.data_type
+    if kind == "NUMBER" and column.precision is not None:
+        kind += f"({column.precision},{column.scale or 0})"
+    elif kind == "FLOAT" and column.precision is not None:
+        kind += f"({column.precision})"
+    elif kind in ("VARCHAR2", "NVARCHAR2", "VARCHAR"):
+        kind += "(4000)"
+    elif kind in ("CHAR", "NCHAR", "RAW") and column.precision is not None:
+        kind += f"({column.precision})"
+    return kind + ("" if column.nullable else " NOT NULL")
+
+
+def _lob(column: Column, value: Any) -> str:
+    """A LOB value in a DML row: only ``EMPTY_CLOB()``/``EMPTY_BLOB()`` or NULL (the data follows
+    in ``LOB_WRITE`` rows)."""
+    if value is None:
+        return "NULL"
+    return "EMPTY_BLOB()" if column.data_type == "BLOB" else "EMPTY_CLOB()"
+
+
+def _value(column: Column, value: Any) -> str:
+    return _lob(column, value) if column.data_type in LOB_TYPES else render(column, value)
+
+
+def _where(table: Table, row: dict[str, Any]) -> str:
+    """A ``where`` list of the row's columns; LOB columns are never in it."""
+    columns = {c.name: c for c in table.columns}
+    terms = [
+        f"{_name(n)} IS NULL" if v is None else f"{_name(n)} = {render(columns[n], v)}"
+        for n, v in row.items()
+        if columns[n].data_type not in LOB_TYPES
+    ]
+    return " and ".join(terms)
+
+
 def _sql_redo(
     table: Table, before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> tuple[int, str]:
     columns = {c.name: c for c in table.columns}
     qualified = f"{_name(table.owner)}.{_name(table.name)}"
-
-    def where(row: dict[str, Any]) -> str:
-        terms = [
-            f"{_name(n)} IS NULL" if v is None else f"{_name(n)} = {render(columns[n], v)}"
-            for n, v in row.items()
-        ]
-        return " and ".join(terms)
-
     if before is None:
         assert after is not None
         names = ",".join(_name(n) for n in after)
-        values = ",".join(render(columns[n], v) for n, v in after.items())
+        values = ",".join(_value(columns[n], v) for n, v in after.items())
         return OP_INSERT, f"insert into {qualified}({names}) values ({values});"
     if after is None:
-        return OP_DELETE, f"delete from {qualified} where {where(before)};"
+        return OP_DELETE, f"delete from {qualified} where {_where(table, before)};"
     changed = {n: v for n, v in after.items() if before.get(n) != v} or {
         n: after[n] for n in table.key
     }
-    sets = ", ".join(f"{_name(n)} = {render(columns[n], v)}" for n, v in changed.items())
-    return OP_UPDATE, f"update {qualified} set {sets} where {where(before)};"
+    sets = ", ".join(f"{_name(n)} = {_value(columns[n], v)}" for n, v in changed.items())
+    return OP_UPDATE, f"update {qualified} set {sets} where {_where(table, before)};"
 
 
 @contextlib.contextmanager

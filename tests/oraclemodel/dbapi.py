@@ -13,6 +13,7 @@ The agent picks this module instead of ``oracledb`` when ``MEDALLION_ORACLE_DBAP
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 from collections.abc import Sequence
@@ -177,7 +178,7 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Res
             raise _ora("65011", f"Pluggable database {name.upper()} does not exist.")
         conn.container = name.upper()
         return [], []
-    if upper.startswith("ALTER SESSION SET NLS_"):
+    if upper.startswith(("ALTER SESSION SET NLS_", "ALTER SESSION SET TIME_ZONE")):
         return [], []
     if upper.startswith("BEGIN"):
         return _plsql(conn, model, upper, args), []
@@ -194,16 +195,19 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Res
     if upper.startswith("SELECT OWNER, TABLE_NAME FROM ALL_TABLES"):
         _in_pdb(conn, model)
         return sorted(model.tables), ["OWNER", "TABLE_NAME"]
+    # a catalog view shows no rows for a table that does not exist (no error)
     if "FROM ALL_TAB_COLUMNS" in upper:
-        table = _table(conn, model, args[0], args[1])
+        _in_pdb(conn, model)
+        found = model.tables.get((args[0], args[1]))
         rows = [
             (c.name, c.data_type, c.precision, c.scale, "Y" if c.nullable else "N")
-            for c in table.columns
+            for c in ([] if found is None else found.columns)
         ]
         return rows, ["COLUMN_NAME", "DATA_TYPE", "DATA_PRECISION", "DATA_SCALE", "NULLABLE"]
     if "FROM ALL_CONSTRAINTS" in upper:
-        table = _table(conn, model, args[0], args[1])
-        return [(k,) for k in table.key], ["COLUMN_NAME"]
+        _in_pdb(conn, model)
+        found = model.tables.get((args[0], args[1]))
+        return [(k,) for k in ([] if found is None else found.key)], ["COLUMN_NAME"]
     if " AS OF SCN " in upper:
         return _flashback(conn, model, sql, args)
     if upper.startswith("SELECT MIN(FIRST_CHANGE#)"):
@@ -222,7 +226,54 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Res
         return rows, ["THREAD#", "SEQUENCE#", "FIRST_CHANGE#", "NEXT_CHANGE#", "BYTES"]
     if "FROM V$LOGMNR_CONTENTS" in upper:
         return _contents(conn, model, sql, args)
+    flush = _flush_table(conn, model, sql, args)
+    if flush is not None:
+        return flush
     raise _ora("00900", f"invalid SQL statement (the model does not know: {sql[:120]})")
+
+
+_USER_TABLE = re.compile(
+    r'^(?:CREATE TABLE "(?P<create>[^"]+)" \(LAST_SCN NUMBER\(19,0\)\)'
+    r'|SELECT COUNT\(\*\) FROM "(?P<count>[^"]+)"'
+    r'|DELETE FROM "(?P<delete>[^"]+)"'
+    r'|INSERT INTO "(?P<insert>[^"]+)" VALUES \(0\)'
+    r'|UPDATE "(?P<update>[^"]+)" SET LAST_SCN = :1)$',
+    re.IGNORECASE,
+)
+
+
+def _flush_table(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Result | None:
+    """The LGWR flush table of the connector's user, in the PDB: its catalog row, CREATE, and
+    the statements on its one ``LAST_SCN`` row. An UPDATE is committed at once (the agent
+    commits it): with ``log_buffer`` the commit makes LGWR write the log buffer."""
+    if sql.upper().startswith("SELECT COUNT(*) FROM USER_TABLES WHERE TABLE_NAME = :1"):
+        _in_pdb(conn, model)
+        return [(1 if str(args[0]) in model.flush_tables else 0,)], ["COUNT(*)"]
+    match = _USER_TABLE.match(sql)
+    if match is None:
+        return None
+    _in_pdb(conn, model)
+    name = next(v for v in match.groupdict().values() if v is not None)
+    if match["create"] is None and name not in model.flush_tables:
+        raise _ora("00942", "table or view does not exist")
+    if match["count"] is not None:
+        return [(len(model.flush_tables[name]),)], ["COUNT(*)"]
+    if match["update"] is not None and not model.log_buffer:
+        return [], []  # nothing observable changes: spare the model file a write per round
+    with OracleModel.edit(conn.path) as edited:
+        if match["create"] is not None:
+            if name in edited.flush_tables:
+                raise _ora("00955", "name is already used by an existing object")
+            edited.flush_tables[name] = []
+        elif match["delete"] is not None:
+            edited.flush_tables[name] = []
+        elif match["insert"] is not None:
+            edited.flush_tables[name].append(0)
+        else:
+            edited.flush_tables[name] = [int(args[0])] * len(edited.flush_tables[name])
+            edited.scn += 1  # the flush transaction's commit
+            edited.flush()
+    return [], []
 
 
 def _in_pdb(conn: Connection, model: OracleModel) -> None:
@@ -258,12 +309,31 @@ def _flashback(conn: Connection, model: OracleModel, sql: str, args: list[Any]) 
         raise _ora(
             "01555", 'snapshot too old: rollback segment number 7 with name "_SYSSMU7$" too small'
         )
-    names = [c.strip().strip('"') for c in match["cols"].split(",")]
+    items = [_select_item(c.strip()) for c in match["cols"].split(",")]
+    names = [name for name, _ in items]
     rows = list(table.committed(scn).values())
     if match["order"]:
         order = [c.strip().strip('"') for c in match["order"].split(",")]
         rows.sort(key=lambda r: tuple(r[c] for c in order))
-    return [tuple(r[n] for n in names) for r in rows], names
+    return [tuple(f(r[n]) for n, f in items) for r in rows], names
+
+
+_UTC = re.compile(r'^SYS_EXTRACT_UTC\("(?P<name>[^"]+)"\)$', re.IGNORECASE)
+
+
+def _select_item(item: str) -> tuple[str, Any]:
+    """A select-list item: ``"COL"``, or ``SYS_EXTRACT_UTC("COL")`` (the instant in UTC, zone
+    dropped): the column and the function on its value."""
+    match = _UTC.match(item)
+    if match is None:
+        return item.strip('"'), lambda v: v
+
+    def utc(value: Any) -> Any:
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:
+            return value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value
+
+    return match["name"], utc
 
 
 def _log_list(model: OracleModel, after_scn: int) -> Result:
@@ -358,6 +428,7 @@ def _contents(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -
         raise _ora("00900", f"invalid SQL statement: {sql[:120]}")
     names = [c.strip().upper() for c in select["cols"].split(",")]
     wanted = {int(c) for c in codes["codes"].split(",")}
+    ddl = "OR (OPERATION_CODE = 5 AND INFO NOT LIKE 'INTERNAL DDL%')" in sql.upper()
     low, high = int(args[0]), int(args[1])
     container = str(args[2]).upper() if len(args) > 2 else None
     start, end = conn.mining
@@ -375,9 +446,14 @@ def _contents(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -
             for r in log.rows
             if start <= r.scn <= end
             and low < r.scn <= high
-            and r.operation_code in wanted
+            and (
+                r.operation_code in wanted
+                or (ddl and r.operation_code == 5 and not (r.info or "").startswith("INTERNAL DDL"))
+            )
             and (container is None or r.src_con_name == container)
         ]
+    if model.log_buffer:
+        rows = [r for r in rows if r.scn <= model.flushed_scn]  # the rest is still in memory
     rows.sort(key=lambda r: (r.scn, r.thread, r.rs_id))
     return [tuple(_column(r, n) for n in names) for r in rows], names
 

@@ -19,7 +19,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capture.oracle.buffer import MinedChange, TxBuffer
-from capture.oracle.redo import RedoFunction, RedoParseError, parse_redo
+from capture.oracle.ddl import DdlChange, apply_ddl, parse_ddl
+from capture.oracle.redo import (
+    LobErase,
+    LobTrim,
+    LobWrite,
+    RedoFunction,
+    RedoParseError,
+    parse_lob_locator,
+    parse_lob_operation,
+    parse_redo,
+)
 from capture.oracle.types import OracleColumn, OracleHandling, column_type, redo_python
 from tests.oraclemodel.database import Column, render
 
@@ -199,3 +209,81 @@ def test_the_connect_string() -> None:
     )
     jdbc = OracleSettings("", 1521, "u", "ORCLCDB", url=f"jdbc:oracle:thin:@{rac}")
     assert jdbc.dsn == rac
+
+
+LOB_BLOCK = (
+    "DECLARE \n loc_c CLOB; \n buf_c VARCHAR2(6426); \n loc_b BLOB; \n buf_b RAW(6426); \n"
+    " loc_nc NCLOB; \n buf_nc NVARCHAR2(6426); \nBEGIN\n"
+)
+
+
+def test_the_lob_row_forms() -> None:
+    # Debezium's SelectLobParserTest (DBZ-2948): the SEL_LOB_LOCATOR block
+    locator = parse_lob_locator(
+        LOB_BLOCK + ' select "CLOB_COL" into loc_c from "DEBEZIUM"."BIG_TABLE" where '
+        '"ID" = \'651900002\' and "NAME" = \'person number 651900002\' and "TD" = '
+        "TO_DATE('15-MAY-21', 'DD-MON-RR') and \"FLAG\" IS NULL for update;"
+    )
+    assert (locator.owner, locator.table, locator.column, locator.binary) == (
+        "DEBEZIUM",
+        "BIG_TABLE",
+        "CLOB_COL",
+        False,
+    )
+    assert locator.where["ID"] == "651900002" and locator.where["FLAG"] is None
+    assert locator.where["TD"] == RedoFunction("TO_DATE", ("15-MAY-21", "DD-MON-RR"))
+    blob = parse_lob_locator(
+        LOB_BLOCK + ' select "B" into loc_b from "S"."T" where "ID" = \'2\' for update;'
+    )
+    assert blob.binary and blob.column == "B"
+    # LOB_WRITE as Debezium's LobWriteParser reads it: 1-based offsets, '' an escaped quote
+    write = parse_lob_operation(" buf_c := 'it''s; (x)'; \n  dbms_lob.write(loc_c, 9, 5, buf_c);")
+    assert write == LobWrite(4, 9, "it's; (x)")
+    raw = parse_lob_operation(" buf_b := HEXTORAW('00ff'); dbms_lob.write(loc_b, 2, 1, buf_b);")
+    assert raw == LobWrite(0, 2, b"\x00\xff")
+    assert parse_lob_operation(" dbms_lob.trim(loc_c, 20);") == LobTrim(20)
+    assert parse_lob_operation("dbms_lob.erase(loc_b, 4, 3);") == LobErase(2, 4)
+    with pytest.raises(RedoParseError, match="dbms_lob.write/trim/erase"):
+        parse_lob_operation("begin null; end;")
+    with pytest.raises(RedoParseError, match="loc_c, loc_b or loc_nc"):
+        parse_lob_locator('select "A" into x from "S"."T" for update;')
+
+
+def test_the_ddl_forms_that_change_columns() -> None:
+    # the seed document's CREATE TABLE (schema-change example), as Oracle prints it
+    create = parse_ddl(
+        'CREATE TABLE "DEBEZIUM"."CUSTOMERS" \n ( "ID" NUMBER(9,0) NOT NULL ENABLE, \n '
+        '"FIRST_NAME" VARCHAR2(255), \n "T" TIMESTAMP(3) WITH LOCAL TIME ZONE, "I" INTERVAL '
+        'DAY(3) TO SECOND(2), "Y" INTEGER, "D" DATE DEFAULT SYSDATE, \n PRIMARY KEY ("ID") '
+        "ENABLE, \n SUPPLEMENTAL LOG DATA (ALL) COLUMNS\n ) SEGMENT CREATION IMMEDIATE \n "
+        'PCTFREE 10 TABLESPACE "USERS" ',
+        "X",
+    )
+    assert create is not None and (create.kind, create.owner, create.key) == (
+        "CREATE",
+        "DEBEZIUM",
+        ["ID"],
+    )
+    assert create.columns == [
+        OracleColumn("ID", "NUMBER", 9, 0, False),
+        OracleColumn("FIRST_NAME", "VARCHAR2", None, None, True, 255),
+        OracleColumn("T", "TIMESTAMP(3) WITH LOCAL TIME ZONE", None, None, True),
+        OracleColumn("I", "INTERVAL DAY(3) TO SECOND(2)", None, None, True),
+        OracleColumn("Y", "NUMBER", 38, 0, True),
+        OracleColumn("D", "DATE", None, None, True),
+    ]
+    add = parse_ddl("ALTER TABLE customers ADD (phone varchar2(20 char) default 'x' not null)", "S")
+    assert add is not None and add.add == [OracleColumn("PHONE", "VARCHAR2", None, None, False, 20)]
+    columns = [OracleColumn("ID", "NUMBER", 9, 0, False), *add.add]
+    modify = parse_ddl("alter table customers modify phone null", "S")
+    assert modify is not None
+    assert apply_ddl(columns, ["ID"], modify)[0][1].nullable is True
+    rename = parse_ddl('alter table "S"."CUSTOMERS" rename column phone to "tel"', "S")
+    assert rename is not None and apply_ddl(columns, ["ID"], rename)[0][1].name == "tel"
+    drop = parse_ddl("alter table customers drop (phone)", "S")
+    assert drop is not None and apply_ddl(columns, ["ID"], drop) == (columns[:1], ["ID"])
+    assert parse_ddl("drop table customers purge", "S") == DdlChange("DROP", "S", "CUSTOMERS")
+    assert parse_ddl("create index i on customers(id)", "S") is None
+    assert parse_ddl("alter table t add constraint pk primary key (id)", "S") is None
+    with pytest.raises(RedoParseError, match="DDL: expected"):
+        parse_ddl("alter table t add (c number(", "S")

@@ -145,6 +145,9 @@ class OracleDriver(ContractDriver):
             "log.mining.batch.size.min": 4,
             "log.mining.batch.size.default": 16,
             "log.mining.batch.size.max": 64,
+            # no pause between mining rounds: the tests drive the model as fast as it goes
+            "log.mining.sleep.time.default.ms": 0,
+            "log.mining.sleep.time.max.ms": 0,
             **extra,
         }
 
