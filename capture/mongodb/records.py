@@ -14,7 +14,9 @@ Int64 and Double stay apart; see docs/silver-mongodb.md):
   cluster time (seconds x 1000), the order bronze keeps; ``wallTime`` is the server's wall clock.
 
 ``field.exclude.list`` paths are removed from every image and from the update description,
-and ``column.mask.*`` rules apply to top-level string fields (``db.collection.field``).
+then ``field.renames`` rules rename fields there (:mod:`capture.mongodb.renames`), and
+``column.mask.*`` rules apply to top-level string fields (``db.collection.field``, the new
+names).
 """
 
 from __future__ import annotations
@@ -152,6 +154,7 @@ class CollectionRecords:
         self.collection = f"{self.db}.{self.coll}"
         self.topic = f"{self.settings.server_name}.{self.collection}"
         self.excluded = self.settings.field_exclusions.paths(self.db, self.coll)
+        self.renames = self.settings.field_renames.for_collection(self.db, self.coll)
         self.key_schema = struct([field("id", "string")], name=f"{self.topic}.Key")
         self.value_schema = struct(
             [
@@ -168,11 +171,14 @@ class CollectionRecords:
 
     # --- images ---------------------------------------------------------------------------------
     def image(self, document: dict[str, Any] | None) -> str | None:
-        """A before/after image as text: excluded fields removed, masks applied."""
+        """A before/after image as text: excluded fields removed, renames and masks applied
+        (in Debezium's order: exclusions, then renames; masks see the new names)."""
         if document is None:
             return None
         if self.excluded:
             document = without_paths(document, self.excluded)
+        if self.renames:
+            document = self.renames.document(document)
         masker = self.settings.rules.masker
         if masker:
             document = masker.apply(self.collection, document) or document
@@ -187,6 +193,10 @@ class CollectionRecords:
             updated = self._without_excluded(updated)
             removed = [r for r in removed if not _excluded(r, self.excluded)]
             truncated = [t for t in truncated if not _excluded(str(t["field"]), self.excluded)]
+        if self.renames:
+            updated = self.renames.updated(updated)
+            removed = [self.renames.path(r) for r in removed]
+            truncated = [{**t, "field": self.renames.path(str(t["field"]))} for t in truncated]
         masker = self.settings.rules.masker
         if masker:
             updated = masker.apply(self.collection, updated) or updated

@@ -419,3 +419,41 @@ def test_status_reports_the_oplog_after_the_resume_point(peer: MongoPeer, tmp_pa
     rs.commit([Write("insert", NS, document={"_id": Int32(3)})])
     rs.truncate_history(keep=1)  # the entry right after bronze's resume point is gone
     assert "cannot resume" in status()["slot_error"]
+
+
+def test_renamed_fields_in_images_and_update_descriptions(peer: MongoPeer, tmp_path: Path) -> None:
+    rs = peer.replset
+    first = {"_id": Int32(1), "name": "Anne", "addr": {"zip": "0150", "city": "Oslo"},
+             "items": [{"sku": "a"}, {"sku": "b"}]}  # fmt: skip
+    clash = {"_id": Int32(2), "name": "Bob", "addr": {"zip": "1", "code": "taken"}}
+    rs.commit([Write("insert", NS, document=first), Write("insert", NS, document=clash)])
+    raw = config(peer, **{"field.renames": [f"{DB}.{COLL}.addr.zip:code", "*.*.items.sku:id"],
+                          "capture.mode": "change_streams_with_pre_image"})  # fmt: skip
+    lake = tmp_path / "lake"
+    land(raw, lake)
+    rs.commit([Write("update", NS, Int32(1), ops=(("$set", "addr.zip", "0151"),
+                                                   ("$set", "items.1.sku", "c")))])  # fmt: skip
+    rs.commit([Write("update", NS, Int32(1), ops=(("$unset", "addr.zip", None),))])
+    land(raw, lake)
+    got = records(lake)
+    (_, snap), (_, update), (_, unset) = [(k, v) for k, v in got if k == "data"]
+    assert snap is not None and update is not None and unset is not None
+    # Debezium's order: the renamed field moves to the end of its document.
+    assert snap["after"] == (
+        '{"_id":{"$numberInt":"1"},"name":"Anne","addr":{"city":"Oslo","code":"0150"},'
+        '"items":[{"id":"a"},{"id":"b"}]}'
+    )
+    assert '"zip"' not in update["before"] and '"sku"' not in update["before"]
+    fields = orjson.loads(update["updateDescription"]["updatedFields"])
+    # The peer writes a change as paths or as whole values at random (both are MongoDB's).
+    assert fields.get("addr.code", fields.get("addr", {}).get("code")) == "0151"
+    assert "addr.zip" not in fields and "items.1.sku" not in fields
+    assert fields.get("items.1.id", (fields.get("items") or [{}, {}])[1].get("id")) == "c"
+    removed = unset["updateDescription"]["removedFields"]
+    unset_fields = orjson.loads(unset["updateDescription"]["updatedFields"] or "{}")
+    assert removed == ["addr.code"] or (
+        removed is None and unset_fields == {"addr": {"city": "Oslo"}}
+    )
+    # The document whose new name is taken: quarantined with the reason, the rest landed.
+    (bad,) = quarantined(lake)
+    assert "already has a field 'code'" in bad[S.REASON], bad
