@@ -37,6 +37,7 @@ _WHOLE_OPS = frozenset({"drop", "rename", "dropDatabase", "invalidate"})
 _HISTORY_LOST = 286
 _STREAM_WAIT_MS = 200
 _COMPACT = (",", ":")
+_SYSTEM_DATABASES = frozenset({"admin", "local", "config"})  # never captured
 
 
 def _json_options() -> Any:
@@ -175,6 +176,8 @@ def _id_only(raw: bytes) -> str:
 
 
 def _stage(cursor: Iterable[Any], path: Path, collection: str) -> StagedCollection:
+    from bson.errors import InvalidBSON
+
     documents = unreadable = 0
     names: set[str] = set()
     with path.open("wb") as out:
@@ -190,7 +193,7 @@ def _stage(cursor: Iterable[Any], path: Path, collection: str) -> StagedCollecti
                     "h": normal_text(node),
                     "d": text,
                 }
-            except (ValueError, UnicodeDecodeError) as exc:
+            except (InvalidBSON, ValueError, UnicodeDecodeError) as exc:
                 id_text = _id_only(raw)
                 record = {
                     "k": normal_text(parse(id_text)),
@@ -250,6 +253,8 @@ def source_collections(uri: str, wanted: Any, timeout_ms: int = 10_000) -> list[
     with _connected(uri, timeout_ms) as client:
         names = []
         for db in client.list_database_names():
+            if db in _SYSTEM_DATABASES:
+                continue
             for info in client[db].list_collections():
                 coll = str(info["name"])
                 if info.get("type", "collection") != "collection" or coll.startswith("system."):
