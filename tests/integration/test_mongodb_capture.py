@@ -19,7 +19,9 @@ and truncation, ``$inc`` type promotion, transactions). Checked here:
 
 from __future__ import annotations
 
+import ipaddress
 import random
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -33,7 +35,8 @@ from deltalake import DeltaTable
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.mongodb.agent import ResumePointLost
-from pipeline.errors import CaptureError, StageFailed
+from gold.source_read.mongodb import read_collections
+from pipeline.errors import CaptureError, SourceUnavailable, StageFailed
 from silver.documents_apply import Event, document_id, fold
 from tests.contract.harness import agent, quarantined
 from tests.mongomodel.bson import Int32, Int64, from_canonical, same
@@ -457,3 +460,64 @@ def test_renamed_fields_in_images_and_update_descriptions(peer: MongoPeer, tmp_p
     # The document whose new name is taken: quarantined with the reason, the rest landed.
     (bad,) = quarantined(lake)
     assert "already has a field 'code'" in bad[S.REASON], bad
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (and its key), as PEM files."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "medallion test peer")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "peer.pem", directory / "peer.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_through_tls_with_a_self_signed_certificate(peer: MongoPeer, tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    peer.tls = context
+    peer.replset.commit([Write("insert", NS, document={"_id": Int32(1)})])
+    secure = f"{peer.uri}&tls=true&tlsCAFile={cert}"
+    lake = tmp_path / "lake"
+    land(config(peer, **{"mongodb.connection.string": secure}), lake)
+    peer.replset.commit([Write("insert", NS, document={"_id": Int32(2)})])
+    land(config(peer, **{"mongodb.connection.string": secure}), lake)
+    assert [v["op"] for k, v in records(lake) if k == "data" and v] == ["r", "c"]
+    # The reconciler's reader connects the same way.
+    read = read_collections(secure, ["shop.orders"], tmp_path, fetch=10)
+    assert read.collections["shop.orders"].documents == 2
+    # TLS is really on: a client that does not trust the certificate, or speaks plain TCP,
+    # cannot connect.
+    for uri in (f"{peer.uri}&tls=true", peer.uri):
+        with pytest.raises(SourceUnavailable):
+            read_collections(uri, ["shop.orders"], tmp_path, fetch=10, timeout_ms=300)

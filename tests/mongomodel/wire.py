@@ -29,6 +29,7 @@ import contextlib
 import itertools
 import socket
 import socketserver
+import ssl
 import struct
 import threading
 import time
@@ -134,6 +135,11 @@ class _Handler(socketserver.BaseRequestHandler):
         sock: socket.socket = self.request
         self.server.connections.add(sock)
         try:
+            tls = self.server.peer.tls
+            if tls is not None:
+                # TLS from the first byte (MongoDB has no STARTTLS); a client that does not
+                # trust the certificate fails the handshake (ssl.SSLError is an OSError).
+                sock = tls.wrap_socket(sock, server_side=True)
             while True:
                 header = _recv(sock, 16)
                 if header is None:
@@ -240,6 +246,8 @@ class MongoPeer:
         self.oplog_max_bytes = 990 * 1024 * 1024
         """``maxSize`` of ``local.oplog.rs`` (MongoDB's default is 5% of the disk, 990 MB at
         least)."""
+        self.tls: ssl.SSLContext | None = None
+        """A server-side TLS context (``net.tls.mode: requireTLS``): every connection is TLS."""
         self.invalid_utf8: tuple[str, bytes] | None = None
         """``(text, same-length bytes)``: documents read by ``find`` carry the bytes where the
         string has the text (a server holding strings an unchecked driver wrote)."""
