@@ -20,6 +20,7 @@ and truncation, ``$inc`` type promotion, transactions). Checked here:
 from __future__ import annotations
 
 import ipaddress
+import logging
 import random
 import ssl
 import threading
@@ -27,6 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 import pytest
@@ -35,8 +37,12 @@ from deltalake import DeltaTable
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.mongodb.agent import ResumePointLost
+from capture.mongodb.settings import MongoSettings
+from capture.registry import create_source
 from gold.source_read.mongodb import read_collections
-from pipeline.errors import CaptureError, SourceUnavailable, StageFailed
+from pipeline.config import load_config
+from pipeline.errors import CaptureError, PipelineError, SourceUnavailable, StageFailed
+from pipeline.landing import LandingAgent
 from silver.documents_apply import Event, document_id, fold
 from tests.contract.harness import agent, quarantined
 from tests.mongomodel.bson import Int32, Int64, from_canonical, same
@@ -521,3 +527,49 @@ def test_through_tls_with_a_self_signed_certificate(peer: MongoPeer, tmp_path: P
     for uri in (f"{peer.uri}&tls=true", peer.uri):
         with pytest.raises(SourceUnavailable):
             read_collections(uri, ["shop.orders"], tmp_path, fetch=10, timeout_ms=300)
+
+
+def test_scram_credentials_from_a_secret_file_and_the_environment(
+    peer: MongoPeer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "p@ss:/word s3cret"
+    peer.users.passwords["cdc"] = secret
+    peer.replset.commit([Write("insert", NS, document={"_id": Int32(1)})])
+    (tmp_path / "mongo.secret").write_text(secret + "\n")
+    text = (
+        "lake: {root: lake}\n"
+        "sources:\n"
+        "  - name: mongo\n"
+        "    connector: mongodb\n"
+        f"    mongodb.hosts: {peer.replset.name}/127.0.0.1:{peer.port}\n"
+        "    mongodb.user: cdc\n"
+        "    mongodb.password.file: mongo.secret\n"
+        f"    database.include.list: {DB}\n"
+        "  - name: by_env\n"
+        "    connector: mongodb\n"
+        "    mongodb.connection.string: ${MONGO_URI}\n"
+        f"    database.include.list: {DB}\n"
+    )
+    (tmp_path / "pipeline.yaml").write_text(text)
+    uri = f"mongodb://cdc:{quote(secret, safe='')}@127.0.0.1:{peer.port}/?replicaSet=rs0"
+    loaded = load_config(tmp_path / "pipeline.yaml", env={"MONGO_URI": uri})
+    caplog.set_level(logging.DEBUG)
+
+    def landing(name: str, lake: Path) -> LandingAgent:
+        return LandingAgent(
+            create_source(loaded.source(name)), BronzeWriter(BronzeTables.under(lake))
+        )
+
+    assert landing("mongo", tmp_path / "a").run().landed == 1  # SCRAM-SHA-256 with the file's
+    settings = MongoSettings.from_config(loaded.source("by_env"))
+    assert read_collections(settings.connection_string(), [f"{DB}.{COLL}"], tmp_path, fetch=10)
+    assert secret not in repr(loaded) and quote(secret, safe="") not in repr(loaded)
+    assert {"saslStart", "saslContinue"} <= set(peer.commands)
+
+    peer.users.passwords["cdc"] = "another"  # the server's password changed: refused
+    peer.users._keys.clear()
+    with pytest.raises(PipelineError) as failed:
+        landing("mongo", tmp_path / "a").run()
+    shown = f"{failed.value!r} {failed.value.__cause__!r} {caplog.text}"
+    assert "Authentication failed" in shown
+    assert secret not in shown and quote(secret, safe="") not in shown
