@@ -21,7 +21,6 @@ names).
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass
 from typing import Any, Final
@@ -111,27 +110,43 @@ def id_text(id_value: Any) -> str:
     return json_util.dumps(id_value, json_options=_RELAXED)
 
 
-def without_paths(document: dict[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
-    """``document`` without the dotted ``paths`` (a copy when one is present; arrays are not
-    looked into, as Debezium's ``field.exclude.list`` does not)."""
-    out: dict[str, Any] | None = None
+def without_paths(document: Any, paths: tuple[str, ...]) -> Any:
+    """``document`` without the dotted ``paths``; a path walks through documents and through
+    arrays of documents (every element that is a document; arrays of arrays are not looked
+    into), as Debezium's ``FieldSelector`` does. Copies only what changes: ``document`` itself
+    when no path is present."""
     for path in paths:
-        *parents, last = path.split(".")
-        node: Any = document if out is None else out
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or last not in node:
-            continue
-        if out is None:
-            out = node = copy.deepcopy(document)
-            for part in parents:
-                node = node[part]
-        del node[last]
-    return document if out is None else out
+        document = _without(document, path.split("."))
+    return document
+
+
+def _without(node: Any, parts: list[str]) -> Any:
+    if isinstance(node, list):
+        items = [_without(item, parts) if isinstance(item, dict) else item for item in node]
+        return node if all(a is b for a, b in zip(items, node, strict=True)) else items
+    if not isinstance(node, dict) or parts[0] not in node:
+        return node
+    out = dict(node)
+    if len(parts) == 1:
+        del out[parts[0]]
+        return out
+    inner = _without(node[parts[0]], parts[1:])
+    if inner is node[parts[0]]:
+        return node
+    out[parts[0]] = inner
+    return out
+
+
+def _names(path: str) -> list[str]:
+    """A dotted path's field names, array indexes left out (``items.0.sku`` -> items, sku)."""
+    return [part for part in path.split(".") if not part.isdigit()]
 
 
 def _excluded(path: str, paths: tuple[str, ...]) -> bool:
-    return any(path == p or path.startswith(p + ".") for p in paths)
+    """Whether an update-description path is at or under an excluded field (array indexes
+    are not names: ``items.0.sku`` is under ``items.sku``)."""
+    names = _names(path)
+    return any(names[: len(p.split("."))] == p.split(".") for p in paths)
 
 
 @dataclass
@@ -214,8 +229,13 @@ class CollectionRecords:
         for path, value in updated.items():
             if _excluded(path, self.excluded):
                 continue
-            inner = tuple(p[len(path) + 1 :] for p in self.excluded if p.startswith(path + "."))
-            out[path] = without_paths(value, inner) if inner and isinstance(value, dict) else value
+            names = _names(path)
+            inner = tuple(
+                ".".join(p.split(".")[len(names) :])
+                for p in self.excluded
+                if p.split(".")[: len(names)] == names and len(p.split(".")) > len(names)
+            )
+            out[path] = without_paths(value, inner) if inner else value
         return out
 
     # --- records --------------------------------------------------------------------------------
