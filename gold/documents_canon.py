@@ -266,8 +266,11 @@ def render(node: Node | Absent) -> str:
 
 
 def without_path(node: Node, path: str) -> Node:
-    """``node`` (a document) without the dotted ``path`` (arrays are not looked into)."""
+    """``node`` (a document) without the dotted ``path``, through documents and arrays of
+    documents (as ``field.exclude.list`` walks them; arrays of arrays are not looked into)."""
     head, _, rest = path.partition(".")
+    if node[0] == "array":
+        return ("array", tuple(without_path(v, path) if v[0] == "object" else v for v in node[1]))
     if node[0] != "object":
         return node
     members = []

@@ -68,6 +68,11 @@ def test_without_path_takes_out_nested_fields_only() -> None:
         == '{"a":{"c":{"$numberInt":"2"}},"b":{"$numberInt":"3"}}'
     )
     assert without_path(document, "z.q") == document
+    listed = parse('{"i":[{"s":1,"n":2},[{"s":3}]]}')
+    assert (
+        render(without_path(listed, "i.s"))
+        == '{"i":[{"n":{"$numberInt":"2"}},[{"s":{"$numberInt":"3"}}]]}'
+    )
 
 
 def test_invalid_wrappers_are_errors() -> None:
