@@ -336,7 +336,7 @@ def reconcile_documents(
     Raises:
         SourceUnavailable: The deployment cannot be reached.
     """
-    from capture.mongodb.position import MongoDbPosition
+    from bronze.positions import POSITION_TYPES
     from capture.mongodb.settings import MongoSettings
     from gold.reconcile import ReconcileResult
 
@@ -355,7 +355,8 @@ def reconcile_documents(
             len(read.collections),
             read.point,
         )
-        position = MongoDbPosition.decode(cut.position)
+        # The cut's cluster time, read with the position layout bronze declares for it.
+        position: Any = POSITION_TYPES[_connector(source_config)].decode(cut.position)
         changes: Changes = changes_after(
             uri, (position.seconds, position.ord), read.point, collections
         )
@@ -390,6 +391,10 @@ def reconcile_documents(
     result = ReconcileResult(source_name, cut, tuple(tables), ahead, point, (changes.reason,))
     _log(result.tables, source_name)
     return result
+
+
+def _connector(source_config: Any) -> str:
+    return str(getattr(source_config, "kind", None) or source_config.connector)
 
 
 def _whole_changed(
