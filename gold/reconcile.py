@@ -62,6 +62,7 @@ from gold.cuts import Cut, TableAtCut, latest_cut
 from gold.outcome import CheckOutcome
 from gold.publish import published_cuts
 from gold.reconcile_compare import TableValues, compare_values
+from gold.reconcile_documents import DOCUMENT_CONNECTORS, reconcile_documents
 from gold.source_read import reader_for
 from gold.views import current_state
 from pipeline.errors import InternalError, ReconcileError
@@ -757,8 +758,9 @@ def _bronze_beyond(spark: Any, lake_root: Path, cut: Cut) -> bool | None:
     return bool(later.limit(1).count())
 
 
-RECONCILABLE_CONNECTORS = READS_CURRENT_STATE
-"""Connectors whose agent can read the database's current rows (a ``CurrentStateReader``)."""
+RECONCILABLE_CONNECTORS = READS_CURRENT_STATE | DOCUMENT_CONNECTORS
+"""Connectors whose agent can read the database's current rows (a ``CurrentStateReader``), and
+document stores reconciled by :mod:`gold.reconcile_documents`."""
 
 
 def _connector_of(source_config: Any) -> str:
@@ -914,6 +916,16 @@ def reconcile_source(
     if ranges < 1:
         raise ValueError("ranges must be at least 1")
     source_config = reconcilable(config, source_name)
+    if _connector_of(source_config) in DOCUMENT_CONNECTORS:
+        # Documents, not rows: no agent-side read, no key ranges (gold/reconcile_documents.py).
+        result = reconcile_documents(
+            spark, source_config, lake_root, source_name,
+            cut if cut is not None else _cut_for(lake_root, source_name),
+            max_keys=max_keys, work_dir=work_dir, examples=examples,
+        )  # fmt: skip
+        if record:
+            _record(lake_root, result)
+        return result
     capture = create_source(source_config)
     if not isinstance(capture, CurrentStateReader):
         raise ReconcileError(

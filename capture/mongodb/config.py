@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr, field_validator, model_validator
 
+from capture.mongodb.renames import parse_entry
 from capture.source_config import (
     CONNECTOR,
     FILTER_LIST_DEFAULT,
@@ -31,6 +32,7 @@ COLLECTION_EXCLUDE_LIST = "collection.exclude.list"
 COLLECTION_BLACKLIST = "collection.blacklist"
 FIELD_EXCLUDE_LIST = "field.exclude.list"
 FIELD_BLACKLIST = "field.blacklist"
+FIELD_RENAMES = "field.renames"
 CAPTURE_MODE = "capture.mode"
 CAPTURE_MODE_DEFAULT = "change_streams_update_full"
 
@@ -82,6 +84,8 @@ class MongoDbSourceConfig(ColumnRules, DatabaseFilters, CaptureSourceConfig):
         FILTER_LIST_DEFAULT, FIELD_EXCLUDE_LIST, FIELD_BLACKLIST
     )
     """Fully-qualified fields to drop, ``db.collection.field.nested``."""
+    field_renames: NameList = config_key(FILTER_LIST_DEFAULT, FIELD_RENAMES)
+    """Fields to rename, ``db.collection.field.nested:newname`` (``capture/mongodb/renames.py``)."""
     capture_mode: MongoCaptureMode = config_key(CAPTURE_MODE_DEFAULT, CAPTURE_MODE)
     """Change streams (with full documents and/or pre-images) or the 1.2-style ``oplog``."""
     snapshot_mode: MongoSnapshotMode = config_key(SNAPSHOT_MODE_DEFAULT, SNAPSHOT_MODE)
@@ -97,6 +101,13 @@ class MongoDbSourceConfig(ColumnRules, DatabaseFilters, CaptureSourceConfig):
                 "Debezium also replaced oplog capture with; use 'change_streams' or one of its "
                 "variants"
             )
+        return value
+
+    @field_validator("field_renames")
+    @classmethod
+    def _renames_well_formed(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            parse_entry(entry)
         return value
 
     @field_validator("heartbeat_action_query", mode="before")

@@ -14,12 +14,13 @@ Int64 and Double stay apart; see docs/silver-mongodb.md):
   cluster time (seconds x 1000), the order bronze keeps; ``wallTime`` is the server's wall clock.
 
 ``field.exclude.list`` paths are removed from every image and from the update description,
-and ``column.mask.*`` rules apply to top-level string fields (``db.collection.field``).
+then ``field.renames`` rules rename fields there (:mod:`capture.mongodb.renames`), and
+``column.mask.*`` rules apply to top-level string fields (``db.collection.field``, the new
+names).
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass
 from typing import Any, Final
@@ -109,27 +110,43 @@ def id_text(id_value: Any) -> str:
     return json_util.dumps(id_value, json_options=_RELAXED)
 
 
-def without_paths(document: dict[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
-    """``document`` without the dotted ``paths`` (a copy when one is present; arrays are not
-    looked into, as Debezium's ``field.exclude.list`` does not)."""
-    out: dict[str, Any] | None = None
+def without_paths(document: Any, paths: tuple[str, ...]) -> Any:
+    """``document`` without the dotted ``paths``; a path walks through documents and through
+    arrays of documents (every element that is a document; arrays of arrays are not looked
+    into), as Debezium's ``FieldSelector`` does. Copies only what changes: ``document`` itself
+    when no path is present."""
     for path in paths:
-        *parents, last = path.split(".")
-        node: Any = document if out is None else out
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or last not in node:
-            continue
-        if out is None:
-            out = node = copy.deepcopy(document)
-            for part in parents:
-                node = node[part]
-        del node[last]
-    return document if out is None else out
+        document = _without(document, path.split("."))
+    return document
+
+
+def _without(node: Any, parts: list[str]) -> Any:
+    if isinstance(node, list):
+        items = [_without(item, parts) if isinstance(item, dict) else item for item in node]
+        return node if all(a is b for a, b in zip(items, node, strict=True)) else items
+    if not isinstance(node, dict) or parts[0] not in node:
+        return node
+    out = dict(node)
+    if len(parts) == 1:
+        del out[parts[0]]
+        return out
+    inner = _without(node[parts[0]], parts[1:])
+    if inner is node[parts[0]]:
+        return node
+    out[parts[0]] = inner
+    return out
+
+
+def _names(path: str) -> list[str]:
+    """A dotted path's field names, array indexes left out (``items.0.sku`` -> items, sku)."""
+    return [part for part in path.split(".") if not part.isdigit()]
 
 
 def _excluded(path: str, paths: tuple[str, ...]) -> bool:
-    return any(path == p or path.startswith(p + ".") for p in paths)
+    """Whether an update-description path is at or under an excluded field (array indexes
+    are not names: ``items.0.sku`` is under ``items.sku``)."""
+    names = _names(path)
+    return any(names[: len(p.split("."))] == p.split(".") for p in paths)
 
 
 @dataclass
@@ -152,6 +169,7 @@ class CollectionRecords:
         self.collection = f"{self.db}.{self.coll}"
         self.topic = f"{self.settings.server_name}.{self.collection}"
         self.excluded = self.settings.field_exclusions.paths(self.db, self.coll)
+        self.renames = self.settings.field_renames.for_collection(self.db, self.coll)
         self.key_schema = struct([field("id", "string")], name=f"{self.topic}.Key")
         self.value_schema = struct(
             [
@@ -168,11 +186,14 @@ class CollectionRecords:
 
     # --- images ---------------------------------------------------------------------------------
     def image(self, document: dict[str, Any] | None) -> str | None:
-        """A before/after image as text: excluded fields removed, masks applied."""
+        """A before/after image as text: excluded fields removed, renames and masks applied
+        (in Debezium's order: exclusions, then renames; masks see the new names)."""
         if document is None:
             return None
         if self.excluded:
             document = without_paths(document, self.excluded)
+        if self.renames:
+            document = self.renames.document(document)
         masker = self.settings.rules.masker
         if masker:
             document = masker.apply(self.collection, document) or document
@@ -187,6 +208,10 @@ class CollectionRecords:
             updated = self._without_excluded(updated)
             removed = [r for r in removed if not _excluded(r, self.excluded)]
             truncated = [t for t in truncated if not _excluded(str(t["field"]), self.excluded)]
+        if self.renames:
+            updated = self.renames.updated(updated)
+            removed = [self.renames.path(r) for r in removed]
+            truncated = [{**t, "field": self.renames.path(str(t["field"]))} for t in truncated]
         masker = self.settings.rules.masker
         if masker:
             updated = masker.apply(self.collection, updated) or updated
@@ -204,8 +229,13 @@ class CollectionRecords:
         for path, value in updated.items():
             if _excluded(path, self.excluded):
                 continue
-            inner = tuple(p[len(path) + 1 :] for p in self.excluded if p.startswith(path + "."))
-            out[path] = without_paths(value, inner) if inner and isinstance(value, dict) else value
+            names = _names(path)
+            inner = tuple(
+                ".".join(p.split(".")[len(names) :])
+                for p in self.excluded
+                if p.split(".")[: len(names)] == names and len(p.split(".")) > len(names)
+            )
+            out[path] = without_paths(value, inner) if inner else value
         return out
 
     # --- records --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from urllib.parse import quote
 from pydantic import SecretStr
 
 from capture.captured_table import AgentRules, TableFilter
+from capture.mongodb.renames import FieldRenames
 
 __all__ = ["SNAPSHOT_FETCH_SIZE", "SYSTEM_DATABASES", "FieldExclusions", "MongoSettings"]
 
@@ -65,6 +66,7 @@ class MongoSettings:
     capture_mode: str = "change_streams_update_full"
     collections: TableFilter = field(default_factory=lambda: TableFilter(system=SYSTEM_DATABASES))
     field_exclusions: FieldExclusions = field(default_factory=FieldExclusions)
+    field_renames: FieldRenames = field(default_factory=FieldRenames)
     rules: AgentRules = field(default_factory=AgentRules)
     """Masks, tombstones, transaction metadata, skipped operations, heartbeats (no
     ``message.key.columns``: the key is always the ``_id``)."""
@@ -87,6 +89,7 @@ class MongoSettings:
                 system=SYSTEM_DATABASES,
             ),
             field_exclusions=FieldExclusions.parse(tuple(config.field_exclude_list)),
+            field_renames=FieldRenames.parse(tuple(config.field_renames)),
             rules=AgentRules.from_config(_KeyedById(config)),
         )
 

@@ -19,12 +19,16 @@ and truncation, ``$inc`` type promotion, transactions). Checked here:
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import random
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 import pytest
@@ -33,7 +37,12 @@ from deltalake import DeltaTable
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.mongodb.agent import ResumePointLost
-from pipeline.errors import CaptureError, StageFailed
+from capture.mongodb.settings import MongoSettings
+from capture.registry import create_source
+from gold.source_read.mongodb import read_collections
+from pipeline.config import load_config
+from pipeline.errors import CaptureError, PipelineError, SourceUnavailable, StageFailed
+from pipeline.landing import LandingAgent
 from silver.documents_apply import Event, document_id, fold
 from tests.contract.harness import agent, quarantined
 from tests.mongomodel.bson import Int32, Int64, from_canonical, same
@@ -419,3 +428,148 @@ def test_status_reports_the_oplog_after_the_resume_point(peer: MongoPeer, tmp_pa
     rs.commit([Write("insert", NS, document={"_id": Int32(3)})])
     rs.truncate_history(keep=1)  # the entry right after bronze's resume point is gone
     assert "cannot resume" in status()["slot_error"]
+
+
+def test_renamed_fields_in_images_and_update_descriptions(peer: MongoPeer, tmp_path: Path) -> None:
+    rs = peer.replset
+    first = {"_id": Int32(1), "name": "Anne", "addr": {"zip": "0150", "city": "Oslo"},
+             "items": [{"sku": "a"}, {"sku": "b"}]}  # fmt: skip
+    clash = {"_id": Int32(2), "name": "Bob", "addr": {"zip": "1", "code": "taken"}}
+    rs.commit([Write("insert", NS, document=first), Write("insert", NS, document=clash)])
+    raw = config(peer, **{"field.renames": [f"{DB}.{COLL}.addr.zip:code", "*.*.items.sku:id"],
+                          "capture.mode": "change_streams_with_pre_image"})  # fmt: skip
+    lake = tmp_path / "lake"
+    land(raw, lake)
+    rs.commit([Write("update", NS, Int32(1), ops=(("$set", "addr.zip", "0151"),
+                                                   ("$set", "items.1.sku", "c")))])  # fmt: skip
+    rs.commit([Write("update", NS, Int32(1), ops=(("$unset", "addr.zip", None),))])
+    land(raw, lake)
+    got = records(lake)
+    (_, snap), (_, update), (_, unset) = [(k, v) for k, v in got if k == "data"]
+    assert snap is not None and update is not None and unset is not None
+    # Debezium's order: the renamed field moves to the end of its document.
+    assert snap["after"] == (
+        '{"_id":{"$numberInt":"1"},"name":"Anne","addr":{"city":"Oslo","code":"0150"},'
+        '"items":[{"id":"a"},{"id":"b"}]}'
+    )
+    assert '"zip"' not in update["before"] and '"sku"' not in update["before"]
+    fields = orjson.loads(update["updateDescription"]["updatedFields"])
+    # The peer writes a change as paths or as whole values at random (both are MongoDB's).
+    assert fields.get("addr.code", fields.get("addr", {}).get("code")) == "0151"
+    assert "addr.zip" not in fields and "items.1.sku" not in fields
+    assert fields.get("items.1.id", (fields.get("items") or [{}, {}])[1].get("id")) == "c"
+    removed = unset["updateDescription"]["removedFields"]
+    unset_fields = orjson.loads(unset["updateDescription"]["updatedFields"] or "{}")
+    assert removed == ["addr.code"] or (
+        removed is None and unset_fields == {"addr": {"city": "Oslo"}}
+    )
+    # The document whose new name is taken: quarantined with the reason, the rest landed.
+    (bad,) = quarantined(lake)
+    assert "already has a field 'code'" in bad[S.REASON], bad
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (and its key), as PEM files."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "medallion test peer")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "peer.pem", directory / "peer.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_through_tls_with_a_self_signed_certificate(peer: MongoPeer, tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    peer.tls = context
+    peer.replset.commit([Write("insert", NS, document={"_id": Int32(1)})])
+    secure = f"{peer.uri}&tls=true&tlsCAFile={cert}"
+    lake = tmp_path / "lake"
+    land(config(peer, **{"mongodb.connection.string": secure}), lake)
+    peer.replset.commit([Write("insert", NS, document={"_id": Int32(2)})])
+    land(config(peer, **{"mongodb.connection.string": secure}), lake)
+    assert [v["op"] for k, v in records(lake) if k == "data" and v] == ["r", "c"]
+    # The reconciler's reader connects the same way.
+    read = read_collections(secure, ["shop.orders"], tmp_path, fetch=10)
+    assert read.collections["shop.orders"].documents == 2
+    # TLS is really on: a client that does not trust the certificate, or speaks plain TCP,
+    # cannot connect.
+    for uri in (f"{peer.uri}&tls=true", peer.uri):
+        with pytest.raises(SourceUnavailable):
+            read_collections(uri, ["shop.orders"], tmp_path, fetch=10, timeout_ms=300)
+
+
+def test_scram_credentials_from_a_secret_file_and_the_environment(
+    peer: MongoPeer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "p@ss:/word s3cret"
+    peer.users.passwords["cdc"] = secret
+    peer.replset.commit([Write("insert", NS, document={"_id": Int32(1)})])
+    (tmp_path / "mongo.secret").write_text(secret + "\n")
+    text = (
+        "lake: {root: lake}\n"
+        "sources:\n"
+        "  - name: mongo\n"
+        "    connector: mongodb\n"
+        f"    mongodb.hosts: {peer.replset.name}/127.0.0.1:{peer.port}\n"
+        "    mongodb.user: cdc\n"
+        "    mongodb.password.file: mongo.secret\n"
+        f"    database.include.list: {DB}\n"
+        "  - name: by_env\n"
+        "    connector: mongodb\n"
+        "    mongodb.connection.string: ${MONGO_URI}\n"
+        f"    database.include.list: {DB}\n"
+    )
+    (tmp_path / "pipeline.yaml").write_text(text)
+    uri = f"mongodb://cdc:{quote(secret, safe='')}@127.0.0.1:{peer.port}/?replicaSet=rs0"
+    loaded = load_config(tmp_path / "pipeline.yaml", env={"MONGO_URI": uri})
+    caplog.set_level(logging.DEBUG)
+
+    def landing(name: str, lake: Path) -> LandingAgent:
+        return LandingAgent(
+            create_source(loaded.source(name)), BronzeWriter(BronzeTables.under(lake))
+        )
+
+    assert landing("mongo", tmp_path / "a").run().landed == 1  # SCRAM-SHA-256 with the file's
+    settings = MongoSettings.from_config(loaded.source("by_env"))
+    assert read_collections(settings.connection_string(), [f"{DB}.{COLL}"], tmp_path, fetch=10)
+    assert secret not in repr(loaded) and quote(secret, safe="") not in repr(loaded)
+    assert {"saslStart", "saslContinue"} <= set(peer.commands)
+
+    peer.users.passwords["cdc"] = "another"  # the server's password changed: refused
+    peer.users._keys.clear()
+    with pytest.raises(PipelineError) as failed:
+        landing("mongo", tmp_path / "a").run()
+    shown = f"{failed.value!r} {failed.value.__cause__!r} {caplog.text}"
+    assert "Authentication failed" in shown
+    assert secret not in shown and quote(secret, safe="") not in shown

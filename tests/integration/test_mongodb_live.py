@@ -98,3 +98,62 @@ def test_snapshot_then_change_stream_on_a_real_replica_set(database: Any, tmp_pa
     assert update["after"] == '{"_id":{"$numberInt":"1"},"qty":{"$numberInt":"11"}}'
     statuses = [r[S.TX_STATUS] for r in rows(lake) if r[S.KIND] == "transaction"]
     assert statuses == ["BEGIN", "END"]
+
+
+def test_reconcile_on_a_real_replica_set(spark: Any, database: Any, tmp_path: Path) -> None:
+    """Reconciliation (``gold/reconcile_documents.py``) against the server: clean after capture
+    and silver, a later write is lag (not a difference), a corrupted silver document is found by
+    ``_id`` and field."""
+    import dataclasses
+    import datetime as dt
+    from decimal import Decimal
+
+    from bson import Binary, Decimal128, Int64, ObjectId
+
+    from gold.cuts import latest_cut
+    from gold.reconcile import reconcile_source
+    from pipeline.config import PipelineConfig
+    from silver.job import SilverJob
+
+    orders = database["orders"]
+    orders.insert_many(
+        [
+            {"_id": n, "total": Decimal128(Decimal(f"{n}.50")), "count": Int64(n),
+             "ratio": n / 4, "at": dt.datetime(2026, 1, n, tzinfo=dt.UTC), "ref": ObjectId(),
+             "blob": Binary(bytes([n]), 0), "address": {"city": "Oslo", "no": n}}
+            for n in range(1, 6)
+        ]
+    )  # fmt: skip
+    raw = {"name": "live", "connector": "mongodb", "mongodb.connection.string": URI,
+           "database.include.list": database.name}  # fmt: skip
+    lake = tmp_path / "lake"
+    agent(raw, lake).run()
+    SilverJob(spark, lake).run_once()
+    config = PipelineConfig.model_validate({"lake": {"root": str(lake)}, "sources": [raw]})
+    result = reconcile_source(spark, config, lake, "live", record=False)
+    (table,) = result.tables
+    assert table.success and table.source_rows == 5, table
+    assert result.source_ahead is False
+
+    orders.update_one({"_id": 2}, {"$set": {"address.city": "Bergen"}})
+    result = reconcile_source(spark, config, lake, "live", record=False)
+    (table,) = result.tables
+    assert result.source_ahead is True and table.success, table  # lag, not a difference
+
+    cut = latest_cut(lake, "live")
+    assert cut is not None
+    (at_cut,) = cut.tables.values()
+    path = (lake / "silver" / at_cut.silver_table).absolute()
+    spark.sql(
+        f"UPDATE delta.`{path}` SET document = replace(document, '\"Oslo\"', '\"Paris\"') "
+        'WHERE _id = \'{"$numberInt":"3"}\''
+    )
+    corrupted = dataclasses.replace(
+        cut, tables={at_cut.silver_table: dataclasses.replace(
+            at_cut, version=DeltaTable(str(path)).version())}
+    )  # fmt: skip
+    result = reconcile_source(spark, config, lake, "live", cut=corrupted, record=False)
+    (table,) = result.tables
+    assert table.differing == ('{"$numberInt":"3"}',)
+    assert table.values is not None
+    assert [c.column for c in table.values.columns] == ["address.city"]

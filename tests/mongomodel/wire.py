@@ -29,6 +29,7 @@ import contextlib
 import itertools
 import socket
 import socketserver
+import ssl
 import struct
 import threading
 import time
@@ -50,10 +51,13 @@ from tests.mongomodel.replset import (
     bson_order,
     to_bson,
 )
+from tests.mongomodel.scram import AuthFailed, Conversation, ScramUsers
 
 __all__ = ["MongoPeer"]
 
 OP_REPLY, OP_QUERY, OP_MSG = 1, 2004, 2013
+_UNAUTHENTICATED = frozenset({"hello", "ismaster", "ping", "buildinfo", "endsessions"})
+"""Commands a connection may run before it authenticates (the handshake's)."""
 _CHECKSUM_PRESENT = 1
 _HEADER = struct.Struct("<iiii")
 _DECODE: CodecOptions[dict[str, Any]] = CodecOptions(
@@ -131,9 +135,15 @@ class _Handler(socketserver.BaseRequestHandler):
     server: _Server
 
     def handle(self) -> None:
+        self.conversation = Conversation()
         sock: socket.socket = self.request
         self.server.connections.add(sock)
         try:
+            tls = self.server.peer.tls
+            if tls is not None:
+                # TLS from the first byte (MongoDB has no STARTTLS); a client that does not
+                # trust the certificate fails the handshake (ssl.SSLError is an OSError).
+                sock = tls.wrap_socket(sock, server_side=True)
             while True:
                 header = _recv(sock, 16)
                 if header is None:
@@ -174,7 +184,7 @@ class _Handler(socketserver.BaseRequestHandler):
                 offset += size
         assert command is not None
         command.update(sequences)
-        reply = self.server.peer.run(command)
+        reply = self.server.peer.run(command, self.conversation)
         return bson.encode(reply) if not flags & 2 else None  # moreToCome: no reply
 
     def _op_query(self, body: bytes) -> bytes:
@@ -185,7 +195,7 @@ class _Handler(socketserver.BaseRequestHandler):
         query = bson.decode(body[offset : offset + size], _DECODE)
         if "$query" in query:
             query = query["$query"]
-        reply = bson.encode(self.server.peer.run(query))
+        reply = bson.encode(self.server.peer.run(query, self.conversation))
         return struct.pack("<iqii", 0, 0, 0, 1) + reply
 
 
@@ -240,6 +250,11 @@ class MongoPeer:
         self.oplog_max_bytes = 990 * 1024 * 1024
         """``maxSize`` of ``local.oplog.rs`` (MongoDB's default is 5% of the disk, 990 MB at
         least)."""
+        self.users = ScramUsers()
+        """Users (``users.passwords[name] = password``): when any is set, every connection must
+        authenticate with SCRAM-SHA-256 (:mod:`tests.mongomodel.scram`) before other commands."""
+        self.tls: ssl.SSLContext | None = None
+        """A server-side TLS context (``net.tls.mode: requireTLS``): every connection is TLS."""
         self.invalid_utf8: tuple[str, bytes] | None = None
         """``(text, same-length bytes)``: documents read by ``find`` carry the bytes where the
         string has the text (a server holding strings an unchecked driver wrote)."""
@@ -301,13 +316,25 @@ class MongoPeer:
         return False
 
     # --- commands --------------------------------------------------------------------------------
-    def run(self, command: dict[str, Any]) -> dict[str, Any]:
-        """Answer one command document."""
+    def run(
+        self, command: dict[str, Any], conversation: Conversation | None = None
+    ) -> dict[str, Any]:
+        """Answer one command document (``conversation``: the connection's authentication)."""
         name = next(iter(command))
         with self.lock:
             self.commands.append(name)
         handler = getattr(self, f"_cmd_{name.lower()}", None)
         try:
+            if self.users and name.lower() in ("saslstart", "saslcontinue"):
+                return self._finish(
+                    self._sasl(name.lower(), command, conversation or Conversation())
+                )
+            if (
+                self.users
+                and name.lower() not in _UNAUTHENTICATED
+                and (conversation is None or conversation.authenticated is None)
+            ):
+                raise CommandError(13, "Unauthorized", f"command {name} requires authentication")
             if command.get("$db") == "local" and self.role == "mongos":
                 raise CommandError(
                     20, "IllegalOperation", "Can't use 'local' database through mongos"
@@ -321,6 +348,9 @@ class MongoPeer:
                 reply["errorLabels"] = list(exc.labels)
         else:
             reply.setdefault("ok", 1.0)
+        return self._finish(reply)
+
+    def _finish(self, reply: dict[str, Any]) -> dict[str, Any]:
         now = self.replset.now()
         reply["$clusterTime"] = {
             "clusterTime": bson.Timestamp(now.t, now.i),
@@ -328,6 +358,24 @@ class MongoPeer:
         }
         reply["operationTime"] = bson.Timestamp(now.t, now.i)
         return reply
+
+    def _sasl(
+        self, name: str, command: dict[str, Any], conversation: Conversation
+    ) -> dict[str, Any]:
+        try:
+            if name == "saslstart":
+                if command.get("mechanism") != "SCRAM-SHA-256":
+                    raise AuthFailed(f"mechanism {command.get('mechanism')} not offered")
+                payload = self.users.start(conversation, bytes(command["payload"]))
+                done = False
+            else:
+                payload = self.users.finish(conversation, bytes(command["payload"]))
+                done = True
+        except (AuthFailed, KeyError, ValueError):
+            conversation.user = None
+            return {"ok": 0.0, "errmsg": "Authentication failed.", "code": 18,
+                    "codeName": "AuthenticationFailed"}  # fmt: skip
+        return {"conversationId": 1, "done": done, "payload": bson.Binary(payload), "ok": 1.0}
 
     def _cmd_hello(self, command: dict[str, Any]) -> dict[str, Any]:
         me = f"127.0.0.1:{self.port}"
@@ -346,6 +394,13 @@ class MongoPeer:
             "maxWireVersion": 21,
             "readOnly": False,
         }
+        asked = command.get("saslSupportedMechs")
+        if (
+            self.users
+            and isinstance(asked, str)
+            and asked.split(".", 1)[-1] in self.users.passwords
+        ):
+            common["saslSupportedMechs"] = ["SCRAM-SHA-256"]
         if self.role == "mongos":
             return {**common, "msg": "isdbgrid"}
         if self.role != "replica set":

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from capture.mongodb.records import without_paths
+from capture.mongodb.records import CollectionRecords, without_paths
 from capture.mongodb.settings import FieldExclusions, MongoSettings
 from pipeline.config import SourceConfig
 
@@ -82,5 +83,37 @@ def test_field_exclusions() -> None:
     }
     assert document["secret"] == "s"  # the input is not changed
     assert without_paths(document, ("missing.path",)) is document
+    # Through arrays of documents, as Debezium's FieldSelector (arrays of arrays: not).
+    listed: dict[str, Any] = {
+        "items": [{"sku": "a", "n": 1}, 2, [{"sku": "x"}]],
+        "o": {"l": [{"sku": "b"}]},
+    }
+    assert without_paths(listed, ("items.sku", "o.l.sku")) == {
+        "items": [{"n": 1}, 2, [{"sku": "x"}]],
+        "o": {"l": [{}]},
+    }
+    assert listed["items"][0] == {"sku": "a", "n": 1}
     with pytest.raises(ValueError, match="db.collection.field"):
         FieldExclusions.parse(("shop.orders",))
+
+
+def test_excluded_paths_in_update_descriptions() -> None:
+    made = settings(
+        **{
+            "mongodb.connection.string": "mongodb://h/",
+            "field.exclude.list": "shop.orders.items.sku",
+        }
+    )
+    records = CollectionRecords(made, "shop", "orders", "rs0")
+    described = records.update_description(
+        {
+            "updatedFields": {"items.0.sku": "s", "items.1": {"sku": "t", "n": 2}, "x": 1},
+            "removedFields": ["items.2.sku", "items.3.n"],
+            "truncatedArrays": [],
+        }
+    )
+    assert orjson.loads(described["updatedFields"]) == {
+        "items.1": {"n": {"$numberInt": "2"}},
+        "x": {"$numberInt": "1"},
+    }
+    assert described["removedFields"] == ["items.3.n"]
