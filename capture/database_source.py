@@ -204,6 +204,10 @@ class DatabaseSource(CaptureSource):
     """Pause the cyclic garbage collector while a batch is read (:func:`gc_paused`): right when
     decoding creates no reference cycles, so reference counting frees everything."""
 
+    INCREMENTAL_SNAPSHOTS: ClassVar[bool] = False
+    """The agent reads signals and takes incremental snapshots (``execute-snapshot``): it
+    implements the hooks of :class:`capture.incremental_snapshot.IncrementalSnapshots`."""
+
     SETTINGS: ClassVar[Any] = None
     """The agent's settings class: its ``from_config`` reads a validated source config."""
 
@@ -311,8 +315,20 @@ class DatabaseSource(CaptureSource):
         if self._phase == "done":
             return SourceBatch(builder, self._offset_now(), True)
         limits = BatchLimits(max_events, max_transaction_events, until)
-        exhausted = self._read_stream(builder, limits, now)
+        if until is None:
+            self._stream_starting(builder, now)
+        exhausted = self._read_stream(builder, limits, now) and not self._work_pending()
         return SourceBatch(builder, self._offset_now(), exhausted)
+
+    def _stream_starting(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        """Before a stream batch (not a re-read of a half-landed one): signals from a side
+        channel, an incremental-snapshot chunk due (:mod:`capture.incremental_snapshot`)."""
+        return None  # agents without signals have nothing to do here
+
+    def _work_pending(self) -> bool:
+        """Whether the source has work of its own left although its log is read (a running
+        incremental snapshot): a run that stops when the source is exhausted goes on."""
+        return False
 
     def _stops_after_snapshot(self) -> bool:
         """Whether the source is exhausted for good once its snapshot is read."""
