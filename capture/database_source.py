@@ -238,6 +238,15 @@ class DatabaseSource(CaptureSource):
         self.masker: ColumnMasker | None = None
         """The source's column masks (subclasses set them): they reach the quarantine too."""
 
+    def release(self) -> None:
+        """Close the agent's connections, and nothing else (:meth:`close` may also drop a
+        replication slot under ``slot.drop.on.stop``): for tools that borrow the agent."""
+        self._close_connections()
+
+    def _close_connections(self) -> None:
+        """Close every connection the agent holds (each engine knows its own)."""
+        return None  # an agent without connections of its own has nothing to close
+
     def _outage(self, exc: BaseException, doing: str) -> CaptureError:
         """The medallion error for a driver error (see :attr:`SERVER_ERRORS`)."""
         if self.SERVER_ERRORS is None:

@@ -167,6 +167,10 @@ class IncrementalSnapshots(DatabaseSource):
     """
 
     INCREMENTAL_SNAPSHOTS: ClassVar[bool] = True
+    IDENTIFIER_QUOTE: ClassVar[str] = '"'
+    """How the engine quotes a column name in an ``additional-conditions`` filter."""
+    BACKSLASH_ESCAPES: ClassVar[bool] = False
+    """The engine's string literals treat a backslash as an escape (MySQL's default)."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -207,7 +211,10 @@ class IncrementalSnapshots(DatabaseSource):
             CaptureError: The source has neither.
         """
         if self.signals.collection is not None:
-            self._write_signal(signal)
+            try:
+                self._write_signal(signal)
+            finally:
+                self.release()
             return f"signaling table {self.signals.collection}"
         if self.signals.file is not None:
             FileSignals(self.signals.file).append(signal)
@@ -220,6 +227,35 @@ class IncrementalSnapshots(DatabaseSource):
     def _work_pending(self) -> bool:
         snap = self._incremental
         return snap is not None and not snap.paused
+
+    def key_condition(self, keys: Sequence[Mapping[str, Any]]) -> str:
+        """An ``additional-conditions`` filter that selects exactly the rows of ``keys`` (each
+        a key as reconciliation reports it: column -> value)."""
+        if not keys:
+            raise ValueError("key_condition needs at least one key")
+        return " OR ".join(
+            "(" + " AND ".join(self._equals(column, v) for column, v in k.items()) + ")"
+            for k in keys
+        )
+
+    def _equals(self, column: str, value: Any) -> str:
+        if value is None:
+            return f"{self._quote(column)} IS NULL"
+        return f"{self._quote(column)} = {self._literal(value)}"
+
+    def _quote(self, name: str) -> str:
+        q = self.IDENTIFIER_QUOTE
+        return q + name.replace(q, q + q) + q
+
+    def _literal(self, value: Any) -> str:
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        if isinstance(value, int | float):
+            return repr(value)
+        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        if self.BACKSLASH_ESCAPES:
+            text = text.replace("\\", "\\\\")
+        return "'" + text.replace("'", "''") + "'"
 
     # --- reading signals -----------------------------------------------------------------------
     def _stream_starting(self, builder: BatchBuilder, now: dt.datetime) -> None:

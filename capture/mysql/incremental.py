@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -38,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 class IncrementalReader(StreamReader):
     """Chunks, watermarks and positions of the MySQL agent's incremental snapshots."""
+
+    IDENTIFIER_QUOTE: ClassVar[str] = "`"
+    BACKSLASH_ESCAPES: ClassVar[bool] = True
 
     def _chunks(self) -> Any:
         conn = self._chunk_conn

@@ -186,10 +186,7 @@ def execute_snapshot(config: SourceConfig, *tables: str, condition: str | None =
     if condition is not None:
         data["additional-conditions"] = [{"data-collection": tables[0], "filter": condition}]
     source = create_source(config)
-    try:
-        source.send_signal(Signal(new_signal_id(), EXECUTE_SNAPSHOT, data))  # type: ignore[attr-defined]
-    finally:
-        source.close()
+    source.send_signal(Signal(new_signal_id(), EXECUTE_SNAPSHOT, data))  # type: ignore[attr-defined]
 
 
 def silver_rows(spark: Any, lake: Path, c: Corner, table: str) -> dict[int, tuple[Any, ...]]:
@@ -298,3 +295,50 @@ def test_bad_signals_are_quarantined_and_the_stream_goes_on(corner: Corner, tmp_
     assert any("nowhere is not captured" in r for r in reasons), reasons
     inserted = [r for r in rows(lake) if r["value"] is not None and r["value"].get("op") == "c"]
     assert inserted[-1]["value"]["after"]["id"] == 4  # the stream went on after them
+
+
+@pytest.mark.postgres
+def test_reconcile_repair_snapshots_the_damaged_keys_again(
+    spark: Any, pg: Pg, tmp_path: Path
+) -> None:
+    """Silver damaged behind the pipeline's back (an UPDATE and a DELETE on the Delta table) is
+    found by reconcile; ``--repair`` snapshots exactly those keys again and reconcile is clean."""
+    from gold.reconcile_repair import repair_now
+    from pipeline.config import PipelineConfig
+    from pipeline.orchestration import land_sources, reconcile_now, run_pipeline
+    from pipeline.sql import quote_identifier
+    from tests.integration.test_pg_capture import raw_config
+
+    c, lake = pg_corner(pg), tmp_path / "lake"
+    fill(c, "items", 30)
+    extra = {"signal.data.collection": c.collection("sig"), "table.include.list": ".*items|.*sig"}
+    config = PipelineConfig.model_validate(
+        {"lake": {"root": str(lake)}, "sources": [raw_config(pg, **extra)]}
+    )
+
+    def run_once() -> None:
+        land_sources(config, ["pg"])
+        run_pipeline(config, run_checks=False)
+
+    run_once()
+    assert reconcile_now(config, "pg").success
+    path = lake / "silver" / silver_table_name("pg", c.collection("items"))
+    table = f"delta.{quote_identifier(str(path.absolute()))}"
+    spark.sql(f"UPDATE {table} SET v = 999 WHERE id = 7")
+    spark.sql(f"DELETE FROM {table} WHERE id = 12")
+    c.sql(f"INSERT INTO {c.collection('items')} VALUES (31, 1, 'later')")
+    run_once()  # the cut moves past the damage
+
+    found = {t.collection: t for t in reconcile_now(config, "pg").tables}[c.collection("items")]
+    assert (found.differing, found.missing_in_gold) == (('{"id":7}',), ('{"id":12}',))
+    repaired = repair_now(config, "pg")
+    assert [r["table"] for r in repaired.rows()] == [c.collection("items")]
+    assert repaired.tables[0].keys == 2 and repaired.tables[0].repaired, repaired.rows()
+    assert repaired.success
+    assert reconcile_now(config, "pg").success
+    reads = [r for r in rows(lake) if r["value"] is not None and r["value"].get("op") == "r"]
+    assert sorted(
+        r["value"]["after"]["id"]
+        for r in reads
+        if r["value"]["source"]["snapshot"] == "incremental"
+    ) == [7, 12]
