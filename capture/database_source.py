@@ -326,7 +326,15 @@ class DatabaseSource(CaptureSource):
         limits = BatchLimits(max_events, max_transaction_events, until)
         if until is None:
             self._stream_starting(builder, now)
-        exhausted = self._read_stream(builder, limits, now) and not self._work_pending()
+        exhausted = self._read_stream(builder, limits, now)
+        for _ in range(_PENDING_READS):
+            # Work of its own (a chunk whose watermarks were written after the log's end was
+            # taken) shows in the log only now: an empty batch would end a run that stops when
+            # the source is exhausted, with that work not done.
+            if not exhausted or len(builder) or until is not None or not self._work_pending():
+                break
+            exhausted = self._read_stream(builder, limits, now)
+        exhausted = exhausted and not self._work_pending()
         return SourceBatch(builder, self._offset_now(), exhausted)
 
     def _stream_starting(self, builder: BatchBuilder, now: dt.datetime) -> None:
@@ -741,6 +749,10 @@ def with_last(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
 
 
 _OP_READ = Op.READ.value
+
+_PENDING_READS: Final = 3
+"""Reads of the log within one batch while the source has work of its own pending and nothing
+was read yet (see :meth:`DatabaseSource._read_batch`)."""
 
 _SCHEMA_ID_CACHE: dict[int, str] = {}
 
