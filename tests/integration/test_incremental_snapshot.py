@@ -305,7 +305,7 @@ def test_reconcile_repair_snapshots_the_damaged_keys_again(
     found by reconcile; ``--repair`` snapshots exactly those keys again and reconcile is clean."""
     from gold.reconcile_repair import repair_now
     from pipeline.config import PipelineConfig
-    from pipeline.orchestration import land_sources, reconcile_now, run_pipeline
+    from pipeline.orchestration import land_sources, run_pipeline
     from pipeline.sql import quote_identifier
     from tests.integration.test_pg_capture import raw_config
 
@@ -321,7 +321,6 @@ def test_reconcile_repair_snapshots_the_damaged_keys_again(
         run_pipeline(config, run_checks=False)
 
     run_once()
-    assert reconcile_now(config, "pg").success
     path = lake / "silver" / silver_table_name("pg", c.collection("items"))
     table = f"delta.{quote_identifier(str(path.absolute()))}"
     spark.sql(f"UPDATE {table} SET v = 999 WHERE id = 7")
@@ -329,13 +328,13 @@ def test_reconcile_repair_snapshots_the_damaged_keys_again(
     c.sql(f"INSERT INTO {c.collection('items')} VALUES (31, 1, 'later')")
     run_once()  # the cut moves past the damage
 
-    found = {t.collection: t for t in reconcile_now(config, "pg").tables}[c.collection("items")]
-    assert (found.differing, found.missing_in_gold) == (('{"id":7}',), ('{"id":12}',))
     repaired = repair_now(config, "pg")
+    found = [t for t in repaired.before.tables if not t.success]  # the damage, found
+    assert [t.collection for t in found] == [c.collection("items")]
+    assert (found[0].differing, found[0].missing_in_gold) == (('{"id":7}',), ('{"id":12}',))
     assert [r["table"] for r in repaired.rows()] == [c.collection("items")]
     assert repaired.tables[0].keys == 2 and repaired.tables[0].repaired, repaired.rows()
-    assert repaired.success
-    assert reconcile_now(config, "pg").success
+    assert repaired.after is not None and repaired.after.success  # reconciled again: clean
     reads = [r for r in rows(lake) if r["value"] is not None and r["value"].get("op") == "r"]
     assert sorted(
         r["value"]["after"]["id"]
