@@ -204,6 +204,10 @@ class DatabaseSource(CaptureSource):
     """Pause the cyclic garbage collector while a batch is read (:func:`gc_paused`): right when
     decoding creates no reference cycles, so reference counting frees everything."""
 
+    INCREMENTAL_SNAPSHOTS: ClassVar[bool] = False
+    """The agent reads signals and takes incremental snapshots (``execute-snapshot``): it
+    implements the hooks of :class:`capture.incremental_snapshot.IncrementalSnapshots`."""
+
     SETTINGS: ClassVar[Any] = None
     """The agent's settings class: its ``from_config`` reads a validated source config."""
 
@@ -233,6 +237,15 @@ class DatabaseSource(CaptureSource):
         """``errors.max.retries`` and the retry delays (subclasses set the configured one)."""
         self.masker: ColumnMasker | None = None
         """The source's column masks (subclasses set them): they reach the quarantine too."""
+
+    def release(self) -> None:
+        """Close the agent's connections, and nothing else (:meth:`close` may also drop a
+        replication slot under ``slot.drop.on.stop``): for tools that borrow the agent."""
+        self._close_connections()
+
+    def _close_connections(self) -> None:
+        """Close every connection the agent holds (each engine knows its own)."""
+        return None  # an agent without connections of its own has nothing to close
 
     def _outage(self, exc: BaseException, doing: str) -> CaptureError:
         """The medallion error for a driver error (see :attr:`SERVER_ERRORS`)."""
@@ -311,8 +324,28 @@ class DatabaseSource(CaptureSource):
         if self._phase == "done":
             return SourceBatch(builder, self._offset_now(), True)
         limits = BatchLimits(max_events, max_transaction_events, until)
+        if until is None:
+            self._stream_starting(builder, now)
         exhausted = self._read_stream(builder, limits, now)
+        for _ in range(_PENDING_READS):
+            # Work of its own (a chunk whose watermarks were written after the log's end was
+            # taken) shows in the log only now: an empty batch would end a run that stops when
+            # the source is exhausted, with that work not done.
+            if not exhausted or len(builder) or until is not None or not self._work_pending():
+                break
+            exhausted = self._read_stream(builder, limits, now)
+        exhausted = exhausted and not self._work_pending()
         return SourceBatch(builder, self._offset_now(), exhausted)
+
+    def _stream_starting(self, builder: BatchBuilder, now: dt.datetime) -> None:
+        """Before a stream batch (not a re-read of a half-landed one): signals from a side
+        channel, an incremental-snapshot chunk due (:mod:`capture.incremental_snapshot`)."""
+        return None  # agents without signals have nothing to do here
+
+    def _work_pending(self) -> bool:
+        """Whether the source has work of its own left although its log is read (a running
+        incremental snapshot): a run that stops when the source is exhausted goes on."""
+        return False
 
     def _stops_after_snapshot(self) -> bool:
         """Whether the source is exhausted for good once its snapshot is read."""
@@ -716,6 +749,10 @@ def with_last(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
 
 
 _OP_READ = Op.READ.value
+
+_PENDING_READS: Final = 3
+"""Reads of the log within one batch while the source has work of its own pending and nothing
+was read yet (see :meth:`DatabaseSource._read_batch`)."""
 
 _SCHEMA_ID_CACHE: dict[int, str] = {}
 

@@ -371,20 +371,81 @@ def quality(state: _State, sources: tuple[str, ...], reconcile: bool | None) -> 
 @cli.command()
 @click.argument("source")
 @click.option("--ranges", type=int, default=16, show_default=True, help="Key ranges to hash.")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Snapshot the differing keys again (an incremental snapshot limited to them), run the "
+    "pipeline once and reconcile again; the source's capture agent must not be running.",
+)
 @click.pass_obj
 @catch_exception
-def reconcile(state: _State, source: str, ranges: int) -> None:
+def reconcile(state: _State, source: str, ranges: int, repair: bool) -> None:
     """Compare every captured table of SOURCE with its gold view: row counts, a hash per
     primary-key range and the differing keys, then every value of an independent read of the
     database with silver, per column (differing values with examples, columns not comparable
-    because the config makes them lossy). Exits 1 when they differ."""
+    because the config makes them lossy). Exits 1 when they differ (after --repair: when they
+    still differ)."""
     from pipeline.orchestration import reconcile_now
 
+    if repair:
+        from gold.reconcile_repair import repair_now
+
+        repaired = repair_now(state.config, source, ranges=ranges)
+        state.output.result(f"reconcile {source}", repaired.before.rows())
+        state.output.result(f"reconcile {source}: repair", repaired.rows())
+        if repaired.after is not None:
+            state.output.result(f"reconcile {source}: after the repair", repaired.after.rows())
+        if not repaired.success:
+            sys.exit(EXIT_ERROR)
+        return
     result = reconcile_now(state.config, source, ranges=ranges)
     state.output.result(f"reconcile {source}", result.rows())
     state.output.result(f"reconcile {source}: values", result.value_rows())
     if not result.success:
         sys.exit(EXIT_ERROR)
+
+
+@cli.command()
+@click.argument("source")
+@click.argument(
+    "action",
+    type=click.Choice(
+        ["execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot", "log"]
+    ),
+)
+@click.option("--table", "-t", "tables", multiple=True, help="A table (schema.table); repeatable.")
+@click.option(
+    "--type",
+    "kind",
+    type=click.Choice(["incremental", "blocking"]),
+    default="incremental",
+    show_default=True,
+    help="The snapshot's type (execute-snapshot).",
+)
+@click.option(
+    "--condition",
+    default=None,
+    help="An SQL filter on the (single) table: additional-conditions (execute-snapshot).",
+)
+@click.option("--message", default=None, help="The text of a 'log' signal.")
+@click.pass_obj
+@catch_exception
+def signal(
+    state: _State,
+    source: str,
+    action: str,
+    tables: tuple[str, ...],
+    kind: str,
+    condition: str | None,
+    message: str | None,
+) -> None:
+    """Send a signal to SOURCE's capture agent: a row of its signaling table
+    (signal.data.collection), else a line of its signal.file. The running agent acts on it
+    when it reads it (see docs/signals.md)."""
+    from capture.signals_send import send
+
+    where = send(state.config, source, action, tables, kind, condition, message)
+    state.output.message(f"signal {action} sent to {source} through the {where}")
 
 
 @cli.command()

@@ -18,10 +18,10 @@ import pymysql
 
 from capture.captured_table import CapturedTable
 from capture.database_source import (
-    DatabaseSource,
     OpenTransaction,
     SnapshotProgress,
 )
+from capture.incremental_snapshot import IncrementalSnapshots
 from capture.mysql.ddl import SchemaState
 from capture.mysql.history import HistoryEntry, SchemaHistory
 from capture.mysql.position import MySqlPosition
@@ -76,7 +76,7 @@ class MySqlTable(CapturedTable):
         self.definition = definition
 
 
-class MySqlAgent(DatabaseSource):
+class MySqlAgent(IncrementalSnapshots):
     """State and connections of one MySQL / MariaDB agent.
 
     Args:
@@ -88,6 +88,7 @@ class MySqlAgent(DatabaseSource):
         super().__init__(name)
         self.retry_policy = settings.rules.retry
         self.masker = settings.rules.masker
+        self.signals = settings.signals
         if settings.snapshot_mode not in SNAPSHOT_MODES:
             raise CaptureError(f"source {name}: unknown snapshot.mode {settings.snapshot_mode!r}")
         if settings.snapshot_locking_mode not in LOCKING_MODES:
@@ -101,6 +102,8 @@ class MySqlAgent(DatabaseSource):
         self._tables: dict[tuple[str, str], MySqlTable | PipelineError | None] = {}
         self._conn: Any = None
         self._snap_conn: Any = None
+        self._chunk_conn: Any = None
+        """Incremental-snapshot chunks' connection (:mod:`capture.mysql.incremental`)."""
         self._stream: Any = None
         self._dialect: ServerDialect | None = None
         self._snapshot: SnapshotProgress[BinlogPoint] | None = None
@@ -135,13 +138,13 @@ class MySqlAgent(DatabaseSource):
             except Exception:  # noqa: BLE001 - closing a connection that already failed
                 pass
             self._stream = None
-        for conn in (self._snap_conn, self._conn):
+        for conn in (self._snap_conn, self._chunk_conn, self._conn):
             if conn is not None:
                 try:
                     conn.close()
                 except Exception:  # noqa: BLE001 - already closed by the server
                     pass
-        self._snap_conn = self._conn = None
+        self._snap_conn = self._chunk_conn = self._conn = None
         self._snap_rows = None  # it reads through the snapshot connection just closed
 
 

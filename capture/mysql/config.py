@@ -11,6 +11,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
+from capture.signals_config import SignalingKeys
 from capture.source_config import (
     CONNECTOR,
     DATABASE_PORT,
@@ -56,7 +57,7 @@ _EVERY_GTID_SOURCE = (
 )
 
 
-class MySqlSourceConfig(DatabaseFilters, RelationalSourceConfig):
+class MySqlSourceConfig(SignalingKeys, DatabaseFilters, RelationalSourceConfig):
     """MySQL or MariaDB binlog (ROW format) capture."""
 
     KIND = SourceType.MYSQL

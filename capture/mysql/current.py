@@ -101,6 +101,8 @@ def read_current(
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             point = snapshot_point(conn, ServerDialect.read(conn))
         for db, name, ddl in source._read_schemas(conn):
+            if (db, name) == source.signals.table:
+                continue  # its rows are signals, never data
             table = _table(source, db, name, ddl)
             if table is None:
                 continue
@@ -196,8 +198,9 @@ def binlog_changes_after(source: TableTracker, position: bytes, point: BinlogPoi
             at = (int(file.rsplit(".", 1)[-1]), start)
             if at >= end:
                 break
-            if not settings.table_filter.table(str(event.schema), str(event.table)):
-                continue
+            where = (str(event.schema), str(event.table))
+            if not settings.table_filter.table(*where) or where == settings.signals.table:
+                continue  # not captured, or the signaling table (its rows are never data)
             # Rows of the event at the cut itself are after it from the cut's row on.
             key = (*at, int(Phase.STREAM))
             if key > cut_key or (key == cut_key and len(event.rows) > cut_row + 1):

@@ -10,6 +10,7 @@ from capture.mysql.config import default_server_id
 from capture.mysql.types import (
     MySqlHandling,
 )
+from capture.signals import SignalSettings
 
 __all__ = ["SNAPSHOT_FETCH_SIZE", "SYSTEM_DATABASES", "MySqlSettings", "default_server_id"]
 
@@ -44,6 +45,7 @@ class MySqlSettings:
     include_query: bool = False
     connect_timeout_s: float = 30.0
     snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
+    signals: SignalSettings = field(default_factory=SignalSettings)
 
     @classmethod
     def from_config(cls, config: Any) -> MySqlSettings:
@@ -62,6 +64,7 @@ class MySqlSettings:
             table_filter=TableFilter.from_config(config, SYSTEM_DATABASES),
             handling=MySqlHandling.from_config(config),
             rules=AgentRules.from_config(config),
+            signals=SignalSettings.from_config(config),
             include_schema_changes=bool(config.include_schema_changes),
             include_query=bool(config.include_query),
             connect_timeout_s=int(config.connect_timeout_ms) / 1000,

@@ -58,6 +58,7 @@ from typing import Any, ClassVar
 from capture.mysql.agent import CONNECTOR, MySqlTable, SnapshotProgress
 from capture.mysql.current import CurrentReader
 from capture.mysql.history import SchemaHistory
+from capture.mysql.incremental import IncrementalReader
 from capture.mysql.position import MySqlPosition
 from capture.mysql.server import (
     BinlogPoint,
@@ -68,7 +69,6 @@ from capture.mysql.server import (
 from capture.mysql.settings import MySqlSettings, default_server_id
 from capture.mysql.snapshot import SnapshotReader, keyed_chunks
 from capture.mysql.status import BinlogStatus
-from capture.mysql.stream import StreamReader
 from capture.server_errors import MYSQL, ServerErrors
 from pipeline.errors import CaptureError, InternalError, NotInstalledError
 
@@ -94,7 +94,7 @@ OFFSET_FORMAT = 1
 """Version of the offset document this source writes."""
 
 
-class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
+class MySqlSource(SnapshotReader, IncrementalReader, CurrentReader, BinlogStatus):
     """Captures a MySQL or MariaDB server through its ROW binlog.
 
     A composition: the snapshot (:class:`~capture.mysql.snapshot.SnapshotReader`), the binlog
@@ -217,6 +217,7 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
                 snap, BinlogPoint(str(snap["file"]), int(snap["pos"]), snap.get("gtids"))
             )
         )
+        self._signals_restore(offset.get("signals"))
 
     def _offset_now(self) -> dict[str, Any]:
         resume = self._resume
@@ -237,6 +238,7 @@ class MySqlSource(SnapshotReader, StreamReader, CurrentReader, BinlogStatus):
             "snapshot": self._snapshot_json(
                 lambda point: {"file": point.file, "pos": point.pos, "gtids": point.gtids}
             ),
+            "signals": self._signals_json(),
         }
 
     def close(self) -> None:

@@ -354,6 +354,7 @@ class StreamReader(TableTracker):
             if change.kind == "TRUNCATE" and "t" not in s.rules.skipped_operations:
                 table = self._captured(change.database, change.table)
                 if isinstance(table, MySqlTable):
+                    self._incremental_truncated(table)
                     pos = _position(self._file_number(), start, _STREAM, 0, seq, self._file, gtid)
                     seq += 1
                     source = self._source(table, start, 0, gtid, ts_ms, int(event.slave_proxy_id))
@@ -472,12 +473,19 @@ class StreamReader(TableTracker):
         if tx is None:  # a row event outside a group: only when the binlog starts mid-group
             tx = self._open_tx(start, None, int(event.timestamp) * 1000)
         db, name = str(event.schema), str(event.table)
+        origin = f"mysql:{self._file}:{start}"
+        file_number = self._file_number()
+        if (db, name) == self.signals.table:
+            if isinstance(event, WriteRowsEvent):  # the signaling table's rows are never data
+                for row_index, row in enumerate(event.rows):
+                    at = (file_number, start, row_index, tx)
+                    signal = _signal_columns(row["values"])
+                    self._signal_row(builder, signal, f"{origin}#{row_index}", at, now)
+            return
         table = self._captured(db, name)
         if table is None:
             return
-        origin = f"mysql:{self._file}:{start}"
         ts_ms = int(event.timestamp) * 1000
-        file_number = self._file_number()
         if isinstance(table, PipelineError):
             for row_index, row in enumerate(event.rows):
                 position = _position(file_number, start, _STREAM, row_index, 0, self._file, tx.gtid)
@@ -502,6 +510,8 @@ class StreamReader(TableTracker):
                     )
                 self._last_position = position
                 continue
+            if self._window is not None:
+                self._incremental_saw(table, [record.key for record in records])
             for seq, record in enumerate(records):
                 if record.value is not None and not tx.begun and rules.provide_transaction_metadata:
                     self._begin_record(builder, tx, now)
@@ -547,6 +557,14 @@ class StreamReader(TableTracker):
         before, old_key = table.row_and_key(old)
         after, new_key = table.row_and_key(new)
         return update_records(source, (before, after), (old_key, new_key), table, tx, rules)
+
+
+def _signal_columns(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A signaling-table row image -> ``id``, ``type``, ``data`` (its first three columns, by
+    position: without ``binlog_row_metadata=FULL`` the image has no column names)."""
+    texts = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in values.values()]
+    texts += [None] * (3 - len(texts))
+    return {"id": texts[0], "type": texts[1], "data": texts[2]}
 
 
 def _table_change(change: SchemaChange) -> dict[str, Any]:

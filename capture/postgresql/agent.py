@@ -16,10 +16,10 @@ from typing import Any
 import psycopg
 
 from capture.database_source import (
-    DatabaseSource,
     OpenTransaction,
     SnapshotProgress,
 )
+from capture.incremental_snapshot import IncrementalSnapshots
 from capture.postgresql import catalog as pg_catalog
 from capture.postgresql import slot as pg_slot
 from capture.postgresql.pgoutput import (
@@ -52,7 +52,7 @@ class PgTx(OpenTransaction):
     seq: int = 0
 
 
-class PostgresAgent(DatabaseSource):
+class PostgresAgent(IncrementalSnapshots):
     """State, connections, setup and table schemas of one PostgreSQL agent.
 
     Args:
@@ -64,6 +64,7 @@ class PostgresAgent(DatabaseSource):
         super().__init__(name)
         self.retry_policy = settings.rules.retry
         self.masker = settings.rules.masker
+        self.signals = settings.signals
         self._last_nudge = 0.0
         """``time.monotonic()`` of the last heartbeat marker written on an idle database."""
         self.partition = settings.server_name

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import field_validator
 
+from capture.signals_config import SignalingKeys
 from capture.source_config import (
     CONNECTOR,
     DATABASE_DBNAME,
@@ -76,7 +77,7 @@ class LogicalReplicationConfig(SchemaFilters, RelationalSourceConfig):
     (``FOR TABLE`` from the include/exclude lists)."""
 
 
-class PostgresSourceConfig(LogicalReplicationConfig):
+class PostgresSourceConfig(SignalingKeys, LogicalReplicationConfig):
     """PostgreSQL logical decoding (10+)."""
 
     KIND = SourceType.POSTGRESQL

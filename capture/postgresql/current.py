@@ -93,8 +93,10 @@ def slot_changes_after(
             if isinstance(message, Begin):
                 commit = message.final_lsn
             elif isinstance(message, Relation):
-                captured[message.relation_id] = settings.table_filter.table(
-                    message.namespace or "pg_catalog", message.name
+                where = (message.namespace or "pg_catalog", message.name)
+                # The signaling table's rows (watermarks) are never data.
+                captured[message.relation_id] = (
+                    settings.table_filter.table(*where) and where != settings.signals.table
                 )
             elif isinstance(message, (Insert, Update, Delete)):
                 if commit > cut_commit and captured.get(message.relation_id, True):
@@ -150,6 +152,8 @@ class CurrentReader(PostgresAgent):
                 raise InternalError("capture.postgresql.current: expected row is not None")
             lsn = parse_lsn(row[0])
             for schema, table in self._captured_tables(conn):
+                if (schema, table) == self.signals.table:
+                    continue  # its rows are signals, never data
                 ts = self._table_schema(conn, schema, table, track=False)
                 if ts is None:
                     continue

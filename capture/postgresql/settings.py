@@ -8,6 +8,7 @@ from typing import Any
 from capture.captured_table import AgentRules
 from capture.postgresql.schema import TableFilter
 from capture.postgresql.types import ValueHandling
+from capture.signals import SignalSettings
 
 __all__ = ["SNAPSHOT_FETCH_SIZE", "PgSourceSettings"]
 
@@ -39,6 +40,7 @@ class PgSourceSettings:
     toasted_value_placeholder: str = "__debezium_unavailable_value"
     slot_drop_on_stop: bool = False
     snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
+    signals: SignalSettings = field(default_factory=SignalSettings)
 
     @classmethod
     def from_config(cls, config: Any) -> PgSourceSettings:
@@ -57,6 +59,7 @@ class PgSourceSettings:
             table_filter=TableFilter.from_config(config),
             handling=ValueHandling.from_config(config),
             rules=AgentRules.from_config(config),
+            signals=SignalSettings.from_config(config),
             toasted_value_placeholder=str(config.toasted_value_placeholder),
             slot_drop_on_stop=bool(config.slot_drop_on_stop),
         )

@@ -25,7 +25,7 @@ from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
 from pipeline.errors import CaptureError, InternalError
 
-__all__ = ["SNAPSHOT_CURSOR", "SnapshotReader", "keyed_chunks"]
+__all__ = ["SNAPSHOT_CURSOR", "SnapshotReader", "keyed_chunks", "text_cursor"]
 
 logger = logging.getLogger(__name__)
 
@@ -177,10 +177,7 @@ def keyed_chunks(
             query = sql.SQL("{} WHERE ctid > {}::tid").format(query, sql.Placeholder())
         params = list(after)
     conn.execute(sql.SQL("{} ORDER BY {}").format(query, order), params)
-    # psycopg's text loader in C, for every column: unregistered OIDs (domains) load as text.
-    cur = conn.cursor()
-    for oid in {0, _TID_OID, *(c.type_oid for c in ts.columns)}:
-        cur.adapters.register_loader(oid, TextLoader)
+    cur = text_cursor(conn, ts)
     fetch = sql.SQL("FETCH {} FROM {}").format(sql.Literal(size), sql.Identifier(cursor))
     while True:
         cur.execute(fetch)
@@ -190,6 +187,15 @@ def keyed_chunks(
             break
     cur.close()
     conn.execute(sql.SQL("CLOSE {}").format(sql.Identifier(cursor)))
+
+
+def text_cursor(conn: psycopg.Connection[Any], ts: TableSchema) -> psycopg.Cursor[Any]:
+    """A cursor that reads every column of ``ts`` as the text its output function writes (what
+    pgoutput sends): psycopg's text loader in C; unregistered OIDs (domains) load as text."""
+    cur = conn.cursor()
+    for oid in {0, _TID_OID, *(c.type_oid for c in ts.columns)}:
+        cur.adapters.register_loader(oid, TextLoader)
+    return cur
 
 
 _position = PostgresPosition._new

@@ -65,12 +65,12 @@ from bronze import schema as S
 from capture.postgresql import slot as pg_slot
 from capture.postgresql.agent import SnapshotProgress
 from capture.postgresql.current import CurrentReader
+from capture.postgresql.incremental import IncrementalReader
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.settings import PgSourceSettings
 from capture.postgresql.slot import parse_lsn
 from capture.postgresql.snapshot import SnapshotReader
 from capture.postgresql.status import SlotStatus
-from capture.postgresql.stream import StreamReader
 from capture.server_errors import POSTGRES, ServerErrors
 from pipeline.errors import CaptureError, InternalError, NotInstalledError, SourceUnavailable
 
@@ -89,7 +89,7 @@ OFFSET_FORMAT = 1
 """Version of the offset document this source writes."""
 
 
-class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
+class PostgresSource(SnapshotReader, IncrementalReader, CurrentReader, SlotStatus):
     """Captures one PostgreSQL database through a pgoutput slot.
 
     A composition: the snapshot (:class:`~capture.postgresql.snapshot.SnapshotReader`), the
@@ -229,6 +229,7 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
         self._snapshot = (
             None if snap is None else SnapshotProgress.from_json(snap, parse_lsn(snap["point"]))
         )
+        self._signals_restore(offset.get("signals"))
 
     def _offset_now(self) -> dict[str, Any]:
         return {
@@ -242,6 +243,7 @@ class PostgresSource(SnapshotReader, StreamReader, CurrentReader, SlotStatus):
             else {"commit_lsn": format_pg_lsn(self._cut[0]), "emitted": self._cut[1]},
             "position": None if self._last_position is None else self._last_position.to_json(),
             "snapshot": self._snapshot_json(lambda point: {"point": format_pg_lsn(point)}),
+            "signals": self._signals_json(),
         }
 
     def _stops_after_snapshot(self) -> bool:

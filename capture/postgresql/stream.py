@@ -263,6 +263,12 @@ class StreamReader(PostgresAgent):
             )
         if table is None:
             return  # not captured
+        if table.collection == self.signals.collection:
+            if isinstance(message, Insert):
+                self._signal_row(
+                    builder, table.row(message.new), f"pg:{format_pg_lsn(lsn)}", (tx, lsn), now
+                )
+            return  # the signaling table's rows are signals, never data
         try:
             records = self._change_records(table, message, lsn, tx)
         except (ValueConversionError, PipelineError) as exc:
@@ -271,6 +277,8 @@ class StreamReader(PostgresAgent):
                 self._quarantine(builder, raw, f"pg:{format_pg_lsn(lsn)}", exc, now, table)
             self._last_position = position
             return
+        if self._window is not None:
+            self._incremental_saw(table, [record.key for record in records])
         for record in records:
             if record.value is not None:
                 self._begin_if_needed(builder, tx, now)
@@ -348,7 +356,8 @@ class StreamReader(PostgresAgent):
 
     def _relation(self, message: Relation) -> None:
         schema = message.namespace or "pg_catalog"
-        if not self.settings.table_filter.table(schema, message.name):
+        signaling = self.signals.table == (schema, message.name)
+        if not signaling and not self.settings.table_filter.table(schema, message.name):
             self._relations[message.relation_id] = None
             return
         self._relations[message.relation_id] = self._table_schema(
@@ -433,7 +442,10 @@ class StreamReader(PostgresAgent):
         s = self.settings
         for relid in message.relation_ids:
             table = self._relations.get(relid)
-            if table is None or "t" in self.settings.rules.skipped_operations:
+            if table is None:
+                continue
+            self._incremental_truncated(table)
+            if "t" in self.settings.rules.skipped_operations:
                 continue
             self._begin_if_needed(builder, tx, now)
             position = self._position(tx, lsn)

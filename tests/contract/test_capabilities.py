@@ -15,8 +15,8 @@ from pipeline.config import SourceConfig
 from tests.contract.drivers import DRIVERS, Capability
 
 EXPECTED = {
-    "postgresql": {"snapshot", "restart", "acknowledges", "reports_log"},
-    "mysql": {"snapshot", "restart", "reports_log"},
+    "postgresql": {"snapshot", "restart", "acknowledges", "reports_log", "incremental_snapshot"},
+    "mysql": {"snapshot", "restart", "reports_log", "incremental_snapshot"},
     # Files: no agent snapshot to hand over from, no server to restart, nothing to acknowledge
     # (bronze's offset is the only record of what was read) and no database log to report.
     "debezium_json": set(),
@@ -50,7 +50,7 @@ MINIMAL = {
 
 
 def test_acknowledgement_and_log_are_the_connectors_own_flags(tmp_path: Path) -> None:
-    # The drivers do not decide these two capabilities: each source class declares them.
+    # The drivers do not decide these capabilities: each source class declares them.
     for name, driver in DRIVERS.items():
         raw = {"name": "flags", "connector": name, "topic.prefix": "p", **MINIMAL[name]}
         if name == "debezium_json":
@@ -60,5 +60,6 @@ def test_acknowledgement_and_log_are_the_connectors_own_flags(tmp_path: Path) ->
         declared = {
             Capability.ACKNOWLEDGES: source.ACKNOWLEDGES,
             Capability.REPORTS_LOG: source.REPORTS_LOG,
+            Capability.INCREMENTAL_SNAPSHOT: getattr(source, "INCREMENTAL_SNAPSHOTS", False),
         }
         assert declared == {c: c in driver.CAPABILITIES for c in declared}, name

@@ -34,6 +34,9 @@ class Capability(enum.StrEnum):
     """The source is told what bronze holds (a PostgreSQL slot flush): ``ACKNOWLEDGES``."""
     REPORTS_LOG = "reports_log"
     """``medallion status`` reports the database log behind the source: ``REPORTS_LOG``."""
+    INCREMENTAL_SNAPSHOT = "incremental_snapshot"
+    """The agent reads signals and takes incremental snapshots (``INCREMENTAL_SNAPSHOTS``;
+    tests/integration/test_incremental_snapshot.py)."""
 
 
 class ContractDriver(ABC):

@@ -25,7 +25,12 @@ class MySqlDriver(SqlDriver):
     CONNECTOR: ClassVar[str] = "mysql"
     SOURCE_NAME: ClassVar[str] = "my"
     CAPABILITIES: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.SNAPSHOT, Capability.RESTART, Capability.REPORTS_LOG}
+        {
+            Capability.SNAPSHOT,
+            Capability.RESTART,
+            Capability.REPORTS_LOG,
+            Capability.INCREMENTAL_SNAPSHOT,
+        }
     )
     MARKERS: ClassVar[tuple[str, ...]] = ("mysql",)
     SERVER_FIXTURE: ClassVar[str | None] = "mariadb_conn"

@@ -1,0 +1,349 @@
+"""Signals and incremental snapshots on the real PostgreSQL and MariaDB servers.
+
+Each test owns a corner of the server (``pg`` / ``my`` from the capture tests), a signaling
+table ``sig`` in it and a temp lake. The agent snapshots no rows (``snapshot.mode`` never or
+schema_only), so the rows a table had come from the incremental snapshot only; silver is applied
+with the project's job on the shared SparkSession and compared with the source row by row.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
+from capture.registry import create_source
+from capture.signals import EXECUTE_SNAPSHOT, Signal, new_signal_id
+from pipeline.config import SourceConfig
+from pipeline.landing import LandingAgent
+from silver.job import SilverJob, silver_table_name
+from silver.merge import DELETED
+from tests.integration.test_mysql_capture import My, my
+from tests.integration.test_pg_capture import Pg, pg, rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.delta]
+
+__all__ = ["my", "pg"]  # the fixtures, re-used from the capture tests
+
+
+class Crash(BaseException):
+    """Stands for kill -9 between reading a batch and committing it: nothing of the batch is
+    committed and the agent's memory (the chunk in flight) is gone."""
+
+
+class CrashAt:
+    """A fault injector that crashes once, after reading batch ``seq``."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+    def hit(self, point: str, batch_seq: int) -> None:
+        if point == "after_read" and batch_seq == self.seq:
+            raise Crash
+
+
+@dataclass
+class Corner:
+    """One engine's corner: SQL in it, its source config, and what a table is called."""
+
+    name: str
+    """The source name."""
+    schema: str
+    sql: Callable[..., None]
+    query: Callable[[str], list[tuple[Any, ...]]]
+    raw: Callable[..., SourceConfig]
+    create: str
+    """``CREATE TABLE {t} (...)`` for a keyed table (id, v, note)."""
+    signal_table: str
+    row_id: Callable[[Any], int]
+    """The ``id`` of a row as the agent's chunk read returns it."""
+    no_data_snapshot: str
+    """The ``snapshot.mode`` that snapshots no rows: PostgreSQL ``never``; MySQL
+    ``schema_only`` (the schema history then knows only the captured tables, so a table added
+    later is learnt when a snapshot names it)."""
+
+    def collection(self, table: str) -> str:
+        return f"{self.schema}.{table}"
+
+    def config(self, **extra: Any) -> SourceConfig:
+        return self.raw(
+            **{
+                "snapshot.mode": self.no_data_snapshot,
+                "signal.data.collection": self.collection("sig"),
+                "incremental.snapshot.chunk.size": 40,
+                **extra,
+            }
+        )
+
+
+def pg_corner(pg: Pg) -> Corner:
+    pg.sql(
+        f"CREATE TABLE {pg.schema}.sig (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
+        "data text)"
+    )
+    return Corner(
+        "pg",
+        pg.schema,
+        lambda *s: pg.sql(*s),
+        lambda q: pg.query(q),
+        pg.config,
+        "CREATE TABLE {t} (id int PRIMARY KEY, v int NOT NULL, note text)",
+        f"{pg.schema}.sig",
+        lambda row: int(row[0]),
+        "never",
+    )
+
+
+def my_corner(my: My) -> Corner:
+    my.sql(
+        f"CREATE TABLE {my.database}.sig (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, "
+        "data TEXT)"
+    )
+    return Corner(
+        "my",
+        my.database,
+        lambda *s: my.sql(*s),
+        lambda q: my.query(q),
+        my.config,
+        "CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, note TEXT)",
+        f"{my.database}.sig",
+        lambda row: int(row[0][0]),
+        "schema_only",
+    )
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def corner(request: pytest.FixtureRequest) -> Iterator[Corner]:
+    if request.param == "postgresql":
+        request.applymarker(pytest.mark.postgres)
+        yield pg_corner(request.getfixturevalue("pg"))
+    else:
+        request.applymarker(pytest.mark.mysql)
+        yield my_corner(request.getfixturevalue("my"))
+
+
+def fill(c: Corner, table: str, count: int) -> None:
+    c.sql(c.create.format(t=c.collection(table)))
+    values = ", ".join(f"({i}, {i * 7 % 101}, 'row {i}')" for i in range(1, count + 1))
+    c.sql(f"INSERT INTO {c.collection(table)} VALUES {values}")
+
+
+def workload(c: Corner, table: str, rnd: random.Random, ops: int) -> None:
+    """Random single-row updates, deletes and inserts, each its own transaction."""
+    t = c.collection(table)
+    for _ in range(ops):
+        key = rnd.randint(1, 260)
+        kind = rnd.random()
+        if kind < 0.5:
+            c.sql(f"UPDATE {t} SET v = v + {rnd.randint(1, 9)}, note = 'upd' WHERE id = {key}")
+        elif kind < 0.75:
+            c.sql(f"DELETE FROM {t} WHERE id = {key}")
+        else:
+            c.sql(f"DELETE FROM {t} WHERE id = {key}")
+            c.sql(f"INSERT INTO {t} VALUES ({key}, {rnd.randint(0, 99)}, 'new')")
+
+
+def land_once(
+    config: SourceConfig,
+    lake: Path,
+    *,
+    crash_at: int | None = None,
+    in_window: Callable[[list[Any]], None] | None = None,
+    **kw: Any,
+) -> Any:
+    """Land once; ``in_window`` runs right after each chunk is read, before its high watermark
+    is written: what it commits is inside the chunk's window."""
+    source = create_source(config)
+    if in_window is not None:
+        read = source._incremental_read  # type: ignore[attr-defined]
+
+        def read_then_change(*args: Any) -> list[Any]:
+            chunk: list[Any] = read(*args)
+            in_window(chunk)
+            return chunk
+
+        source._incremental_read = read_then_change  # type: ignore[attr-defined]
+    agent = LandingAgent(
+        source,
+        BronzeWriter(BronzeTables.under(lake)),
+        max_events=kw.pop("max_events", 1000),
+        max_transaction_events=100_000,
+        faults=CrashAt(crash_at) if crash_at is not None else None,  # type: ignore[arg-type]
+    )
+    return agent.run(**kw)
+
+
+def snapshot_running(lake: Path, name: str) -> bool:
+    committed = BronzeWriter(BronzeTables.under(lake)).last_committed(agent_app_id(name))
+    assert committed is not None
+    signals = committed.offset.get("signals") or {}
+    return signals.get("snapshot") is not None
+
+
+def execute_snapshot(config: SourceConfig, *tables: str, condition: str | None = None) -> None:
+    """Send ``execute-snapshot`` the way ``medallion signal`` does: through the agent."""
+    data: dict[str, Any] = {"data-collections": list(tables), "type": "incremental"}
+    if condition is not None:
+        data["additional-conditions"] = [{"data-collection": tables[0], "filter": condition}]
+    source = create_source(config)
+    source.send_signal(Signal(new_signal_id(), EXECUTE_SNAPSHOT, data))  # type: ignore[attr-defined]
+
+
+def silver_rows(spark: Any, lake: Path, c: Corner, table: str) -> dict[int, tuple[Any, ...]]:
+    path = lake / "silver" / silver_table_name(c.name, c.collection(table))
+    frame = spark.read.format("delta").load(str(path)).where(f"NOT {DELETED}")
+    return {r["id"]: (r["v"], r["note"]) for r in frame.select("id", "v", "note").collect()}
+
+
+def source_rows(c: Corner, table: str) -> dict[int, tuple[Any, ...]]:
+    return {r[0]: (r[1], r[2]) for r in c.query(f"SELECT id, v, note FROM {c.collection(table)}")}
+
+
+def test_incremental_snapshots_under_a_workload_a_crash_and_a_new_table(
+    spark: Any, corner: Corner, tmp_path: Path
+) -> None:
+    """A 250-row table snapshotted in chunks of 40 while random changes commit around and
+    inside the chunks' windows, with a crash between reading and committing a batch in the
+    middle; then a table added to the include list mid-stream, snapshotted in two parts through
+    ``additional-conditions``. One silver run: silver equals the source for both."""
+    c, lake, rnd = corner, tmp_path / "lake", random.Random(16)
+    fill(c, "items", 250)
+    fill(c, "b", 90)
+    c.sql(f"UPDATE {c.collection('b')} SET v = 0 WHERE id <= 10")  # before capture starts
+    config = c.config(**{"table.include.list": rf"{c.schema}\.(items|sig)"})
+    land_once(config, lake)  # streaming from now; the rows before come from the snapshot only
+    execute_snapshot(config, c.collection("items"))
+    in_window = 0
+
+    def change_chunk_rows(chunk: list[Any]) -> None:
+        # Commits between the chunk's read and its high watermark, on keys the chunk read:
+        # the chunk's (older) copies of these rows must not reach silver over them.
+        nonlocal in_window
+        for row in rnd.sample(chunk, min(3, len(chunk))):
+            key = c.row_id(row)
+            if rnd.random() < 0.6:
+                c.sql(f"UPDATE {c.collection('items')} SET v = -1, note = 'win' WHERE id = {key}")
+            else:
+                c.sql(f"DELETE FROM {c.collection('items')} WHERE id = {key}")
+            in_window += 1
+
+    crashed = False
+    for batch in range(30):
+        workload(c, "items", rnd, 3)
+        try:
+            land_once(
+                config,
+                lake,
+                max_batches=1,
+                crash_at=None if crashed else 2,
+                in_window=change_chunk_rows,
+            )
+        except Crash:
+            crashed = True
+        if batch > 3 and crashed and not snapshot_running(lake, c.name):
+            break
+    else:
+        pytest.fail("the incremental snapshot did not finish in 30 batches")
+    assert crashed and in_window >= 12
+    land_once(config, lake)
+    landed = rows(lake)
+    reads = [r for r in landed if r["value"] is not None and r["value"].get("op") == "r"]
+    assert reads and all(r["value"]["source"]["snapshot"] == "incremental" for r in reads)
+    assert not [r for r in landed if str(r["collection"]).endswith(".sig")]  # never data
+
+    # Table b joins the include list; its rows id > 3 first, then the rest.
+    config = c.config(**{"table.include.list": rf"{c.schema}\.(items|b|sig)"})
+    execute_snapshot(config, c.collection("b"), condition="id > 3")
+    land_once(config, lake)
+    c.sql(f"DELETE FROM {c.collection('b')} WHERE id = 50")
+    land_once(config, lake)
+    assert not snapshot_running(lake, c.name)
+    b_reads = {
+        r["value"]["after"]["id"]
+        for r in rows(lake)
+        if str(r["collection"]).endswith(".b") and r["value"] and r["value"].get("op") == "r"
+    }
+    assert b_reads == set(range(4, 91)) - {50} or b_reads == set(range(4, 91))
+    execute_snapshot(config, c.collection("b"), condition="id <= 3")
+    land_once(config, lake)
+    SilverJob(spark, lake).run_once()
+    assert silver_rows(spark, lake, c, "items") == source_rows(c, "items")
+    assert silver_rows(spark, lake, c, "b") == source_rows(c, "b")
+
+
+def test_bad_signals_are_quarantined_and_the_stream_goes_on(corner: Corner, tmp_path: Path) -> None:
+    c, lake = corner, tmp_path / "lake"
+    fill(c, "a", 3)
+    config = c.config()
+    land_once(config, lake)
+    sig = c.signal_table
+    c.sql(
+        f"INSERT INTO {sig} VALUES ('s1', 'frobnicate', '{{}}')",
+        f"INSERT INTO {sig} VALUES ('s2', 'execute-snapshot', 'not json')",
+        f"INSERT INTO {sig} VALUES ('s3', 'execute-snapshot', "
+        f'\'{{"data-collections": ["{c.schema}.nowhere"]}}\')',
+        f"INSERT INTO {sig} VALUES ('s4', 'log', '{{\"message\": \"hello\"}}')",
+        f"INSERT INTO {c.collection('a')} VALUES (4, 4, 'after the bad signals')",
+    )
+    result = land_once(config, lake)
+    assert result.quarantined == 3
+    from tests.integration.test_mysql_capture import quarantined
+
+    reasons = sorted(orjson.dumps(q["reason"]).decode() for q in quarantined(lake))
+    assert any("unknown type 'frobnicate'" in r for r in reasons), reasons
+    assert any("data is not JSON" in r for r in reasons), reasons
+    assert any("nowhere is not captured" in r for r in reasons), reasons
+    inserted = [r for r in rows(lake) if r["value"] is not None and r["value"].get("op") == "c"]
+    assert inserted[-1]["value"]["after"]["id"] == 4  # the stream went on after them
+
+
+@pytest.mark.postgres
+def test_reconcile_repair_snapshots_the_damaged_keys_again(
+    spark: Any, pg: Pg, tmp_path: Path
+) -> None:
+    """Silver damaged behind the pipeline's back (an UPDATE and a DELETE on the Delta table) is
+    found by reconcile; ``--repair`` snapshots exactly those keys again and reconcile is clean."""
+    from gold.reconcile_repair import repair_now
+    from pipeline.config import PipelineConfig
+    from pipeline.orchestration import land_sources, run_pipeline
+    from pipeline.sql import quote_identifier
+    from tests.integration.test_pg_capture import raw_config
+
+    c, lake = pg_corner(pg), tmp_path / "lake"
+    fill(c, "items", 30)
+    extra = {"signal.data.collection": c.collection("sig"), "table.include.list": ".*items|.*sig"}
+    config = PipelineConfig.model_validate(
+        {"lake": {"root": str(lake)}, "sources": [raw_config(pg, **extra)]}
+    )
+
+    def run_once() -> None:
+        land_sources(config, ["pg"])
+        run_pipeline(config, run_checks=False)
+
+    run_once()
+    path = lake / "silver" / silver_table_name("pg", c.collection("items"))
+    table = f"delta.{quote_identifier(str(path.absolute()))}"
+    spark.sql(f"UPDATE {table} SET v = 999 WHERE id = 7")
+    spark.sql(f"DELETE FROM {table} WHERE id = 12")
+    c.sql(f"INSERT INTO {c.collection('items')} VALUES (31, 1, 'later')")
+    run_once()  # the cut moves past the damage
+
+    repaired = repair_now(config, "pg")
+    found = [t for t in repaired.before.tables if not t.success]  # the damage, found
+    assert [t.collection for t in found] == [c.collection("items")]
+    assert (found[0].differing, found[0].missing_in_gold) == (('{"id":7}',), ('{"id":12}',))
+    assert [r["table"] for r in repaired.rows()] == [c.collection("items")]
+    assert repaired.tables[0].keys == 2 and repaired.tables[0].repaired, repaired.rows()
+    assert repaired.after is not None and repaired.after.success  # reconciled again: clean
+    reads = [r for r in rows(lake) if r["value"] is not None and r["value"].get("op") == "r"]
+    assert sorted(
+        r["value"]["after"]["id"]
+        for r in reads
+        if r["value"]["source"]["snapshot"] == "incremental"
+    ) == [7, 12]
