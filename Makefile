@@ -9,7 +9,8 @@ PYTEST_ARGS ?=
 # Two pytest workers (pytest-xdist), a module's tests kept together on one worker, so that one
 # worker's waits on the servers, the JVM or the Debezium runner overlap the other's CPU work.
 # Modules go out in the order tests/conftest.py gives them (slow ones first), not xdist's
-# most-tests-first, which started the longest modules (few tests each) last.
+# most-tests-first, which started the longest modules (few tests each) last; the modules sharing
+# an expensive fixture (tests/conftest.py SCHEDULED_TOGETHER) go to one worker as one unit.
 # PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -45,6 +46,20 @@ def _isolate_medallion_env() -> Iterator[None]:
 _HEAVY = ("spark", "postgres", "mysql")
 """Markers of tests that start or drive a JVM or a database server."""
 
+SCHEDULED_TOGETHER: dict[str, tuple[str, ...]] = {
+    # The connector contract's shared history (tests/contract/conftest.py ``shared``) is built
+    # once per connector and worker: on one worker, once per connector.
+    "contract shared history": (
+        "tests/contract/test_commit_order.py",
+        "tests/contract/test_resume.py",
+        "tests/contract/test_silver.py",
+        "tests/contract/test_status.py",
+    ),
+}
+"""Modules ``make test`` hands to the same worker, as one unit (they share an expensive fixture)."""
+
+_TOGETHER = {module: unit for unit, modules in SCHEDULED_TOGETHER.items() for module in modules}
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run modules with slow tests first, then those using Spark or a server, then the rest.
@@ -65,3 +80,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         modules[module] = max(modules.get(module, 0), weight(item))
     first = {module: i for i, module in enumerate(modules)}
     items.sort(key=lambda item: (-modules[m := item.nodeid.split("::", 1)[0]], first[m]))
+    shared = {
+        module
+        for item in items
+        if (module := item.nodeid.split("::", 1)[0]).startswith("tests/contract/")
+        and "shared" in getattr(item, "fixturenames", ())
+    }
+    if missing := sorted(shared - set(SCHEDULED_TOGETHER["contract shared history"])):
+        raise pytest.UsageError(
+            f"{', '.join(missing)} use the contract's shared history: add them to "
+            "SCHEDULED_TOGETHER in tests/conftest.py (make test builds it once per connector)"
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (``make test``), with the modules of :data:`SCHEDULED_TOGETHER` as one
+    unit each; any other ``--dist`` is left to pytest-xdist."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+
+    class TogetherScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return _TOGETHER.get(module, module)
+
+    return TogetherScheduling(config, log)

@@ -120,20 +120,34 @@ class SharedHistory:
                 return
 
 
-@pytest.fixture(scope="session")
+_SHARED = pytest.StashKey[dict[str, SharedHistory]]()
+"""The session's shared histories, by connector."""
+
+
+@pytest.fixture
 def shared(
     connector: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SharedHistory]:
-    """The standard history of ``connector`` landed in a lake (see :class:`SharedHistory`)."""
-    workdir = tmp_path_factory.mktemp(f"contract-{connector}")
-    made = make_driver(connector, request, workdir / "source")
-    history = begin(made)
-    run = SharedHistory(made, workdir / "lake", history, history.snapshot())
-    run.land_batch_by_batch()  # the snapshot, on a quiet source
-    for _part in range(2):
-        transactions = history.transactions(TRANSACTIONS)
-        made.apply(transactions)
-        run.transactions += transactions
-        run.land_batch_by_batch()
-    yield run
-    made.close()
+) -> SharedHistory:
+    """The standard history of ``connector`` landed in a lake (see :class:`SharedHistory`).
+
+    Built once per connector and session, on first use, and closed when the session ends.
+    Not a session-scoped fixture: ``connector`` is a session parameter, so pytest would tear
+    that fixture down and build it again at every switch of connector, and the modules using it
+    run one after another, each over every connector (one build per module and connector).
+    """
+    built = request.config.stash.setdefault(_SHARED, {})
+    if connector not in built:
+        workdir = tmp_path_factory.mktemp(f"contract-{connector}")
+        made = make_driver(connector, request, workdir / "source")
+        # Registered after the driver's server fixture was set up: closed before it stops.
+        request.session.addfinalizer(made.close)
+        history = begin(made)
+        run = SharedHistory(made, workdir / "lake", history, history.snapshot())
+        run.land_batch_by_batch()  # the snapshot, on a quiet source
+        for _part in range(2):
+            transactions = history.transactions(TRANSACTIONS)
+            made.apply(transactions)
+            run.transactions += transactions
+            run.land_batch_by_batch()
+        built[connector] = run
+    return built[connector]

@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from deltalake import DeltaTable
@@ -26,8 +26,12 @@ from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
 from pipeline.config import SourceConfig
 from pipeline.landing import LandingAgent, LandingResult
-from tests.contract.drivers import ContractDriver
 from tests.contract.history import TABLES, Event, History
+
+if TYPE_CHECKING:
+    # Only a type here: the killed child (tests.contract.agent) imports this module, and the
+    # drivers pull in the server fixtures, pytest and every connector's test module.
+    from tests.contract.drivers import ContractDriver
 
 __all__ = [
     "Landed",

@@ -150,7 +150,9 @@ def data(lake: Path, table: str | None = None) -> list[dict[str, Any]]:
 
 
 def assert_positions_unique_and_ordered(lake: Path) -> None:
-    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table()
+    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table(
+        columns=[S.POSITION, S.BATCH_SEQ]
+    )
     positions = table.column(S.POSITION).to_pylist()
     assert len(set(positions)) == len(positions), "duplicate positions"
     batches = sorted(set(table.column(S.BATCH_SEQ).to_pylist()))
