@@ -89,7 +89,8 @@ def _view_sql(lake_root: Path, table: TableAtCut, columns: list[str], cut: Cut) 
     path = str(_silver_path(lake_root, table.silver_table))
     props = {
         "medallion.source": cut.source,
-        "medallion.collection": table.collection,
+        # A collection name may hold a NUL (a legal JSON string), which no SQL literal can.
+        "medallion.collection": table.collection.replace("\0", "\\u0000"),
         "medallion.silverBatch": str(cut.silver_batch),
         "medallion.position": cut.position.hex(),
         "medallion.sourceTsMs": "" if cut.source_ts_ms is None else str(cut.source_ts_ms),
