@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from gold.cuts import latest_cut
-from gold.reconcile import can_reconcile, reconcile_source
+from gold.reconcile import can_reconcile, last_reconciled, reconcile_source
 from pipeline.config import PipelineConfig
+from pipeline.orchestration import reconcile_due
 from silver.job import SilverJob
 from tests.integration.test_mongodb_capture import COLL, DB, NS, config, land
 from tests.mongomodel.bson import Binary, Date, Decimal128, Double, Int32, Int64, ObjectId
@@ -84,16 +85,15 @@ def test_clean_then_every_difference_is_found_and_changes_after_the_cut_are_not(
     pipeline = PipelineConfig.model_validate({"lake": {"root": str(lake)}, "sources": [raw]})
     assert can_reconcile(pipeline.source("mongo"))
 
-    result = reconcile_source(spark, pipeline, lake, "mongo", record=False)
-    (orders,) = result.tables
-    assert orders.collection == f"{DB}.orders"
-    assert orders.success, orders
-    assert (orders.source_rows, orders.gold_rows) == (10, 10)
-    assert result.source_ahead is False
-    assert result.notes[0].endswith("0 captured documents changed")
+    # Clean, as `medallion quality` runs it (and recorded in gold/_reconciliations).
+    warning, verdict = reconcile_due(pipeline, spark, lake, force=True)({"mongo": cut})
+    assert (verdict.check, verdict.table, verdict.success) == ("reconcile", f"{DB}.orders", True)
+    assert verdict.observed.startswith("source 10 rows, gold 10;"), verdict.observed
+    assert "the source has no change beyond the cut" in verdict.details
     # Excluded on purpose: taken out of both sides, and said (a warning), never a pass.
-    assert orders.not_comparable == ("card.no: excluded by field.exclude.list",)
-    assert [o.check for o in result.outcomes()] == ["reconcile_not_comparable", "reconcile"]
+    assert (warning.check, warning.success) == ("reconcile_not_comparable", False)
+    assert warning.sample == ("card.no: excluded by field.exclude.list",)
+    assert "mongo" in last_reconciled(lake)
 
     # Behind the pipeline's back: one kind of difference per document.
     changes = {
