@@ -311,7 +311,7 @@ def test_reconcile_repair_snapshots_the_damaged_keys_again(
     found by reconcile; ``--repair`` snapshots exactly those keys again and reconcile is clean."""
     from gold.reconcile_repair import repair_now
     from pipeline.config import PipelineConfig
-    from pipeline.orchestration import land_sources, run_pipeline
+    from pipeline.orchestration import land_sources
     from pipeline.sql import quote_identifier
     from tests.integration.test_pg_capture import raw_config
 
@@ -322,9 +322,9 @@ def test_reconcile_repair_snapshots_the_damaged_keys_again(
         {"lake": {"root": str(lake)}, "sources": [raw_config(pg, **extra)]}
     )
 
-    def run_once() -> None:
+    def run_once() -> None:  # capture, then silver (the cut reconcile compares with)
         land_sources(config, ["pg"])
-        run_pipeline(config, run_checks=False)
+        SilverJob(spark, lake).run_once()
 
     run_once()
     path = lake / "silver" / silver_table_name("pg", c.collection("items"))

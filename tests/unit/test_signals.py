@@ -111,3 +111,33 @@ def test_repair_filters_quote_names_and_values_per_engine() -> None:
         '("id" = 7 AND "name" = \'o\'\'neil\\x\') OR ("id" = 12 AND "name" IS NULL)'
     )
     assert agent("mysql").key_condition(keys[:1]) == "(`id` = 7 AND `name` = 'o''neil\\\\x')"
+
+
+def test_medallion_signal_appends_to_the_signal_file_of_a_source_without_a_table(
+    tmp_path: Path,
+) -> None:
+    import orjson
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli
+
+    signals = tmp_path / "pg.signals"
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(
+        f"lake:\n  root: {tmp_path / 'lake'}\nsources:\n  - name: pg\n    connector: postgresql\n"
+        "    database.hostname: localhost\n    database.user: u\n    database.dbname: d\n"
+        f"    signal.file: {signals}\n"
+    )
+    args = ["--config", str(config), "signal", "pg", "execute-snapshot", "-t", "public.a"]
+    result = CliRunner().invoke(cli, [*args, "--condition", "id > 5"])
+    assert result.exit_code == 0, result.output
+    assert f"through the signal file {signals}" in result.output
+    line = orjson.loads(signals.read_bytes())
+    assert line["type"] == "execute-snapshot"
+    assert line["data"]["additional-conditions"] == [
+        {"data-collection": "public.a", "filter": "id > 5"}
+    ]
+    bad = CliRunner().invoke(
+        cli, ["--config", str(config), "signal", "pgg", "log", "--message", "x"]
+    )
+    assert bad.exit_code != 0 and "unknown source 'pgg'; did you mean 'pg'?" in bad.output
