@@ -121,7 +121,7 @@ def test_oracle_reconcile_is_clean_and_finds_a_damaged_silver_row(
         lake,
         cut,
         "DEBEZIUM.EDGES",
-        "UPDATE {t} SET AMOUNT = AMOUNT + 0.01 WHERE ID = 1",  # a decimal off by one cent
+        "UPDATE {t} SET AMOUNT = AMOUNT - 0.01 WHERE ID = 1",  # a decimal off by one cent
         "UPDATE {t} SET BODY = 'x' WHERE ID = 2",  # a CLOB that is not the source's
     )
     result = reconcile_source(spark, config, lake, "ora", cut=damaged, record=False)
