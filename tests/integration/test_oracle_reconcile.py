@@ -121,13 +121,13 @@ def test_oracle_reconcile_is_clean_and_finds_a_damaged_silver_row(
         lake,
         cut,
         "DEBEZIUM.EDGES",
-        "UPDATE {t} SET AMOUNT = AMOUNT + 0.01 WHERE ID = 1",  # a decimal off by one cent
+        "UPDATE {t} SET AMOUNT = AMOUNT - 0.01 WHERE ID = 1",  # a decimal off by one cent
         "UPDATE {t} SET BODY = 'x' WHERE ID = 2",  # a CLOB that is not the source's
     )
     result = reconcile_source(spark, config, lake, "ora", cut=damaged, record=False)
     _, values = values_of(result, "DEBEZIUM.EDGES")
     assert not values.clean
-    assert differing(values) == {"AMOUNT": (1, ("1",)), "BODY": (1, ("2",))}
+    assert differing(values) == {"AMOUNT": (1, ('{"ID":1}',)), "BODY": (1, ('{"ID":2}',))}
 
 
 if LIVE_DSN:  # defined only when a server is named: it fails, never skips, if unreachable
