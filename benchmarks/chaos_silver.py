@@ -124,7 +124,7 @@ class SilverKiller:
         self.startup_seconds: list[float] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
-        self._forced = ["applying", "starting"]
+        self._forced = ["starting", "applying"]  # popped from the end: applying first
 
     def start(self) -> None:
         self.thread.start()
@@ -145,7 +145,8 @@ class SilverKiller:
             process = self._start_job()
             started = time.monotonic()
             base = silver_commits(self.lake)
-            # The first two kills hit each phase once, even in a short run; then at random.
+            # The first two kills hit each phase once (inside a micro-batch first: the kill that
+            # matters most when a short run has only one), then at random.
             forced = self._forced.pop() if self._forced else None
             if forced == "starting" or (forced is None and self.rng.random() < self.starting_share):
                 # While starting: a JVM start takes 10-60 s on the loaded machine.
