@@ -683,7 +683,9 @@ def run(args: argparse.Namespace, spark: Any = None) -> Report:
     """
     rng = random.Random(args.seed)
     server = ENGINES[args.engine]()
-    report = Report(seed=args.seed, engine=server.NAME, silver=args.silver_kills > 0)
+    report = Report(
+        seed=args.seed, engine=server.NAME, silver=args.silver_kills > 0 or args.final_gold
+    )
     work = Path(tempfile.mkdtemp(prefix="medallion-chaos-"))
     server.start()
     proxy = Proxy(server.port)
@@ -697,7 +699,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> Report:
         finish(config, source)  # the (empty) snapshot: what follows is streamed
         workload = Workload(server, args.seed, args.pace)
         workload.thread.start()
-        if report.silver:
+        if args.silver_kills > 0:
             killer = SilverKiller(config, lake, args.seed, interval=args.silver_interval)
             killer.start()
         hostile = list(hostile_lines(10_000))
@@ -873,6 +875,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kills", type=int, default=170, help="kill -9s of the capture agent")
     parser.add_argument(
         "--silver-kills", type=int, default=30, help="kill -9s of `medallion run` (0: no silver)"
+    )
+    parser.add_argument(
+        "--final-gold",
+        action="store_true",
+        help="with --silver-kills 0: still end with the silver run and the gold reconcile",
     )
     parser.add_argument(
         "--silver-interval", type=float, default=1.0, help="the silver job's --interval (s)"

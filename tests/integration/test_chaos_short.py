@@ -3,13 +3,12 @@ kill -9s of the capture agents, dropped and stalled connections, a server restar
 of hostile input; then bronze must equal the source with nothing lost or doubled, and every
 hostile line be accounted for.
 
-On PostgreSQL the real ``medallion run --continuous`` is killed too (once while it starts, once
-after its first commits), and the run ends with the undisturbed silver run, the gold
-reconciliation against the server (an independent read of the source), one row per key in
-silver, and each hostile line that bronze landed applied or quarantined by silver. That run
-uses the suite's shared SparkSession in this process for its final steps (a JVM start saved);
-the killed jobs are child processes with JVMs of their own. MariaDB runs the bronze form only:
-a second Spark engine's worth of killed JVMs would cost the suite more than it can spare.
+On PostgreSQL the run ends with the undisturbed silver run, the gold reconciliation against the
+server (an independent read of the source), one row per key in silver, and each hostile line
+that bronze landed applied or quarantined by silver, on the suite's shared SparkSession in this
+process. The silver job is not killed here (``--silver-kills 0 --final-gold``): each kill costs a
+JVM start and the job's planning, minutes of the suite; silver under kill -9 is the contract
+suite's (``tests/contract/test_silver.py``) and the long form's. MariaDB runs the bronze form only.
 """
 
 from __future__ import annotations
@@ -28,7 +27,11 @@ from tests.fix_servers import REPO_ROOT
 pytestmark = [pytest.mark.postgres, pytest.mark.mysql, pytest.mark.delta, pytest.mark.slow]
 
 SCRIPT = REPO_ROOT / "benchmarks" / "chaos.py"
-SILVER = ["--silver-kills", "2", "--no-results"]
+# No silver kills here: each costs a JVM start and the job's planning (~150 s of the suite's
+# 30 minutes). Silver under kill -9 is the contract suite's (tests/contract/test_silver.py) and
+# the long form's (docs/benchmarks.md, "Chaos run"); this run keeps the end: the undisturbed
+# silver run, the gold reconcile against the server, keys once, hostile lines accounted for.
+SILVER = ["--silver-kills", "0", "--final-gold", "--no-results"]
 SHORT = ["--kills", "2", "--restarts", "1", "--seed", "11", "--max-wait", "0.8"]
 
 
@@ -72,16 +75,15 @@ def test_short_chaos_run_on_mariadb_loses_and_doubles_nothing() -> None:
     _check_bronze_form(report)
 
 
-def test_short_chaos_run_on_postgresql_with_silver_kills_ends_reconciled(spark: Any) -> None:
+def test_short_chaos_run_on_postgresql_ends_with_gold_reconciled(spark: Any) -> None:
     chaos = _chaos()
-    # A slower workload: the silver job's JVMs start while it runs, and the agents must keep up.
     args = chaos.parse_args(["--engine", "postgresql", *SHORT, "--pace", "0.3"] + SILVER)
     result = chaos.run(args, spark=spark)
     report = chaos.format_report(result)
 
     assert result.ok, report
     _check_bronze_form(report)
-    assert result.silver_kills >= 2 and result.silver_crashes == 0, report
+    assert result.silver_crashes == 0, report
     assert result.final_run_ok and result.reconcile_clean, report
     assert {t["table"] for t in result.reconcile_tables} == {
         "chaos.accounts",
