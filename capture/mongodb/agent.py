@@ -23,7 +23,7 @@ from pymongo.errors import ConfigurationError, ConnectionFailure, OperationFailu
 
 from bronze.position_base import Phase
 from capture.database_source import DatabaseSource, OpenTransaction, SnapshotProgress
-from capture.errors_mongodb import MONGODB
+from capture.errors_mongodb import MONGODB, MONGODB_ERRORS
 from capture.mongodb.position import MongoDbPosition
 from capture.mongodb.records import CollectionRecords
 from capture.mongodb.settings import MongoSettings
@@ -92,9 +92,12 @@ def decode(raw: RawBSONDocument) -> tuple[dict[str, Any] | None, dict[str, Any],
         return None, bson.decode(raw.raw, LENIENT), f"invalid BSON: {exc}"
 
 
-_OUTAGE_CODES = frozenset({6, 7, 43, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436})
+_OUTAGE_CODES = frozenset(
+    int(rule.code) for rule in MONGODB_ERRORS.values() if rule.code.isdigit() and not rule.terminal
+)
 """Server error codes that mean the server went away or lost the cursor (host unreachable,
-``CursorNotFound``, shutdown in progress, stepped down, ...): what a restart or failover gives."""
+``CursorNotFound``, shutdown in progress, stepped down, ...): what a restart or failover gives.
+Taken from the error table, so the log and the retry decision never disagree about a code."""
 
 
 class _OutageLog(monitoring.CommandListener):
