@@ -10,6 +10,7 @@ import functools
 import json
 import logging
 import sys
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from pipeline.errors import ConfigError, NotBuiltError, PipelineError, Retryable, Terminal
-from pipeline.shutdown import Shutdown, ShutdownRequested
+from pipeline.shutdown import DropRequestedShutdown, Shutdown, ShutdownRequested
 
 __all__ = ["run", "cli"]
 
@@ -187,6 +188,9 @@ def cli(ctx: click.Context, config_path: str | None, log_level: str | None, outp
     )
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, DropRequestedShutdown) for f in handler.filters):
+            handler.addFilter(DropRequestedShutdown())
     SHUTDOWN.install()
     ctx.obj = _State(
         config_path,
@@ -465,8 +469,19 @@ def demo(state: _State, lake: str | None) -> None:
 
 
 def run() -> None:
-    """Console entry point."""
-    cli(prog_name="medallion")
+    """Console entry point: the command, then :func:`~pipeline.process_exit.exit_process`, so
+    a run that succeeded exits 0 and not with an abort from native threads at teardown."""
+    from pipeline.process_exit import exit_code_of, exit_process
+
+    try:
+        cli(prog_name="medallion")
+        code = 0
+    except SystemExit as exc:
+        code = exit_code_of(exc)
+    except Exception:  # a bug, not a PipelineError: its traceback, then the same clean exit
+        traceback.print_exc()
+        code = EXIT_ERROR
+    exit_process(code)
 
 
 if __name__ == "__main__":

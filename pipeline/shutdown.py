@@ -22,7 +22,7 @@ import signal
 import threading
 from types import FrameType
 
-__all__ = ["Shutdown", "ShutdownRequested"]
+__all__ = ["DropRequestedShutdown", "Shutdown", "ShutdownRequested"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,3 +81,20 @@ class Shutdown:
             name,
         )
         raise ShutdownRequested(signum)
+
+
+class DropRequestedShutdown(logging.Filter):
+    """Drops log records whose exception is (or was raised while handling) a
+    :class:`ShutdownRequested`: libraries interrupted by it, such as py4j in the middle of a
+    call into the JVM, log it as an error with a traceback, for a stop that was asked for and
+    is logged once by the CLI."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        seen: set[int] = set()
+        while exc is not None and id(exc) not in seen:
+            if isinstance(exc, ShutdownRequested):
+                return False
+            seen.add(id(exc))
+            exc = exc.__cause__ or exc.__context__
+        return True

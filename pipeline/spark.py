@@ -22,6 +22,7 @@ session is reused and only checked: the submitter supplies Delta (``--packages``
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
@@ -43,6 +44,7 @@ __all__ = [
     "DELTA_CATALOG",
     "DELTA_EXTENSION",
     "JARS_DIR_ENV",
+    "LOG4J_CONFIG",
     "LAKE_LAYERS",
     "WAREHOUSE_DIR_NAME",
     "build_spark_session",
@@ -76,6 +78,11 @@ SESSION_TIME_ZONE = "UTC"
 """Every session computes in UTC, whatever the machine's zone."""
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]
+_DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+LOG4J_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
+"""The log4j2 configuration of a driver this process starts: Spark's lines below ERROR are
+dropped (WARN with ``--log-level debug``), so the console holds the pipeline's own lines."""
 _DELTA_JAR = re.compile(r"^delta-spark_\d+\.\d+_2\.13-.+\.jar$")
 _LOCAL_MASTER = re.compile(r"^local(?:\[(?P<threads>\*|\d+)(?:,\s*\d+)?\])?$")
 _FILE_URI = re.compile(r"^file:(?://)?(?P<path>/.*)$")
@@ -161,8 +168,11 @@ def build_spark_session(
     else:
         settings = _local_process_settings(master, lake_root, _delta_jars(jars_dir))
         jars = [settings["spark.jars"], extra.pop("spark.jars", "")]
+        # The user's JVM options come last: for a repeated -D the JVM keeps the last one.
+        java = [settings[_DRIVER_JAVA_OPTIONS], extra.pop(_DRIVER_JAVA_OPTIONS, "")]
         settings.update(extra)
         settings["spark.jars"] = ",".join(j for j in jars if j)
+        settings[_DRIVER_JAVA_OPTIONS] = " ".join(j for j in java if j)
         if _LOCAL_MASTER.match(master):
             # Python workers default to whatever `python3` is on PATH, not this virtualenv.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -279,6 +289,13 @@ def _delta_jars(jars_dir: Path | None) -> list[Path]:
     return jars
 
 
+def _log4j_options() -> str:
+    """JVM options that give the driver :data:`LOG4J_CONFIG`, at ERROR unless this process logs
+    at DEBUG (then WARN, Spark's own default), decided when the session starts."""
+    level = "WARN" if logging.getLogger().isEnabledFor(logging.DEBUG) else "ERROR"
+    return f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Dmedallion.spark.log.level={level}"
+
+
 def _local_threads(master: str) -> int | None:
     match = _LOCAL_MASTER.match(master)
     if match is None:
@@ -303,6 +320,7 @@ def _local_process_settings(master: str, lake_root: Path, jars: list[Path]) -> d
         "spark.ui.showConsoleProgress": "false",
         # Bronze rows are wide; the default (25) makes Delta's plans log a truncation warning.
         "spark.sql.debug.maxToStringFields": "200",
+        _DRIVER_JAVA_OPTIONS: _log4j_options(),
     }
     threads = _local_threads(master)
     if threads is not None:
@@ -321,6 +339,8 @@ def _create(builder: SparkSession.Builder, settings: Mapping[str, str]) -> Spark
         builder = builder.config(key, value)
     started = time.monotonic()
     spark = builder.getOrCreate()
+    atexit.unregister(_stop_at_exit)  # once per process, however many sessions it started
+    atexit.register(_stop_at_exit)
     logger.info(
         "started Spark %s, master %s, in %.1f s",
         spark.version,
@@ -328,6 +348,23 @@ def _create(builder: SparkSession.Builder, settings: Mapping[str, str]) -> Spark
         time.monotonic() - started,
     )
     return spark
+
+
+def _stop_at_exit() -> None:
+    """Stop this process's streaming queries, then its SparkContext, before the interpreter
+    goes: a JVM left to die with its pipe while a micro-batch runs logs a burst of ERRORs
+    (rejected tasks, a null DAGScheduler) over a shutdown that was asked for. Work in flight is
+    redone by the next run, as after any stop (Delta's app transactions keep it exactly once)."""
+    context = SparkContext._active_spark_context
+    if context is None:
+        return
+    try:
+        spark = SparkSession.builder.getOrCreate()
+        for query in spark.streams.active:
+            query.stop()
+        context.stop()
+    except Exception as exc:  # the JVM may already be gone; exiting anyway
+        logger.debug("stopping Spark at exit: %s", exc)
 
 
 def _adopt(spark: SparkSession, runtime_conf: Mapping[str, str]) -> SparkSession:

@@ -191,6 +191,10 @@ out["start_seconds"] = time.monotonic() - started
 spark.range(3).write.format("delta").save(str(lake / "gold" / "numbers"))
 out["registered"] = register_lake_tables(spark, lake)
 out["count_by_name"] = spark.table("gold.numbers").count()
+try:  # a failing task: Spark logs it at ERROR, which the console must still show
+    spark.range(1).selectExpr("raise_error('task failure for the log test')").collect()
+except Exception:
+    out["task_failed"] = True
 stop_spark_session()
 out["stopped"] = SparkContext._active_spark_context is None
 print("RESULT " + json.dumps(out))
@@ -227,3 +231,28 @@ def test_spark_starts_and_writes_delta_with_the_network_blocked(tmp_path: Path) 
     assert out["registered"] == ["gold.numbers"]
     assert out["count_by_name"] == 3
     assert out["stopped"] is True
+    # The console of a driver medallion starts (pipeline/log4j2.properties): Spark's own lines
+    # at ERROR and above only. The JVM's own startup line shows the stream is Spark's stderr.
+    assert out["task_failed"] is True
+    assert "Using incubator modules" in result.stderr, result.stderr[-4000:]
+    spark_lines = [line for line in result.stderr.splitlines() if " spark." in line]
+    assert [line for line in spark_lines if " ERROR " in line], result.stderr[-4000:]
+    assert not [line for line in spark_lines if " WARN " in line or " INFO " in line]
+    for noise in ("NativeCodeLoader", "Setting default log level", "default log4j profile"):
+        assert noise not in result.stderr, result.stderr[-4000:]
+
+
+def test_spark_logs_at_warn_only_when_this_process_logs_at_debug() -> None:
+    from pipeline.spark import LOG4J_CONFIG, _log4j_options
+
+    root = logging.getLogger()
+    before = root.level
+    try:
+        root.setLevel(logging.INFO)
+        assert _log4j_options().endswith("-Dmedallion.spark.log.level=ERROR")
+        root.setLevel(logging.DEBUG)
+        assert _log4j_options().endswith("-Dmedallion.spark.log.level=WARN")
+    finally:
+        root.setLevel(before)
+    assert f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}" in _log4j_options()
+    assert "${sys:medallion.spark.log.level:-ERROR}" in LOG4J_CONFIG.read_text(encoding="utf-8")
