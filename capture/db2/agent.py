@@ -96,6 +96,8 @@ class Db2Agent(DatabaseSource):
         """Commit sequence of the last unit of work read whole (or the snapshot's point)."""
         self._cut: tuple[bytes, int] | None = None
         """``(commit sequence, records landed)`` of a unit of work cut across batches."""
+        self._width = 16
+        """Bytes of an LSN as this database's ASN tables hold them (16; 10 in older ones)."""
         self._known: dict[str, str] = {}
         """Start LSN of each registration read up to ``_lsn``: a new one, or a new start of a
         table registered again (the offline schema-update procedure), gets a schema-change
@@ -111,12 +113,25 @@ class Db2Agent(DatabaseSource):
             self._session.close()
             self._session = None
 
+    def _read_lsn(self, value: Any) -> bytes:
+        """A fetched LSN as 16 bytes; it also tells the database's LSN width."""
+        self._width = len(bytes(value))
+        return lsn(value)
+
+    def _wire(self, value: bytes) -> bytes:
+        """A 16-byte LSN as the database holds it (the width its tables compare at)."""
+        return value[16 - self._width :]
+
+    def _text(self, value: bytes) -> str:
+        """An LSN's text as Debezium prints the bytes the database holds."""
+        return format_lsn(self._wire(value))
+
     def _max_lsn(self) -> bytes | None:
         """Everything at or below it is in the CD tables; None: capture has never run."""
         session = self._conn()
         value = session.one(q.MAX_LSN)
         session.end()
-        return None if value is None else lsn(value)
+        return None if value is None else self._read_lsn(value)
 
     def _registrations(self) -> list[Registration]:
         """The registered tables the filters keep and capture has started, oldest first."""
@@ -138,7 +153,7 @@ class Db2Agent(DatabaseSource):
             if str(state).strip() != "A":
                 logger.debug("source %s: %s.%s is registered INACTIVE", self.name, schema, table)
             cd = (str(cd_owner).strip(), str(cd_table).strip())
-            out.append(Registration(*cd, lsn(start), self._captured(schema, table, *cd)))
+            out.append(Registration(*cd, self._read_lsn(start), self._captured(schema, table, *cd)))
         session.end()
         return sorted(out, key=lambda r: (r.start, r.table.collection))
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from bronze.positions import decode_position
 from capture.current_state import CurrentRows, LogCheck, current_payload
 from capture.db2 import connection as q
-from capture.db2.agent import ZERO_LSN, format_lsn, lsn
+from capture.db2.agent import ZERO_LSN, format_lsn
 from capture.db2.connection import Db2Session
 from capture.db2.position import Db2Position
 from capture.db2.stream import StreamReader
@@ -38,7 +38,7 @@ class CurrentReader(StreamReader):
         try:
             session.execute("SET CURRENT ISOLATION = RR")
             value = session.one(q.MAX_LSN)
-            point = ZERO_LSN if value is None else lsn(value)
+            point = ZERO_LSN if value is None else self._read_lsn(value)
             for reg in self._registrations():
                 t = reg.table
                 yield point, t, []
@@ -53,7 +53,7 @@ class CurrentReader(StreamReader):
 
     def point_text(self, point: bytes) -> str:
         """The LSN as Debezium prints a Db2 LSN."""
-        return format_lsn(point)
+        return self._text(point)
 
     def changes_after(self, position: bytes, point: bytes) -> LogCheck:
         """Whether a captured unit of work committed after the cut's commit LSN, up to
@@ -63,16 +63,17 @@ class CurrentReader(StreamReader):
             raise InternalError("capture.db2.current: not a Db2 position")
         session = Db2Session(self.settings, self.name)
         try:
-            rows = session.all(q.UNITS_OF_WORK.format(limit=1), (cut.commit_lsn, point))
+            wired = (self._wire(cut.commit_lsn), self._wire(point))
+            rows = session.all(q.UNITS_OF_WORK.format(limit=1), wired)
         except CaptureError as exc:
             return LogCheck(None, f"IBMSNAP_UOW could not be read: {exc}")
         finally:
             session.close()
-        low, high = format_lsn(cut.commit_lsn), format_lsn(point)
+        low, high = self._text(cut.commit_lsn), self._text(point)
         if rows:
             return LogCheck(
                 True,
-                f"unit of work {format_lsn(lsn(rows[0][0]))} committed after the cut ({low}) "
+                f"unit of work {format_lsn(bytes(rows[0][0]))} committed after the cut ({low}) "
                 f"and before the read ({high})",
             )
         return LogCheck(

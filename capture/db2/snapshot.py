@@ -73,9 +73,11 @@ class SnapshotReader(Db2Agent):
             # No maximum yet: capture never ran, and every change to come commits after the
             # newest registration's start.
             point = (
-                lsn(value) if value is not None else max((r.start for r in regs), default=ZERO_LSN)
+                self._read_lsn(value)
+                if value is not None
+                else max((r.start for r in regs), default=ZERO_LSN)
             )
-            snap.point = format_lsn(point)
+            snap.point = self._text(point)
             self._known = {r.table.collection: format_lsn(r.start) for r in regs}
             logger.info("source %s: snapshot at LSN %s", self.name, snap.point)
         self._snap_conn = session
@@ -110,7 +112,7 @@ class SnapshotReader(Db2Agent):
 
     def _snapshot_position(self) -> Db2Position:
         snap = self._progress()
-        point = bytes.fromhex(snap.point.replace(":", "")) if snap.point else ZERO_LSN
+        point = lsn(bytes.fromhex(snap.point.replace(":", ""))) if snap.point else ZERO_LSN
         position = Db2Position._new(point, Phase.SNAPSHOT, point, snap.seq)
         snap.seq += 1
         return position
@@ -129,7 +131,7 @@ class SnapshotReader(Db2Agent):
         if not snap.point:
             self._open_snapshot()  # schema_only: the LSN the stream starts at
         self._close_snapshot()
-        self._lsn = bytes.fromhex(snap.point.replace(":", ""))
+        self._lsn = lsn(bytes.fromhex(snap.point.replace(":", "")))
         self._phase = "stream"
         logger.info("source %s: snapshot complete (%d rows)", self.name, snap.seq)
 

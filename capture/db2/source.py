@@ -68,6 +68,7 @@ class Db2Source(CurrentReader, SnapshotReader):
         cut = offset.get("cut")
         self._cut = None if cut is None else (parse_lsn(cut[0]), int(cut[1]))
         self._known = dict(offset.get("registrations") or {})
+        self._width = int(offset.get("width", 16))
         position = offset.get("position")
         self._last_position = None if position is None else Db2Position.from_json(position)
         snap = offset.get("snapshot")
@@ -90,6 +91,7 @@ class Db2Source(CurrentReader, SnapshotReader):
             "format": OFFSET_FORMAT,
             "phase": self._phase,
             "lsn": format_lsn(self._lsn),
+            "width": self._width,
             "cut": None if self._cut is None else [format_lsn(self._cut[0]), self._cut[1]],
             "registrations": dict(sorted(self._known.items())),
             "position": None if self._last_position is None else self._last_position.to_json(),

@@ -79,13 +79,16 @@ class StreamReader(Db2Agent):
                 if target is None:
                     self._maybe_heartbeat(builder, now)
                 return True
-            window = session.all(q.UNITS_OF_WORK.format(limit=MAX_UNITS_OF_WORK), (self._lsn, high))
-            upto = lsn(window[-1][0]) if window else high
+            window = session.all(
+                q.UNITS_OF_WORK.format(limit=MAX_UNITS_OF_WORK),
+                (self._wire(self._lsn), self._wire(high)),
+            )
+            upto = self._read_lsn(window[-1][0]) if window else high
             changes: dict[bytes, list[Change]] = {}
             for change in self._changes(upto):
                 changes.setdefault(change.commit, []).append(change)
             for commit_seq, marker in window:
-                commit = lsn(commit_seq)
+                commit = self._read_lsn(commit_seq)
                 if not self._new_tables(commit, builder, limits, target, now):
                     return False
                 if not self._unit(
@@ -106,10 +109,14 @@ class StreamReader(Db2Agent):
         for reg in self._regs:
             if reg.start >= upto:
                 continue
-            rows = session.all(q.changes_query(reg.cd_owner, reg.cd_table), (low, upto))
+            rows = session.all(
+                q.changes_query(reg.cd_owner, reg.cd_table), (self._wire(low), self._wire(upto))
+            )
             i = 0
             while i < len(rows):
                 opcode, commit, intent = int(rows[i][0]), lsn(rows[i][1]), lsn(rows[i][2])
+                if opcode == 3 and i + 1 < len(rows):
+                    intent = lsn(rows[i + 1][2])  # Debezium's change LSN: the after image's
                 values = list(rows[i][4:])
                 after = None
                 if opcode == 3:
@@ -144,7 +151,7 @@ class StreamReader(Db2Agent):
         if not changes:
             self._lsn, self._cut = commit, None
             return True
-        tx = Db2Tx(format_lsn(commit), _epoch_ms(marker), commit=commit)
+        tx = Db2Tx(self._text(commit), _epoch_ms(marker), commit=commit)
         if self._cut is not None and self._cut[0] == commit:
             tx.skip = self._cut[1]
         self._tx = tx
@@ -189,7 +196,7 @@ class StreamReader(Db2Agent):
                 if self._ends(builder, None, limits, target):
                     return False
                 position = _position(reg.start, Phase.STREAM, ZERO_LSN, 0)
-                origin = f"{self.ORIGIN}:schema:{collection}@{format_lsn(reg.start)}"
+                origin = f"{self.ORIGIN}:schema:{collection}@{self._text(reg.start)}"
                 kind = "ALTER" if collection in self._known else "CREATE"
                 record = self._schema_record(reg, kind)
                 self._add(builder, record, position, origin, now, None, None)
@@ -203,7 +210,7 @@ class StreamReader(Db2Agent):
         or registered again with a new schema (``ALTER``)."""
         table = reg.table
         ts_ms = int(time.time() * 1000)
-        source = self._source(table, ts_ms, "false", format_lsn(reg.start), None)
+        source = self._source(table, ts_ms, "false", self._text(reg.start), None)
         columns = [
             {
                 "name": name,
@@ -259,7 +266,7 @@ class StreamReader(Db2Agent):
 
     def _change(self, builder: BatchBuilder, tx: Db2Tx, change: Change, now: dt.datetime) -> None:
         table = change.reg.table
-        commit, intent = format_lsn(change.commit), format_lsn(change.intent)
+        commit, intent = self._text(change.commit), self._text(change.intent)
         origin = f"{self.ORIGIN}:{commit}:{intent}:{table.collection}"
         source = self._source(table, tx.ts_ms, "false", commit, intent)
         try:
@@ -298,7 +305,7 @@ class StreamReader(Db2Agent):
         position = _position(self._lsn, Phase.STREAM, _LAST, 0xFFFFFFFF)
         if self._last_position is None or self._last_position.encode() < position.encode():
             self._last_heartbeat = time.monotonic()
-            self._snapshot_marker(builder, position, f"db2:heartbeat@{format_lsn(self._lsn)}", now)
+            self._snapshot_marker(builder, position, f"db2:heartbeat@{self._text(self._lsn)}", now)
             self._last_position = position
 
     def _run_action_query(self, sql: str) -> None:

@@ -86,7 +86,11 @@ class Column:
         if "(" not in self.type:
             return ()
         inner = self.type.split("(", 1)[1].split(")")[0]
-        return tuple(int(a) for a in inner.split(","))
+        units = {"K": 1024, "M": 1024**2, "G": 1024**3}  # CLOB(1M), BLOB(2G)
+        return tuple(
+            int(a[:-1]) * units[a[-1]] if a[-1] in units else int(a)
+            for a in (part.strip().upper() for part in inner.split(","))
+        )
 
     @property
     def codepage(self) -> int:
@@ -233,14 +237,25 @@ class Db2Model:
         finally:
             conn.close()
 
-    def create_database(self, db: str, *, asn: bool = True) -> None:
+    def create_database(
+        self, db: str, *, asn: bool = True, width: int = 16, log_start: int = FIRST_LSN
+    ) -> None:
         """``CREATE DATABASE``; with ``asn``, also the ASN control tables of
-        ``asncdctables.sql`` and their global register row."""
+        ``asncdctables.sql`` and their global register row.
+
+        Args:
+            db: The database name.
+            asn: Create the ASN control tables.
+            width: Bytes of an LSN as the control and CD tables hold it: 16 (Db2 10.1 and
+                later), or 10 (the older format the guide's examples print).
+            log_start: Where the log starts.
+        """
         conn = self.open(db)
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.executescript(_CATALOG)
-            conn.execute("INSERT INTO [model.state] VALUES ('lsn', ?)", (lsn_of(FIRST_LSN),))
+            conn.execute("INSERT INTO [model.state] VALUES ('lsn', ?)", (lsn_of(log_start),))
+            conn.execute("INSERT INTO [model.state] VALUES ('width', ?)", (width,))
             if asn:
                 conn.executescript(_ASN_TABLES)
                 conn.execute(
@@ -394,7 +409,7 @@ class Db2Model:
         with self._write(db) as conn:
             # start/reinit: capture reads the register; new active registrations begin at the
             # end of the log.
-            now = self._next_lsn(conn)
+            now = self.wire(conn, self._next_lsn(conn))
             conn.execute(
                 "UPDATE [ASNCDC.IBMSNAP_REGISTER] SET CD_OLD_SYNCHPOINT = ?, "
                 "CD_NEW_SYNCHPOINT = ? WHERE GLOBAL_RECORD = 'N' AND STATE = 'A' AND "
@@ -406,23 +421,41 @@ class Db2Model:
 
     # --- transactions ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self, db: str) -> Iterator[ModelTx]:
-        """A transaction on ``db``, committed (applied, logged, captured) when the block ends."""
+    def transaction(
+        self, db: str, at: tuple[Sequence[int], int] | None = None
+    ) -> Iterator[ModelTx]:
+        """A transaction on ``db``, committed (applied, logged, captured) when the block ends
+        (at the LSNs ``at`` when given, see :meth:`commit`)."""
         tx = ModelTx(self, db)
         yield tx
-        self.commit(tx)
+        self.commit(tx, at)
 
-    def commit(self, tx: ModelTx) -> bytes | None:
-        """Apply and log ``tx``; its commit LSN (None for an empty transaction)."""
+    def commit(self, tx: ModelTx, at: tuple[Sequence[int], int] | None = None) -> bytes | None:
+        """Apply and log ``tx``; its commit LSN (None for an empty transaction).
+
+        Args:
+            tx: The transaction.
+            at: ``(change LSNs, commit LSN)`` to log it at (a documented example's); by
+                default the next LSNs of the log. An update takes two: its ``D`` row's just
+                below its ``I`` row's, which is the change's.
+        """
         if not tx.changes:
             return None
         with self._write(tx.db) as conn:
             self._check_locks(tx.db, {(c.schema, c.table) for c in tx.changes})
             entries = []
-            for change in tx.changes:
+            for n, change in enumerate(tx.changes):
                 self._apply(conn, change)
-                entries.append((self._next_lsn(conn), change))
-            commit_lsn = self._next_lsn(conn)
+                if at is None:
+                    lsns = [self._next_lsn(conn)]
+                    if change.op == "update":
+                        lsns.append(self._next_lsn(conn))
+                else:
+                    lsns = [self._next_lsn(conn, at[0][n])]
+                    if change.op == "update":
+                        lsns.insert(0, lsn_of(at[0][n] - 1))
+                entries.append((lsns, change))
+            commit_lsn = self._next_lsn(conn, None if at is None else at[1])
             when = dt.datetime.now().replace(microsecond=0) + dt.timedelta(
                 microseconds=int.from_bytes(commit_lsn, "big") % 1_000_000
             )
@@ -446,11 +479,20 @@ class Db2Model:
             values = [encode(c, change.after[c.name]) for c in columns]
             conn.execute(f"INSERT INTO {inner} VALUES ({marks})", values)
 
-    def _next_lsn(self, conn: sqlite3.Connection) -> bytes:
+    def _next_lsn(self, conn: sqlite3.Connection, at: int | None = None) -> bytes:
+        """The next LSN of the log (``at``: this one, which must be ahead of the log)."""
         (now,) = conn.execute("SELECT value FROM [model.state] WHERE key = 'lsn'").fetchone()
-        lsn = lsn_of(int.from_bytes(now, "big") + 1)
+        lsn = lsn_of(int.from_bytes(now, "big") + 1 if at is None else at)
+        if lsn <= now:
+            raise ValueError(f"LSN {lsn.hex()} is not ahead of the log ({bytes(now).hex()})")
         conn.execute("UPDATE [model.state] SET value = ? WHERE key = 'lsn'", (lsn,))
         return lsn
+
+    @staticmethod
+    def wire(conn: sqlite3.Connection, lsn: bytes) -> bytes:
+        """An LSN as the database's control and CD tables hold it (its width)."""
+        (width,) = conn.execute("SELECT value FROM [model.state] WHERE key = 'width'").fetchone()
+        return lsn[16 - int(width) :]
 
     def _capture(self, conn: sqlite3.Connection) -> None:
         """One capture cycle: the waiting log into the CD tables, UOW rows, synchpoints."""
@@ -467,37 +509,36 @@ class Db2Model:
         ).fetchall():
             when, entries = pickle.loads(payload)
             wrote = False
-            for lsn, change in entries:
+            for lsns, change in entries:
                 target = registered.get((change.schema, change.table))
-                if target is None or commit_lsn <= target[2]:
+                if target is None or self.wire(conn, commit_lsn) <= target[2]:
                     continue
                 inner, columns = self.lookup(conn, target[0], target[1])
-                for k, (op, image) in enumerate(_cd_rows(change)):
-                    # unique and increasing in the log; a split update's rows are consecutive
-                    intent = lsn_of(int.from_bytes(lsn, "big") << 1 | k)
+                for intent, (op, image) in zip(lsns, _cd_rows(change), strict=True):
                     values = [encode(c, image.get(c.name)) for c in columns[3:]]
                     marks = ", ".join("?" for _ in columns)
+                    commit, seq = self.wire(conn, commit_lsn), self.wire(conn, intent)
                     conn.execute(
-                        f"INSERT INTO {inner} VALUES ({marks})", [commit_lsn, intent, op, *values]
+                        f"INSERT INTO {inner} VALUES ({marks})", [commit, seq, op, *values]
                     )
                     wrote = True
                 conn.execute(
                     "UPDATE [ASNCDC.IBMSNAP_REGISTER] SET CD_NEW_SYNCHPOINT = ? WHERE "
                     "CD_OWNER = ? AND CD_TABLE = ?",
-                    (commit_lsn, *target[:2]),
+                    (self.wire(conn, commit_lsn), *target[:2]),
                 )
             if wrote:
                 conn.execute(
                     "INSERT INTO [ASNCDC.IBMSNAP_UOW] VALUES (?, ?, ?, 'ASNTKN', 'DB2INST1', "
                     "'0', '')",
-                    (commit_lsn[-10:], commit_lsn, when.isoformat(sep=" ")),
+                    (commit_lsn[-10:], self.wire(conn, commit_lsn), when.isoformat(sep=" ")),
                 )
         conn.execute("DELETE FROM [model.log]")
         (end,) = conn.execute("SELECT value FROM [model.state] WHERE key = 'lsn'").fetchone()
         conn.execute(
             "UPDATE [ASNCDC.IBMSNAP_REGISTER] SET SYNCHPOINT = ?, SYNCHTIME = ? "
             "WHERE GLOBAL_RECORD = 'Y'",
-            (end, dt.datetime.now().isoformat(sep=" ")),
+            (self.wire(conn, end), dt.datetime.now().isoformat(sep=" ")),
         )
 
     # --- locks ---------------------------------------------------------------------------------
