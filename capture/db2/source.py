@@ -55,10 +55,8 @@ class Db2Source(CurrentReader, SnapshotReader):
         self._close_snapshot()
         self._snap_rows = None
         self._tx = None
-        session = self._conn()
-        session.one(q.CURRENT_SERVER)
-        session.one(q.MAX_LSN)  # SQL0204N here when ASN capture is not set up
-        session.end()
+        self._conn().one(q.CURRENT_SERVER)
+        self._max_lsn()  # SQL0204N here when ASN capture is not set up; the LSN width
         if offset is None:
             self._start_snapshot()
             return
