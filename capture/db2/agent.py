@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 CONNECTOR = "db2"
 ZERO_LSN = bytes(16)
+_CHARACTER_TYPES = frozenset({"CHARACTER", "CHAR", "VARCHAR", "LONG VARCHAR"})
+"""``TYPENAME``s that hold bytes when ``FOR BIT DATA`` (``CODEPAGE`` 0)."""
 IBMSNAP_COLUMNS = 3
 """``IBMSNAP_COMMITSEQ``, ``IBMSNAP_INTENTSEQ``, ``IBMSNAP_OPERATION`` lead every CD table."""
 
@@ -96,6 +98,8 @@ class Db2Agent(DatabaseSource):
         """Commit sequence of the last unit of work read whole (or the snapshot's point)."""
         self._cut: tuple[bytes, int] | None = None
         """``(commit sequence, records landed)`` of a unit of work cut across batches."""
+        self._waiting: set[tuple[str, str]] = set()
+        """Registered tables capture has not started yet (told once)."""
         self._width = 16
         """Bytes of an LSN as this database's ASN tables hold them (16; 10 in older ones)."""
         self._known: dict[str, str] = {}
@@ -142,7 +146,10 @@ class Db2Agent(DatabaseSource):
             if not self.settings.table_filter.table(schema, table):
                 continue
             if start is None:
-                logger.info(
+                if (schema, table) in self._waiting:
+                    continue
+                self._waiting.add((schema, table))
+                logger.warning(
                     "source %s: %s.%s is registered but ASN capture has not started it yet "
                     "(VALUES ASNCDC.ASNCDCSERVICES('reinit','asncdc'))",
                     self.name,
@@ -178,7 +185,7 @@ class Db2Agent(DatabaseSource):
                 int(scale or 0),
                 str(nulls).strip() == "Y",
                 keys.get(str(name)),
-                codepage == 0 and str(typename).strip().upper() in ("CHAR", "VARCHAR"),
+                codepage == 0 and str(typename).strip().upper() in _CHARACTER_TYPES,
             )
             columns.append(
                 CatalogColumn(fact.name, 0, 0, not fact.nullable, fact.key_seq is not None)

@@ -39,7 +39,7 @@ class Db2Column:
 
     Attributes:
         name: ``COLNAME`` (case-sensitive).
-        type_name: ``TYPENAME`` (``INTEGER``, ``VARCHAR``, ``TIMESTAMP``...).
+        type_name: ``TYPENAME`` (``INTEGER``, ``CHARACTER``, ``VARCHAR``, ``TIMESTAMP``...).
         length: ``LENGTH`` (digits of a ``DECIMAL``, bytes or characters of a string).
         scale: ``SCALE`` (of a ``DECIMAL``; fractional digits of a ``TIMESTAMP``).
         nullable: ``NULLS = 'Y'``.
@@ -143,6 +143,7 @@ _SIMPLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 _TEXT = frozenset(
     {
+        "CHARACTER",
         "CHAR",
         "VARCHAR",
         "LONG VARCHAR",

@@ -50,7 +50,17 @@ _CATALOG = (
 _EPOCH = dt.datetime(1970, 1, 1)
 _INTEGERS = frozenset({"SMALLINT", "INTEGER", "BIGINT"})
 _TEXTS = frozenset(
-    {"CHAR", "VARCHAR", "LONG VARCHAR", "CLOB", "GRAPHIC", "VARGRAPHIC", "DBCLOB", "XML"}
+    {
+        "CHARACTER",
+        "CHAR",
+        "VARCHAR",
+        "LONG VARCHAR",
+        "CLOB",
+        "GRAPHIC",
+        "VARGRAPHIC",
+        "DBCLOB",
+        "XML",
+    }
 )
 
 

@@ -117,6 +117,8 @@ class Column:
             return base, 10 if scale == 0 else 11 + scale, scale
         if base == "BOOLEAN":
             return base, 1, 0
+        if base == "CHAR":
+            return "CHARACTER", args[0] if args else 1, 0  # SYSCAT.COLUMNS spells it out
         return base, args[0] if args else 1, 0
 
 
