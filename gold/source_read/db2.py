@@ -49,19 +49,9 @@ _CATALOG = (
 )
 _EPOCH = dt.datetime(1970, 1, 1)
 _INTEGERS = frozenset({"SMALLINT", "INTEGER", "BIGINT"})
-_TEXTS = frozenset(
-    {
-        "CHARACTER",
-        "CHAR",
-        "VARCHAR",
-        "LONG VARCHAR",
-        "CLOB",
-        "GRAPHIC",
-        "VARGRAPHIC",
-        "DBCLOB",
-        "XML",
-    }
-)
+_BIT_DATA_CAPABLE = frozenset({"CHARACTER", "CHAR", "VARCHAR", "LONG VARCHAR"})
+"""Character types that hold bytes when ``FOR BIT DATA`` (``CODEPAGE`` 0)."""
+_TEXTS = _BIT_DATA_CAPABLE | {"CLOB", "GRAPHIC", "VARGRAPHIC", "DBCLOB", "XML"}
 
 
 def _integer(value: Any) -> str | None:
