@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from capture.db2.settings import ASN_SCHEMA, ODBC_DRIVER, Db2Settings
+from capture.db2.settings import ASN_SCHEMA, Db2Settings
 from capture.errors_db2 import DB2
 from pipeline.errors import CaptureError, NotInstalledError
 
@@ -130,7 +130,7 @@ def _odbc_value(value: str) -> str:
 def connection_string(settings: Db2Settings) -> str:
     """The ODBC connection string (the password revealed only here)."""
     parts = {
-        "DRIVER": "{" + ODBC_DRIVER + "}",
+        "DRIVER": "{" + settings.odbc_driver + "}",
         "DATABASE": _odbc_value(settings.database),
         "HOSTNAME": _odbc_value(settings.host),
         "PORT": str(settings.port),
@@ -148,7 +148,7 @@ def _driver(name: str) -> ModuleType:
     except ImportError as exc:
         raise NotInstalledError(
             f"the db2 capture agent needs {name} and IBM's Data Server Driver for ODBC: "
-            f"pip install '.[db2]' and install the driver as '{ODBC_DRIVER}' ({exc})"
+            f"pip install '.[db2]' ({exc})"
         ) from None
 
 
@@ -164,6 +164,13 @@ class Db2Session:
         self.source = source
         self._dbapi = _driver(settings.dbapi_module)
         self._outages = (self._dbapi.OperationalError, self._dbapi.InterfaceError)
+        registered = getattr(self._dbapi, "drivers", None)  # pyodbc.drivers(): unixODBC's list
+        if registered is not None and settings.odbc_driver not in registered():
+            raise NotInstalledError(
+                f"the db2 capture agent needs IBM's Data Server Driver for ODBC and CLI, "
+                f"registered with unixODBC as '{settings.odbc_driver}' (odbcinst.ini); unixODBC "
+                f"knows {registered()}"
+            )
         where = f"Db2 {settings.host}:{settings.port}/{settings.database}"
         try:
             self.conn: Any = self._dbapi.connect(

@@ -49,6 +49,7 @@ class Db2Settings:
     rules: AgentRules = field(default_factory=AgentRules)
     include_schema_changes: bool = True
     dbapi_module: str = "pyodbc"
+    odbc_driver: str = ODBC_DRIVER
     snapshot_fetch_size: int = SNAPSHOT_FETCH_SIZE
 
     @classmethod

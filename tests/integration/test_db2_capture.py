@@ -534,3 +534,19 @@ if __import__("os").environ.get(
         # Set and unreachable: the retries end in SourceUnavailable, and the test fails.
         # Reachable: CURRENT SERVER, the ASN maximum LSN, registrations, a window, a heartbeat.
         assert land(live, tmp_path / "lake").landed >= 1
+
+
+def test_an_unregistered_odbc_driver_says_what_to_install() -> None:
+    from pydantic import SecretStr
+
+    from capture.db2.connection import Db2Session
+    from capture.db2.settings import Db2Settings
+    from pipeline.errors import NotInstalledError
+
+    # the real pyodbc (installed with the sqlserver extra), a driver name unixODBC cannot know
+    settings = Db2Settings(
+        "127.0.0.1", 50000, "u", DB, SecretStr("pw"), odbc_driver="medallion no such driver"
+    )
+    with pytest.raises(NotInstalledError, match="Data Server Driver") as caught:
+        Db2Session(settings, "db2")
+    assert isinstance(caught.value, Terminal) and "pw" not in str(caught.value)
