@@ -22,6 +22,7 @@ commit sequence, then intent sequence (the change LSN).
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -40,6 +41,8 @@ from capture.db2.position import Db2Position
 from pipeline.errors import CaptureError, PipelineError
 
 __all__ = ["MAX_UNITS_OF_WORK", "StreamReader"]
+
+logger = logging.getLogger(__name__)
 
 MAX_UNITS_OF_WORK = 500
 """Units of work per streaming window."""
@@ -84,13 +87,22 @@ class StreamReader(Db2Agent):
                 (self._wire(self._lsn), self._wire(high)),
             )
             upto = self._read_lsn(window[-1][0]) if window else high
+            units = {self._read_lsn(commit_seq): marker for commit_seq, marker in window}
             changes: dict[bytes, list[Change]] = {}
             for change in self._changes(upto):
                 changes.setdefault(change.commit, []).append(change)
-            for commit_seq, marker in window:
-                commit = self._read_lsn(commit_seq)
+            if unlisted := sorted(set(changes) - set(units)):
+                # Never dropped: landed in commit order, with the time they are read.
+                logger.warning(
+                    "source %s: IBMSNAP_UOW has no row for the unit(s) of work committed at %s; "
+                    "their commit time is taken as now",
+                    self.name,
+                    ", ".join(self._text(c) for c in unlisted),
+                )
+            for commit in sorted({*units, *changes}):
                 if not self._new_tables(commit, builder, limits, target, now):
                     return False
+                marker = units.get(commit)
                 if not self._unit(
                     commit, marker, changes.get(commit, []), builder, limits, target, now
                 ):

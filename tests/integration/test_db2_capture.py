@@ -550,3 +550,18 @@ def test_an_unregistered_odbc_driver_says_what_to_install() -> None:
     with pytest.raises(NotInstalledError, match="Data Server Driver") as caught:
         Db2Session(settings, "db2")
     assert isinstance(caught.value, Terminal) and "pw" not in str(caught.value)
+
+
+def test_a_change_without_its_uow_row_is_landed_not_dropped(
+    model: Db2Model, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lake = tmp_path / "lake"
+    land(raw(model), lake)
+    with model.transaction(DB) as tx:
+        tx.insert("DB2INST1", "CUSTOMERS", john())
+    conn = model.open(DB)
+    conn.execute("DELETE FROM [ASNCDC.IBMSNAP_UOW]")  # as if pruned, or never written
+    conn.close()
+    land(raw(model), lake)
+    assert [(v["op"], v["after"]) for v in data(lake)] == [("c", john())]
+    assert "IBMSNAP_UOW has no row" in caplog.text
