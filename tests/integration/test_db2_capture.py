@@ -565,3 +565,33 @@ def test_a_change_without_its_uow_row_is_landed_not_dropped(
     land(raw(model), lake)
     assert [(v["op"], v["after"]) for v in data(lake)] == [("c", john())]
     assert "IBMSNAP_UOW has no row" in caplog.text
+
+
+def test_the_guide_configuration_example() -> None:
+    from pydantic import ValidationError
+
+    from capture.db2.settings import Db2Settings
+
+    example = {
+        "name": "inventory",  # medallion's source names are identifiers
+        "connector": "db2",
+        "database.hostname": "192.168.99.100",
+        "database.port": 50000,
+        "database.user": "db2inst1",
+        "database.password": "Password!",
+        "database.dbname": "mydatabase",
+        "database.server.name": "fullfillment",
+    }
+    settings = Db2Settings.from_config(TypeAdapter(SourceConfig).validate_python(example))
+    assert (settings.host, settings.port, settings.database) == (
+        "192.168.99.100",
+        50000,
+        "mydatabase",
+    )
+    assert settings.server_name == "fullfillment" and "Password!" not in repr(settings)
+    # the example's "database.whitelist: public.inventory" is a MySQL key (a copy in the guide):
+    # a Db2 source selects schema.table names
+    with pytest.raises(ValidationError, match="did you mean 'table.whitelist'"):
+        TypeAdapter(SourceConfig).validate_python(
+            {**example, "database.whitelist": "public.inventory"}
+        )
