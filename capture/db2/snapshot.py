@@ -26,7 +26,7 @@ from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
 from capture.database_source import SnapshotProgress, SnapshotRow
 from capture.db2 import connection as q
-from capture.db2.agent import ZERO_LSN, Db2Agent, Registration, format_lsn, lsn
+from capture.db2.agent import ZERO_LSN, Db2Agent, Registration, lsn
 from capture.db2.connection import Db2Session
 from capture.db2.position import Db2Position
 from pipeline.errors import InternalError
@@ -78,7 +78,7 @@ class SnapshotReader(Db2Agent):
                 else max((r.start for r in regs), default=ZERO_LSN)
             )
             snap.point = self._text(point)
-            self._known = {r.table.collection: format_lsn(r.start) for r in regs}
+            self._known = {}  # the stream starts with the snapshot tables' schema changes
             logger.info("source %s: snapshot at LSN %s", self.name, snap.point)
         self._snap_conn = session
         return session

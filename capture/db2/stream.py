@@ -74,6 +74,8 @@ class StreamReader(Db2Agent):
         target = limits.until
         self._regs = self._registrations()
         session = self._conn()
+        if not self._snapshot_tables(builder, limits, target, now):
+            return False
         while True:
             if target is not None and self._reached(target):
                 return True
@@ -186,6 +188,32 @@ class StreamReader(Db2Agent):
         self._lsn, self._cut = commit, None
         return not self._ends(builder, None, limits, target)
 
+    def _snapshot_tables(
+        self,
+        builder: BatchBuilder,
+        limits: BatchLimits,
+        target: Mapping[str, Any] | None,
+        now: dt.datetime,
+    ) -> bool:
+        """The schema-change record of each table captured since before the stream's start
+        (the snapshot's tables: the guide's example, ``snapshot`` true and the snapshot's LSN
+        as ``commit_lsn``), once; False when the batch ended first."""
+        for reg in self._regs:
+            collection = reg.table.collection
+            if collection in self._known or reg.start > self._lsn:
+                continue
+            if self.settings.include_schema_changes:
+                if self._ends(builder, None, limits, target):
+                    return False
+                # after the snapshot's rows, before any change committed after its LSN
+                position = _position(self._lsn, Phase.STREAM, ZERO_LSN, len(self._known))
+                origin = f"{self.ORIGIN}:schema:{collection}@{self._text(self._lsn)}"
+                record = self._schema_record(reg, "CREATE", self._lsn, "true")
+                self._add(builder, record, position, origin, now, None, None)
+                self._last_position = position
+            self._known = {**self._known, collection: format_lsn(reg.start)}
+        return True
+
     def _new_tables(
         self,
         upto: bytes,
@@ -210,19 +238,21 @@ class StreamReader(Db2Agent):
                 position = _position(reg.start, Phase.STREAM, ZERO_LSN, 0)
                 origin = f"{self.ORIGIN}:schema:{collection}@{self._text(reg.start)}"
                 kind = "ALTER" if collection in self._known else "CREATE"
-                record = self._schema_record(reg, kind)
+                record = self._schema_record(reg, kind, reg.start, "false")
                 self._add(builder, record, position, origin, now, None, None)
                 self._last_position = position
             self._known = {**self._known, collection: start}
             self._lsn, self._cut = reg.start, None
         return True
 
-    def _schema_record(self, reg: Registration, kind: str) -> ConnectRecord:
+    def _schema_record(
+        self, reg: Registration, kind: str, at: bytes, snapshot: str
+    ) -> ConnectRecord:
         """The guide's schema-change message for a table put into capture mode (``CREATE``)
         or registered again with a new schema (``ALTER``)."""
         table = reg.table
         ts_ms = int(time.time() * 1000)
-        source = self._source(table, ts_ms, "false", self._text(reg.start), None)
+        source = self._source(table, ts_ms, snapshot, self._text(at), None)
         columns = [
             {
                 "name": name,
@@ -264,7 +294,12 @@ class StreamReader(Db2Agent):
         """A re-read has come to where the half-landed batch ended."""
         cut = target.get("cut")
         if cut is None:
-            return self._tx is None and self._lsn >= parse_lsn(target["lsn"])
+            known = len(target.get("registrations") or {})
+            return (
+                self._tx is None
+                and self._lsn >= parse_lsn(target["lsn"])
+                and len(self._known) >= known
+            )
         commit = parse_lsn(cut[0])
         if self._tx is not None and self._tx.commit == commit:
             return self._tx.emitted >= int(cut[1])

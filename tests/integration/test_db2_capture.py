@@ -190,7 +190,11 @@ def test_a_table_added_by_the_documented_procedure(model: Db2Model, tmp_path: Pa
         tx.insert("DB2INST1", "CUSTOMERS", john())
     land(raw(model), lake)
     rows = events(lake)
-    schema = next(r for r in rows if r[S.KIND] == "schema_change")
+    schema = next(
+        r
+        for r in rows
+        if r[S.KIND] == "schema_change" and r["value"]["source"]["table"] == "ORDERS"
+    )
     assert schema["key"] == {"databaseName": "TESTDB"}
     value = schema["value"]
     assert (value["databaseName"], value["schemaName"], value["ddl"]) == (
@@ -206,6 +210,45 @@ def test_a_table_added_by_the_documented_procedure(model: Db2Model, tmp_path: Pa
     after = [(r[S.COLLECTION], r["value"]["after"]) for r in rows if r[S.KIND] == "data"]
     assert after == [("DB2INST1.ORDERS", {"ID": 3, "QTY": 3}), ("DB2INST1.CUSTOMERS", john())]
     assert rows.index(schema) < [r[S.KIND] for r in rows].index("data")
+
+
+def test_the_guide_schema_change_example(model: Db2Model, tmp_path: Path) -> None:
+    model.create_database("testdb", width=10, log_start=lsn("00000025:00000d00:0000"))
+    in_capture(model, "testdb", {"CUSTOMERS": CUSTOMERS}, "DB2INST1")
+    at = ([lsn("00000025:00000d98:00a0")], lsn("00000025:00000d98:00a2"))
+    with model.transaction("testdb", at) as tx:
+        tx.insert("DB2INST1", "CUSTOMERS", john())
+    land(raw(model, **{"database.dbname": "testdb", "topic.prefix": "db2"}), tmp_path / "lake")
+    read, schema = (r for r in events(tmp_path / "lake") if r[S.KIND] != "heartbeat")
+    assert read["value"]["op"] == "r"
+    assert schema[S.KIND] == "schema_change" and schema["key"] == {"databaseName": "TESTDB"}
+    value = schema["value"]
+    fields = ("connector", "name", "snapshot", "db", "schema", "table", "change_lsn", "commit_lsn")
+    assert {k: value["source"][k] for k in fields} == {
+        "connector": "db2",
+        "name": "db2",
+        "snapshot": "true",
+        "db": "testdb",
+        "schema": "DB2INST1",
+        "table": "CUSTOMERS",
+        "change_lsn": None,
+        "commit_lsn": "00000025:00000d98:00a2",
+    }
+    assert (value["databaseName"], value["schemaName"], value["ddl"]) == (
+        "TESTDB",
+        "DB2INST1",
+        None,
+    )
+    (change,) = value["tableChanges"]
+    assert (change["type"], change["id"]) == ("CREATE", '"DB2INST1"."CUSTOMERS"')
+    table = change["table"]
+    assert table["defaultCharsetName"] is None and table["primaryKeyColumnNames"] == ["ID"]
+    assert [(c["name"], c["position"], c["optional"]) for c in table["columns"]] == [
+        ("ID", 1, False),
+        ("FIRST_NAME", 2, False),
+        ("LAST_NAME", 3, False),
+        ("EMAIL", 4, False),
+    ]
 
 
 def test_the_snapshot_rows_carry_the_snapshot_lsn(model: Db2Model, tmp_path: Path) -> None:
@@ -383,8 +426,8 @@ def test_a_locking_snapshot_blocks_writers_then_hands_over(
             with model.transaction(DB) as tx:
                 tx.delete("DB2INST1", "CUSTOMERS", 1006)
     source.close()
-    # two snapshot rows, then the delete and its tombstone once, then nothing
-    assert sizes == [1, 1, 2, 0] and batch.exhausted
+    # two snapshot rows, then the table's schema change, the delete and its tombstone once
+    assert sizes == [1, 1, 3, 0] and batch.exhausted
 
 
 def test_stopped_capture_delays_changes_and_loses_none(model: Db2Model, tmp_path: Path) -> None:
@@ -422,7 +465,8 @@ def test_masks_column_filters_and_heartbeats(model: Db2Model, tmp_path: Path) ->
                 change(tx)
         land(config, lake)
         seen.append([r[S.KIND] for r in events(lake)][sum(map(len, seen)) :])
-    assert seen == [["data", "heartbeat"], [], ["data", "tombstone", "heartbeat"]], seen
+    first = ["data", "schema_change", "heartbeat"]
+    assert seen == [first, [], ["data", "tombstone", "heartbeat"]], seen
     masked = {"ID": 1005, "FIRST_NAME": "john", "EMAIL": "***"}
     assert [(v["op"], v["after"] or v["before"]) for v in data(lake)] == [
         ("r", masked),
