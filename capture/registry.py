@@ -127,7 +127,15 @@ CONNECTORS: Mapping[SourceType, Connector] = {
             "the oracle capture agent needs python-oracledb: pip install '.[oracle]'",
         ),
     ),
-    SourceType.DB2: Connector(Db2SourceConfig, _not_built(SourceType.DB2, "planned")),
+    SourceType.DB2: Connector(
+        Db2SourceConfig,
+        # pyodbc is imported when connecting, where a missing IBM ODBC driver is reported.
+        _agent(
+            "capture.db2.source",
+            "Db2Source",
+            "the db2 capture agent needs pyodbc: pip install '.[db2]'",
+        ),
+    ),
     SourceType.YUGABYTEDB: Connector(
         YugabyteDbSourceConfig, _not_built(SourceType.YUGABYTEDB, "planned")
     ),

@@ -1,6 +1,9 @@
-"""The Db2 connector: for now only its config model and source positions.
+"""The Db2 connector: the ASN capture (SQL replication) change-data tables, read over pyodbc.
 
-Modules: :mod:`.config` (its Debezium properties) and :mod:`.position` (its bronze position
-layout). Debezium JSON files of this connector are read by :mod:`capture.debezium_json`; a
-capture agent for it will live in this package. Importing it imports no driver.
+Modules: :mod:`.config` (its Debezium properties), :mod:`.position` (its bronze position layout),
+:mod:`.settings` (what the agent reads of the config), :mod:`.source` (the agent: a composition
+of :mod:`.agent`, :mod:`.snapshot`, :mod:`.stream` and :mod:`.current`), :mod:`.connection` (the
+SQL statements and the driver's errors) and :mod:`.types` (the type mapping). Importing the
+package, its config or its position imports no driver; pyodbc is imported when connecting.
+See ``docs/capture-db2.md``.
 """

@@ -1,4 +1,4 @@
-"""The ``db2`` source's config model (the agent is not built yet). Imports no driver."""
+"""The ``db2`` source's config model. Imports no driver."""
 
 from __future__ import annotations
 

@@ -175,11 +175,18 @@ def _load_oracle() -> SourceReader:
     return read_tables
 
 
+def _load_db2() -> SourceReader:
+    from gold.source_read.db2 import read_tables
+
+    return read_tables
+
+
 SOURCE_READERS: dict[str, Callable[[], SourceReader]] = {
     "postgresql": _load_pg,
     "mysql": _load_mysql,
     "mariadb": _load_mysql,
     "oracle": _load_oracle,
+    "db2": _load_db2,
 }
 """Connector -> loader of its independent reader (drivers are imported lazily)."""
 

@@ -29,6 +29,9 @@ EXPECTED = {
     # A wire-level peer (tests/mongomodel/wire.py) that restarts; a change stream keeps nothing
     # a consumer acknowledges; status reports the oplog.
     "mongodb": {"snapshot", "restart", "reports_log"},
+    # The ASN model (tests/db2model): CD tables are read, never consumed; no snapshot
+    # isolation, so no handover test with writers during the snapshot (Db2Driver's docstring).
+    "db2": {"restart"},
 }
 """Per connector, the guarantees beyond those every connector keeps (commit order, exactly
 once at every fault point, resume, quarantine, status, silver equals the source)."""
@@ -45,6 +48,7 @@ MINIMAL = {
     "sqlserver": {"database.hostname": "localhost", "database.user": "u", "database.names": "d"},
     "oracle": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
     "mongodb": {"mongodb.connection.string": "mongodb://localhost/?replicaSet=rs0"},
+    "db2": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
 }
 """Just enough config to build each source (building one connects to nothing)."""
 

@@ -66,13 +66,14 @@ def test_no_connector_package_imports_another(package: str) -> None:
 
 
 def test_the_agents_reconciliation_reads_are_declared() -> None:
+    from capture.db2.source import Db2Source
     from capture.mysql.source import MySqlSource
     from capture.oracle.source import OracleSource
     from capture.postgresql.source import PostgresSource
     from capture.sqlserver.source import SqlServerSource
 
-    assert {"postgresql", "mysql", "mariadb", "sqlserver", "oracle"} == READS_CURRENT_STATE
-    for agent in (PostgresSource, MySqlSource, SqlServerSource, OracleSource):
+    assert {"postgresql", "mysql", "mariadb", "sqlserver", "oracle", "db2"} == READS_CURRENT_STATE
+    for agent in (PostgresSource, MySqlSource, SqlServerSource, OracleSource, Db2Source):
         for member in ("read_current", "point_text", "changes_after"):
             assert callable(getattr(agent, member, None)), (agent.__name__, member)
     reconcile = (CAPTURE.parent / "gold" / "reconcile.py").read_text(encoding="utf-8")

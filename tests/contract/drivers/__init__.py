@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.contract.drivers.base import Capability, ContractDriver
+from tests.contract.drivers.db2 import Db2Driver
 from tests.contract.drivers.debezium_json import DebeziumJsonDriver
 from tests.contract.drivers.mongodb import MongoDbDriver
 from tests.contract.drivers.mysql import MySqlDriver
@@ -21,6 +22,7 @@ DRIVERS: dict[str, type[ContractDriver]] = {
         SqlServerDriver,
         OracleDriver,
         MongoDbDriver,
+        Db2Driver,
     )
 }
 """Every connector the suite runs, by its ``connector`` name."""
