@@ -23,7 +23,7 @@ cd "$ROOT"
 VENV=$ROOT/.venv
 LOCK=$ROOT/requirements.lock
 VENV_STAMP=$VENV/.medallion-bootstrap
-EXTRAS="dev,postgres,mysql,sqlserver,oracle,mongodb"
+EXTRAS="dev,postgres,mysql,sqlserver,db2,oracle,mongodb"
 PYTHON=${PYTHON:-python3}
 PIP_FLAGS=(--disable-pip-version-check --no-input --progress-bar off)
 
