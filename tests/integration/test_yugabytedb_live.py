@@ -28,10 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import psycopg
 import pytest
-from deltalake import DeltaTable
 from psycopg import sql
 
 from bronze import schema as S
@@ -39,6 +37,7 @@ from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
 from capture.yugabytedb.config import YugabyteDbSourceConfig
 from pipeline.landing import LandingAgent
+from tests.integration.test_yugabytedb_capture import events
 
 DSN = os.environ.get("MEDALLION_TEST_YUGABYTE_DSN")
 
@@ -102,16 +101,6 @@ def land(cfg: YugabyteDbSourceConfig, lake: Path) -> None:
     LandingAgent(create_source(cfg), BronzeWriter(BronzeTables.under(lake))).run()
 
 
-def landed(lake: Path) -> list[dict[str, Any]]:
-    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table()
-    out = []
-    for r in sorted(table.to_pylist(), key=lambda r: r[S.POSITION]):
-        if r[S.KIND] == "data" and r[S.VALUE_JSON] is not None:
-            r["value"] = orjson.loads(r[S.VALUE_JSON])
-            out.append(r)
-    return out
-
-
 def _v(value: Any, plugin: str) -> Any:
     return {"value": value, "set": True} if plugin == "yboutput" else value
 
@@ -137,7 +126,7 @@ def test_snapshot_stream_and_seed_examples(
         )
     cfg = config(corner, plugin, lsn_type)
     land(cfg, tmp_path)  # slot, then the snapshot at its hybrid time
-    snap = [e for e in landed(tmp_path) if e["value"]["op"] == "r"]
+    snap = [e for e in events(tmp_path) if e["value"]["op"] == "r"]
     assert len(snap) == len(identities)
     assert all(e["value"]["after"]["employee_name"] == _v("Snap", plugin) for e in snap)
 
@@ -150,22 +139,22 @@ def test_snapshot_stream_and_seed_examples(
         )
     many = sql.Identifier(schema, "employee_d")
     run(
-        sql.SQL(
-            "INSERT INTO {} SELECT g, 'n' || g, 'd' FROM generate_series(2000, 2199) g"
-        ).format(many)
+        sql.SQL("INSERT INTO {} SELECT g, 'n' || g, 'd' FROM generate_series(2000, 2199) g").format(
+            many
+        )
     )
     for _ in range(5):  # a batch ends when the server goes quiet
         land(cfg, tmp_path)
-        streamed = [e for e in landed(tmp_path) if e["value"]["op"] != "r"]
+        streamed = [e for e in events(tmp_path) if e["value"]["op"] != "r"]
         if len(streamed) >= 3 * len(identities) + 200:
             break
     land(cfg, tmp_path)  # a new agent: nothing acknowledged lands again
-    events = landed(tmp_path)
-    positions = [e[S.POSITION] for e in events]
+    rows = events(tmp_path)
+    positions = [e[S.POSITION] for e in rows]
     assert len(set(positions)) == len(positions)
-    streamed = [e for e in events if e["value"]["op"] != "r"]
+    streamed = [e for e in rows if e["value"]["op"] != "r"]
     assert len(streamed) == 3 * len(identities) + 200
-    assert {e["value"]["source"]["connector"] for e in events} == {"YugabyteDB"}
+    assert {e["value"]["source"]["connector"] for e in rows} == {"YugabyteDB"}
 
     alice = {"employee_id": 1001, "employee_name": "Alice", "employee_dept": "Packaging"}
     bob = {**alice, "employee_name": "Bob"}
