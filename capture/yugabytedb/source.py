@@ -93,6 +93,7 @@ class YbReplicationStream(ReplicationStream):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._pending: collections.deque[bytes] = collections.deque()
+        self._pending_end = 0
 
     def read(self, timeout: float) -> bytes | None:
         """The next message: one read ahead by :meth:`wal_end` first, then the server's."""
@@ -106,6 +107,9 @@ class YbReplicationStream(ReplicationStream):
         Args:
             flush_lsn: The LSN the status update asking for a keepalive confirms again.
         """
+        if self._pending:
+            # Still reading what the last call read ahead (a backlog): its end stands.
+            return self._pending_end
         self.send_status(flush_lsn, reply=True)
         end = 0
         started = time.monotonic()
@@ -129,6 +133,7 @@ class YbReplicationStream(ReplicationStream):
                 end = max(end, decode_keepalive(data)[0])
         if end:
             self._pending.append(_KEEPALIVE.pack(b"k", end, 0, 0))
+        self._pending_end = end
         return end
 
 
@@ -151,6 +156,8 @@ class YugabyteDbSource(PostgresSource):
     REPORTS_LOG: ClassVar[bool] = True
     WRAPS_COLUMNS: ClassVar[frozenset[str]] = frozenset({"yboutput"})
     """Plugins whose rows are ``{"value", "set"}`` columns (``yboutput``)."""
+    INCREMENTAL_SNAPSHOTS: ClassVar[bool] = False
+    """No signals: seed 004 does not document them, and the config has no signaling keys."""
     REPLAYS_FROM_CONFIRMED: ClassVar[bool] = True
     """The server restarts at the slot's confirmed flush, not at the LSN asked for: replayed
     transactions already in bronze are skipped by their commit LSN."""

@@ -61,8 +61,11 @@ def yb_config(pg: Pg, **extra: Any) -> YugabyteDbSourceConfig:
     return YugabyteDbSourceConfig.model_validate(raw)
 
 
-def land(source: Any, lake: Path, *, max_events: int = 1000) -> None:
-    LandingAgent(source, BronzeWriter(BronzeTables.under(lake)), max_events=max_events).run()
+def land(
+    source: Any, lake: Path, *, max_events: int = 1000, max_batches: int | None = None
+) -> None:
+    agent = LandingAgent(source, BronzeWriter(BronzeTables.under(lake)), max_events=max_events)
+    agent.run(max_batches=max_batches)
 
 
 def events(lake: Path) -> list[dict[str, Any]]:
@@ -220,7 +223,7 @@ def test_silver_equals_the_model_across_tablets_cuts_and_restarts(
     pg: Pg, tmp_path: Path, spark: Any
 ) -> None:
     model = shop(pg, tablets=3)
-    config = yb_config(pg, **{"slot.lsn.type": "HYBRID_TIME"})
+    config = yb_config(pg, **{"slot.lsn.type": "HYBRID_TIME", "provide.transaction.metadata": True})
     first = model_source(config, model)
     land(first, tmp_path, max_events=3)  # the snapshot, in batches
     assert first.read_times == [str(model.slots[pg.slot].consistent_ht)]
@@ -249,6 +252,21 @@ def test_silver_equals_the_model_across_tablets_cuts_and_restarts(
     assert SilverJob(spark, tmp_path).run_once().quarantined == 0
     for name in ("items", "orders"):
         assert live(spark, tmp_path, f"{pg.schema}.{name}") == model.truth(name)
+
+
+def test_a_resumed_snapshot_reads_at_the_slots_hybrid_time_again(pg: Pg, tmp_path: Path) -> None:
+    model = shop(pg, tablets=2)
+    config = yb_config(pg)
+    first = model_source(config, model)
+    land(first, tmp_path, max_events=3, max_batches=1)  # stops inside the snapshot
+    point = str(model.slots[pg.slot].consistent_ht)
+    assert first.read_times == [point]
+    second = model_source(config, model)
+    land(second, tmp_path, max_events=3)
+    assert second.read_times == [point]  # the slot's restart hybrid time, not "now"
+    snapshot = [e["value"]["after"] for e in events(tmp_path) if e["value"]["op"] == "r"]
+    ids = sorted((e["id"]["value"], e["a"]["value"]) for e in snapshot)
+    assert ids == sorted((r["id"], r["a"]) for t in ("items", "orders") for r in model.truth(t))
 
 
 def test_sequence_lsns_order_records_within_a_transaction(pg: Pg, tmp_path: Path) -> None:
@@ -300,3 +318,6 @@ def test_pgoutput_stream_against_postgresql(pg: Pg, tmp_path: Path) -> None:
         (pg.slot,),
     )[0][0]
     assert orjson.loads(last[S.BATCH_OFFSET])["lsn"] == confirmed  # acknowledged after commit
+    status = create_source(config).log_status(None)
+    assert status["slot"] == pg.slot and status["slot_active"] is False
+    assert status["slot_lag_bytes"] is None  # YugabyteDB cannot size its WAL
