@@ -171,6 +171,54 @@ def test_seed_replica_identity_examples(pg: Pg, tmp_path: Path, plugin: str, ide
     assert events(tmp_path)[0][S.CONNECTOR] == "yugabytedb"
 
 
+def test_seed_customers_create_update_delete(pg: Pg, tmp_path: Path) -> None:
+    """Seed 004's create, update and delete events of ``customers`` (DEFAULT identity,
+    plain values): the payloads, and the ``source`` fields the seed shows."""
+    pg.sql(
+        f"CREATE TABLE {pg.schema}.customers (id SERIAL PRIMARY KEY, first_name VARCHAR(255) "
+        "NOT NULL, last_name VARCHAR(255) NOT NULL, email VARCHAR(255) NOT NULL)"
+    )
+    model = YbModel()
+    columns = tuple((c, VARCHAR_OID) for c in ("first_name", "last_name", "email"))
+    model.create_table(
+        Table(
+            pg.schema,
+            "customers",
+            relid(pg, "customers"),
+            (("id", INT4_OID), *columns),
+            ("id",),
+            "d",
+        )
+    )
+    model.next_xid = 555
+    config = yb_config(pg, **{"plugin.name": "pgoutput", "topic.prefix": "YugabyteDB_server"})
+    land(model_source(config, model), tmp_path)
+    anne = {"id": 1, "first_name": "Anne", "last_name": "Kretchmar", "email": "annek@noanswer.org"}
+    model.commit([("insert", "customers", anne)])
+    model.commit([("update", "customers", {"id": 1, "first_name": "Anne Marie"})])
+    model.commit([("delete", "customers", {"id": 1})])
+    land(model_source(config, model), tmp_path)
+    got = [e["value"] for e in events(tmp_path)]
+    assert [(v["op"], v["before"], v["after"]) for v in got] == [
+        ("c", None, anne),
+        ("u", None, {**anne, "first_name": "Anne Marie"}),
+        ("d", {"id": 1}, None),
+    ]
+    for value, tx_id in zip(got, (555, 556, 557), strict=True):
+        source = value["source"]
+        assert {k: source[k] for k in ("connector", "name", "db", "schema", "table", "txId")} == {
+            "connector": "YugabyteDB",
+            "name": "YugabyteDB_server",
+            "db": pg.config().database_dbname,
+            "schema": pg.schema,
+            "table": "customers",
+            "txId": tx_id,
+        }
+        assert source["snapshot"] == "false" and source["xmin"] is None
+        last, lsn = orjson.loads(source["sequence"])
+        assert int(lsn) == source["lsn"] and (last is None or int(last) < source["lsn"])
+
+
 def test_change_identity_needs_yboutput(pg: Pg, tmp_path: Path) -> None:
     model = employee_model(pg, "c")
     with pytest.raises(Exception, match="CHANGE is supported only with yboutput"):

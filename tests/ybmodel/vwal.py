@@ -98,7 +98,8 @@ class YbModel:
         self.tablet_logs: list[list[tuple[int, int, int, Change]]] = [[] for _ in range(tablets)]
         self.slots: dict[str, Slot] = {}
         self._ht = start_ht
-        self._xid = 700
+        self.next_xid = 700
+        """The id the next transaction gets."""
         self._committed: list[tuple[int, int]] = []
         """``(commit hybrid time, xid)`` of every transaction, in commit order."""
 
@@ -157,13 +158,13 @@ class YbModel:
             changes.append(Change("u", name, old, new))
         self.rows = staged
         self._ht += (1000 << HT_LOGICAL_BITS) + 7
-        self._xid += 1
+        xid, self.next_xid = self.next_xid, self.next_xid + 1
         for index, change in enumerate(changes):
             image = change.new if change.new is not None else change.old
             assert image is not None
             tablet = self._tablet(self.tables[change.table], image)
-            self.tablet_logs[tablet].append((self._ht, self._xid, index, change))
-        self._committed.append((self._ht, self._xid))
+            self.tablet_logs[tablet].append((self._ht, xid, index, change))
+        self._committed.append((self._ht, xid))
         return self._ht
 
     def _identity(self, name: str) -> str:
