@@ -28,6 +28,8 @@ from capture.yugabytedb.config import YugabyteDbSourceConfig
 from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
+from tests.contract.harness import SEED
+from tests.contract.history import Change, History, Transaction, expected_events
 from tests.integration.test_pg_capture import Pg, pg_corner
 from tests.ybmodel.agent import model_source
 from tests.ybmodel.vwal import INT4_OID, TEXT_OID, ModelError, Table, YbModel
@@ -260,6 +262,36 @@ def shop(pg: Pg, tablets: int) -> YbModel:
     return model
 
 
+STANDARD_OFFSET = 1000
+"""Keys of the contract suite's standard history, moved clear of the rows above."""
+
+
+def standard_transactions(count: int) -> tuple[list[Transaction], list[Any]]:
+    """The contract suite's standard history (``tests/contract/history.py``) on these tables:
+    its transactions, and each as model statements (items: name -> b, qty -> a; orders:
+    status -> b, amount -> a)."""
+    history = History(SEED)
+    transactions = history.transactions(count)
+
+    def row(table: str, values: dict[str, Any]) -> dict[str, Any]:
+        a, b = ("qty", "name") if table == "items" else ("amount", "status")
+        return {"id": STANDARD_OFFSET + values["id"], "a": values[a], "b": values[b]}
+
+    def statement(change: Change) -> tuple[str, str, dict[str, Any]]:
+        key = {"id": STANDARD_OFFSET + change.key}
+        if change.op == "d":
+            return ("delete", change.table, key)
+        assert change.row is not None
+        values = row(change.table, change.row)
+        if change.op == "c":
+            return ("insert", change.table, values)
+        if change.op == "u":
+            return ("update", change.table, values)
+        return ("update", change.table, {**values, **key, "__new_key": {"id": values["id"]}})
+
+    return transactions, [[statement(c) for c in tx] for tx in transactions]
+
+
 def live(spark: Any, lake: Path, collection: str) -> list[dict[str, Any]]:
     path = lake / "silver" / silver_table_name("yb", collection)
     df = spark.read.format("delta").load(str(path)).where(f"NOT {DELETED}")
@@ -280,6 +312,9 @@ def test_silver_equals_the_model_across_tablets_cuts_and_restarts(
     land(model_source(config, model), tmp_path, max_events=3)  # cuts inside transactions
     for tx in HISTORY[3:]:
         model.commit(tx)
+    standard, statements = standard_transactions(20)
+    for tx in statements:
+        model.commit(tx)
     # A new agent: the slot resends from its confirmed flush, the last transaction again.
     land(model_source(config, model), tmp_path, max_events=2)
 
@@ -287,11 +322,20 @@ def test_silver_equals_the_model_across_tablets_cuts_and_restarts(
     positions = [e[S.POSITION] for e in landed]
     assert len(set(positions)) == len(positions), "a transaction landed twice"
     streamed = [e for e in landed if e["value"]["op"] != "r"]
-    assert len(streamed) == sum(len(tx) for tx in HISTORY) + 1  # the key move: d + c
+    assert len(streamed) == sum(len(tx) for tx in HISTORY) + 1 + len(expected_events(standard))
+    tail = streamed[len(streamed) - len(expected_events(standard)) :]
+    assert [
+        (
+            e["value"]["source"]["table"],
+            e["value"]["op"],
+            orjson.loads(e[S.KEY_JSON])["id"] - STANDARD_OFFSET,
+        )
+        for e in tail
+    ] == expected_events(standard)  # the contract suite's commit order
     by_tx: dict[Any, set[int]] = {}
     for e in streamed:  # HYBRID_TIME: every record of a transaction carries its commit LSN
         by_tx.setdefault(e["value"]["source"]["txId"], set()).add(e["value"]["source"]["lsn"])
-    assert len(by_tx) == len(HISTORY)
+    assert len(by_tx) == len(HISTORY) + len(standard)
     assert all(len(lsns) == 1 for lsns in by_tx.values())
     # The slot was confirmed per transaction: every acknowledged LSN is a commit's.
     commits = {lsn for lsns in by_tx.values() for lsn in lsns}

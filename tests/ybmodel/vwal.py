@@ -16,7 +16,9 @@ What it follows (seed 004 and the digest ``oracle-and-yugabytedb.md`` B1-B3):
   ``yboutput`` only) sends an update's changed columns and the primary key, the others as ``u``
   (not sent), and a delete's key; ``DEFAULT`` (``d``) the whole new row and a delete's key;
   ``FULL`` (``f``) the old row too; ``NOTHING`` (``n``): updates and deletes of the table fail on
-  the publisher. A primary-key change sends the old key as a ``K`` tuple.
+  the publisher. A primary-key change sends the old key as a ``K`` tuple and, being a delete
+  and an insert in DocDB, the whole new row even under ``CHANGE`` (an assumption: the seed does
+  not say).
 * **Restart**: the slot resends from its confirmed flush LSN, at least once: the last
   confirmed transaction may come again (per-slot order, no gaps).
 
@@ -273,7 +275,8 @@ class YbModel:
             return b"D" + head + b"K" + key_tuple
         assert change.new is not None
         new_key = tuple(change.new[k] for k in table.key)
-        if identity == "c":
+        if identity == "c" and new_key == old_key:
+            # A key change is a delete and an insert of the whole row in DocDB: sent whole.
             new = [
                 change.new[c] if c in table.key or change.new[c] != change.old[c] else _UNSET
                 for c in names
