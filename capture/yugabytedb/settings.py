@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from capture.postgresql.settings import PgSourceSettings
+from pipeline.errors import CaptureError
 
-__all__ = ["YbSourceSettings"]
+__all__ = ["YbSourceSettings", "tservers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,8 +24,39 @@ class YbSourceSettings(PgSourceSettings):
     @classmethod
     def from_config(cls, config: Any) -> YbSourceSettings:
         """Read a validated :class:`capture.yugabytedb.config.YugabyteDbSourceConfig`."""
+        fields = cls.slot_fields(config)
+        fields["host"], fields["port"] = tservers(str(config.database_hostname), fields["port"])
         return cls(
-            **cls.slot_fields(config),
+            **fields,
             plugin_name=str(config.plugin_name),
             slot_lsn_type=str(config.slot_lsn_type),
         )
+
+
+def tservers(hostname: str, port: int) -> tuple[str, int]:
+    """``database.hostname`` as libpq takes it: ``IP1:PORT1,IP2:PORT2`` (any TServer; spec B2)
+    becomes the host list ``IP1,IP2`` (libpq tries them in turn) and their one port.
+
+    >>> tservers("10.0.0.1:5433,10.0.0.2:5433", 5432)
+    ('10.0.0.1,10.0.0.2', 5433)
+    >>> tservers("yb1,yb2", 5433)
+    ('yb1,yb2', 5433)
+
+    Raises:
+        CaptureError: The TServers listen on different ports (one ``database.port`` here).
+    """
+    hosts, ports = [], set()
+    for entry in (e.strip() for e in hostname.split(",") if e.strip()):
+        host, sep, given = entry.rpartition(":")
+        if not sep or not given.isdigit() or "]" in given:
+            hosts.append(entry)
+            ports.add(port)
+        else:
+            hosts.append(host)
+            ports.add(int(given))
+    if len(ports) > 1:
+        raise CaptureError(
+            f"database.hostname {hostname!r}: the TServers listen on different ports "
+            f"{sorted(ports)}; list hosts of one port, with database.port"
+        )
+    return ",".join(hosts), ports.pop() if ports else port

@@ -106,3 +106,12 @@ def test_read_ahead_finds_the_end_and_keeps_what_it_read() -> None:
     while (data := stream.read(0.01)) is not None:
         kinds.append(data[:1])
     assert kinds[-1] == b"k" and kinds.count(b"w") == 3 * 4 + 1  # + one Relation message
+
+
+def test_tservers_of_different_ports_are_refused() -> None:
+    from capture.yugabytedb.settings import tservers
+    from pipeline.errors import CaptureError
+
+    assert tservers("a:5433, b", 5433) == ("a,b", 5433)
+    with pytest.raises(CaptureError, match="different ports"):
+        tservers("a:5433,b:5434", 5433)
