@@ -48,12 +48,14 @@ def tservers(hostname: str, port: int) -> tuple[str, int]:
     hosts, ports = [], set()
     for entry in (e.strip() for e in hostname.split(",") if e.strip()):
         host, sep, given = entry.rpartition(":")
-        if not sep or not given.isdigit() or "]" in given:
+        # A bare IPv6 address has several colons and no port; "[addr]:port" names one.
+        bracketed = host.startswith("[") and host.endswith("]")
+        if sep and given.isdigit() and (bracketed or ":" not in host):
+            hosts.append(host.strip("[]"))
+            ports.add(int(given))
+        else:
             hosts.append(entry)
             ports.add(port)
-        else:
-            hosts.append(host)
-            ports.add(int(given))
     if len(ports) > 1:
         raise CaptureError(
             f"database.hostname {hostname!r}: the TServers listen on different ports "

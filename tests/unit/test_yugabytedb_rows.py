@@ -113,5 +113,7 @@ def test_tservers_of_different_ports_are_refused() -> None:
     from pipeline.errors import CaptureError
 
     assert tservers("a:5433, b", 5433) == ("a,b", 5433)
+    assert tservers("::1", 5433) == ("::1", 5433)
+    assert tservers("[::1]:5434", 5433) == ("::1", 5434)
     with pytest.raises(CaptureError, match="different ports"):
         tservers("a:5433,b:5434", 5433)
