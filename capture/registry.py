@@ -137,7 +137,12 @@ CONNECTORS: Mapping[SourceType, Connector] = {
         ),
     ),
     SourceType.YUGABYTEDB: Connector(
-        YugabyteDbSourceConfig, _not_built(SourceType.YUGABYTEDB, "planned")
+        YugabyteDbSourceConfig,
+        _agent(
+            "capture.yugabytedb.source",
+            "YugabyteDbSource",
+            "the yugabytedb capture agent needs psycopg 3: pip install '.[postgres]'",
+        ),
     ),
 }
 """Every connector, by kind. Adding a connector is one line here (docs/extending.md)."""

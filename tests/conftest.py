@@ -19,6 +19,8 @@ collect_ignore = (
     []
     if os.environ.get("MEDALLION_TEST_MONGODB_URI") or os.environ.get("MEDALLION_TEST_MONGO_URI")
     else ["integration/test_mongodb_live.py"]
+) + (
+    [] if os.environ.get("MEDALLION_TEST_YUGABYTE_DSN") else ["integration/test_yugabytedb_live.py"]
 )
 
 # A pytest-xdist worker runs under execnet, whose ``__main__`` has neither ``__spec__`` nor

@@ -200,7 +200,7 @@ class PostgresAgent(IncrementalSnapshots):
             self._known_columns[f"{schema}.{table}"] = names
         added = frozenset() if known is None or not track else names - known
         s = self.settings
-        return TableSchema(
+        return self._schema_class()(
             s.server_name,
             schema,
             table,
@@ -215,6 +215,15 @@ class PostgresAgent(IncrementalSnapshots):
             with_transaction=s.rules.provide_transaction_metadata,
             added=added,
         )
+
+    def _schema_class(self) -> type[TableSchema]:
+        """The class of captured tables (a hook: YugabyteDB's rows differ, see
+        :mod:`capture.yugabytedb.yboutput`)."""
+        return TableSchema
+
+    def _stream_class(self) -> type[ReplicationStream]:
+        """The class of the replication stream (a hook for YugabyteDB's agent)."""
+        return ReplicationStream
 
     def _lookup_type(self, oid: int) -> PgType | None:
         if oid not in self._types:

@@ -46,20 +46,27 @@ class PgSourceSettings:
     def from_config(cls, config: Any) -> PgSourceSettings:
         """Read a validated :class:`capture.postgresql.config.PostgresSourceConfig`."""
         return cls(
-            host=str(config.database_hostname),
-            port=int(config.database_port),
-            user=str(config.database_user),
-            dbname=str(config.database_dbname),
-            password=config.database_password,
-            server_name=str(config.logical_name),
-            slot_name=str(config.slot_name),
-            publication_name=str(config.publication_name),
-            publication_autocreate_mode=str(config.publication_autocreate_mode),
-            snapshot_mode=str(config.snapshot_mode),
-            table_filter=TableFilter.from_config(config),
-            handling=ValueHandling.from_config(config),
-            rules=AgentRules.from_config(config),
+            **cls.slot_fields(config),
             signals=SignalSettings.from_config(config),
             toasted_value_placeholder=str(config.toasted_value_placeholder),
-            slot_drop_on_stop=bool(config.slot_drop_on_stop),
         )
+
+    @staticmethod
+    def slot_fields(config: Any) -> dict[str, Any]:
+        """The fields every logical-replication config has (PostgreSQL's and YugabyteDB's)."""
+        return {
+            "host": str(config.database_hostname),
+            "port": int(config.database_port),
+            "user": str(config.database_user),
+            "dbname": str(config.database_dbname),
+            "password": config.database_password,
+            "server_name": str(config.logical_name),
+            "slot_name": str(config.slot_name),
+            "publication_name": str(config.publication_name),
+            "publication_autocreate_mode": str(config.publication_autocreate_mode),
+            "snapshot_mode": str(config.snapshot_mode),
+            "table_filter": TableFilter.from_config(config),
+            "handling": ValueHandling.from_config(config),
+            "rules": AgentRules.from_config(config),
+            "slot_drop_on_stop": bool(config.slot_drop_on_stop),
+        }

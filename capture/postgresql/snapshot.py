@@ -42,7 +42,7 @@ class SnapshotReader(PostgresAgent):
         conn = self._connect()
         conn.autocommit = False
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(name)))
+        self._read_at_point(conn, name)
         self._snap_conn = conn
         self._snapshot = SnapshotProgress(
             point, self._captured_tables(conn), ts_ms=int(time.time() * 1000)
@@ -75,7 +75,17 @@ class SnapshotReader(PostgresAgent):
         conn = self._connect()
         conn.autocommit = False
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        self._reread_at_point(conn)
         self._snap_conn = conn
+
+    def _read_at_point(self, conn: psycopg.Connection[Any], name: str | None) -> None:
+        """Make the snapshot transaction read the database at the slot's consistent point:
+        import the exported snapshot (a hook: YugabyteDB sets ``yb_read_time``)."""
+        conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(name)))
+
+    def _reread_at_point(self, conn: psycopg.Connection[Any]) -> None:
+        """After a restart: the exported snapshot is gone, so PostgreSQL reads the present (a
+        hook: YugabyteDB reads at the slot's restart hybrid time again)."""
 
     def _snapshot_rows(self) -> Iterator[tuple[int, TableSchema, list[str | None]]]:
         """Rows of the remaining tables, in key order, as ``(table index, schema, texts)``."""

@@ -52,9 +52,14 @@ class SlotStatus(PostgresAgent):
         """
         with self._connect() as conn:
             try:
-                return pg_slot.slot_lag(conn, self.settings.slot_name)
+                return self._slot_lag_query(conn, self.settings.slot_name)
             except psycopg.Error as exc:
                 raise CaptureError(
                     f"source {self.name}: cannot read slot {self.settings.slot_name}: "
                     f"{str(exc).strip()}"
                 ) from exc
+
+    @staticmethod
+    def _slot_lag_query(conn: psycopg.Connection[Any], slot: str) -> dict[str, Any] | None:
+        """The query behind :meth:`slot_lag` (a hook: YugabyteDB cannot size its WAL)."""
+        return pg_slot.slot_lag(conn, slot)

@@ -49,7 +49,6 @@ from capture.postgresql.pgoutput import (
     pg_time_to_unix_ms,
 )
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
-from capture.postgresql.replication import ReplicationStream
 from capture.postgresql.schema import TableSchema
 from capture.postgresql.slot import parse_lsn
 from pipeline.errors import (
@@ -78,7 +77,7 @@ class StreamReader(PostgresAgent):
     def _start_streaming(self) -> None:
         repl = self._repl if self._repl is not None and not self._repl.closed else None
         self._repl = None
-        stream = ReplicationStream(repl or self._connect(replication=True), self.name)
+        stream = self._stream_class()(repl or self._connect(replication=True), self.name)
         self._stream = stream
         stream.start(
             self.settings.slot_name,
@@ -345,8 +344,10 @@ class StreamReader(PostgresAgent):
         if tx is None:
             raise CaptureError(f"source {self.name}: Commit without Begin")
         if tx.begun:
-            # END sorts after every change: no change of the transaction is at its commit LSN.
-            position = _position(tx.commit_lsn, Phase.STREAM, message.commit_lsn, 0)
+            # END sorts after every change. No PostgreSQL change is at its commit LSN; under
+            # YugabyteDB's HYBRID_TIME LSNs every change is, so END follows the last one's seq.
+            seq = tx.seq + 1 if tx.last_lsn == message.commit_lsn else 0
+            position = _position(tx.commit_lsn, Phase.STREAM, message.commit_lsn, seq)
             self._emit_end(builder, tx, position, now)
             self._last_position = position
         self._tx = None

@@ -1,4 +1,4 @@
-"""The ``yugabytedb`` source's config model (the agent is not built yet).
+"""The ``yugabytedb`` source's config model (the agent: :mod:`capture.yugabytedb.source`).
 
 YugabyteDB's logical replication is PostgreSQL's, so the model extends
 :class:`capture.postgresql.config.LogicalReplicationConfig`. Imports no driver.

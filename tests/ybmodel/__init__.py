@@ -1,0 +1,1 @@
+"""A model of YugabyteDB logical replication (tablets, Virtual WAL, slots, yboutput frames)."""
