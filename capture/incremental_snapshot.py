@@ -65,11 +65,14 @@ from capture.signals import (
 )
 from pipeline.errors import CaptureError, PipelineError
 
-__all__ = ["ChunkWindow", "IncrementalProgress", "IncrementalSnapshots"]
+__all__ = ["ENDED_KEPT", "ChunkWindow", "IncrementalProgress", "IncrementalSnapshots"]
 
 logger = logging.getLogger(__name__)
 
 _OP_READ = Op.READ.value
+
+ENDED_KEPT = 16
+"""How many ended signals the offset remembers (:attr:`IncrementalSnapshots._ended`)."""
 
 
 @dataclass(slots=True)
@@ -85,6 +88,8 @@ class IncrementalProgress:
         chunks: Chunks emitted so far.
         rows: Rows emitted so far.
         paused: ``pause-snapshot`` was received.
+        queued: Ids of the ``execute-snapshot`` signals queued into this one while it ran
+            (they end with it).
     """
 
     id: str
@@ -95,6 +100,7 @@ class IncrementalProgress:
     chunks: int = 0
     rows: int = 0
     paused: bool = False
+    queued: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The offset's form."""
@@ -107,6 +113,7 @@ class IncrementalProgress:
             "chunks": self.chunks,
             "rows": self.rows,
             "paused": self.paused,
+            "queued": list(self.queued),
         }
 
     @classmethod
@@ -121,7 +128,13 @@ class IncrementalProgress:
             int(data.get("chunks", 0)),
             int(data.get("rows", 0)),
             bool(data.get("paused", False)),
+            [str(i) for i in data.get("queued") or []],
         )
+
+    @property
+    def ids(self) -> list[str]:
+        """Every ``execute-snapshot`` signal this snapshot carries out."""
+        return [self.id, *self.queued]
 
     def next_table(self) -> None:
         """The first table is done: the next one starts from its beginning."""
@@ -180,27 +193,41 @@ class IncrementalSnapshots(DatabaseSource):
         self._window: ChunkWindow | None = None
         self._signal_lines = 0
         """Lines of ``signal.file`` read."""
+        self._ended: dict[str, str] = {}
+        """Signal id -> how it ended (``complete``, ``stopped``, ``refused: <reason>``), the
+        latest :data:`ENDED_KEPT` of them: kept in the offset, so whoever sent a signal can see
+        in bronze's committed offset that the agent carried it out (``reconcile --repair``)."""
 
     # --- the offset ----------------------------------------------------------------------------
     def _signals_json(self) -> dict[str, Any] | None:
         """The offset's ``signals`` entry (None when there is nothing to keep)."""
         snap = self._incremental
-        if snap is None and self._signal_lines == 0:
+        if snap is None and self._signal_lines == 0 and not self._ended:
             return None
         return {
             "snapshot": None if snap is None else snap.to_json(),
             "file_lines": self._signal_lines,
+            "ended": dict(self._ended),
         }
 
     def _signals_restore(self, data: Mapping[str, Any] | None) -> None:
         """Take the offset's ``signals`` entry back; a chunk in flight is read again."""
         self._window = None
         if data is None:
-            self._incremental, self._signal_lines = None, 0
+            self._incremental, self._signal_lines, self._ended = None, 0, {}
             return
         snap = data.get("snapshot")
         self._incremental = None if snap is None else IncrementalProgress.from_json(snap)
         self._signal_lines = int(data.get("file_lines", 0))
+        self._ended = {str(k): str(v) for k, v in dict(data.get("ended") or {}).items()}
+
+    def _end(self, ids: Sequence[str], how: str) -> None:
+        """Note that the signals ``ids`` ended ``how`` (the oldest notes make room)."""
+        for signal_id in ids:
+            self._ended.pop(signal_id, None)
+            self._ended[signal_id] = how
+        while len(self._ended) > ENDED_KEPT:
+            del self._ended[next(iter(self._ended))]
 
     # --- sending -------------------------------------------------------------------------------
     def send_signal(self, signal: Signal) -> str:
@@ -286,7 +313,7 @@ class IncrementalSnapshots(DatabaseSource):
         try:
             signal = parse_signal(row.get("id"), row.get("type"), row.get("data"))
         except SignalError as exc:
-            self._refuse(builder, raw, origin, exc, now)
+            self._refuse(builder, raw, origin, exc, now, row.get("id"))
             return
         window = self._window
         if signal.type == WINDOW_OPEN:
@@ -301,9 +328,17 @@ class IncrementalSnapshots(DatabaseSource):
         self._act(builder, signal, raw, origin, now)
 
     def _refuse(
-        self, builder: BatchBuilder, raw: bytes, origin: str, exc: SignalError, now: dt.datetime
+        self,
+        builder: BatchBuilder,
+        raw: bytes,
+        origin: str,
+        exc: SignalError,
+        now: dt.datetime,
+        signal_id: Any = None,
     ) -> None:
         logger.error("source %s: signal refused at %s: %s", self.name, origin, exc)
+        if isinstance(signal_id, str) and signal_id:
+            self._end([signal_id], f"refused: {exc.reason}")
         self._quarantine(builder, raw, origin, exc, now)
 
     def _act(
@@ -312,7 +347,7 @@ class IncrementalSnapshots(DatabaseSource):
         try:
             self._apply_signal(signal)
         except SignalError as exc:
-            self._refuse(builder, raw, origin, exc, now)
+            self._refuse(builder, raw, origin, exc, now, signal.id)
             return
         logger.info("source %s: signal %s (%s) at %s", self.name, signal.id, signal.type, origin)
         self._next_chunk()
@@ -361,6 +396,7 @@ class IncrementalSnapshots(DatabaseSource):
                 signal.id, list(request.collections), dict(request.conditions)
             )
         else:  # queued behind the running one, as Debezium does
+            snap.queued.append(signal.id)
             snap.tables.extend(c for c in request.collections if c not in snap.tables)
             snap.conditions.update(request.conditions)
         logger.info(
@@ -381,6 +417,7 @@ class IncrementalSnapshots(DatabaseSource):
         snap.tables = [t for t in snap.tables if t not in stopped]
         logger.info("source %s: snapshot stopped for %s", self.name, ", ".join(sorted(stopped)))
         if not snap.tables:
+            self._end(snap.ids, "stopped")
             self._incremental = None
 
     # --- chunks --------------------------------------------------------------------------------
@@ -396,6 +433,7 @@ class IncrementalSnapshots(DatabaseSource):
                     snap.rows,
                     snap.chunks,
                 )
+                self._end(snap.ids, "complete")
                 self._incremental = None
                 return
             collection = snap.tables[0]

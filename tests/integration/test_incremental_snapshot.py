@@ -25,7 +25,7 @@ from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
 from tests.integration.test_mysql_capture import My, my
-from tests.integration.test_pg_capture import Pg, pg, rows
+from tests.integration.test_pg_capture import Pg, pg, raw_config, rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
@@ -58,6 +58,8 @@ class Corner:
     sql: Callable[..., None]
     query: Callable[[str], list[tuple[Any, ...]]]
     raw: Callable[..., SourceConfig]
+    raw_dict: Callable[..., dict[str, Any]]
+    """The source config as YAML gives it (for child processes)."""
     create: str
     """``CREATE TABLE {t} (...)`` for a keyed table (id, v, note)."""
     signal_table: str
@@ -93,6 +95,7 @@ def pg_corner(pg: Pg) -> Corner:
         lambda *s: pg.sql(*s),
         lambda q: pg.query(q),
         pg.config,
+        lambda **extra: raw_config(pg, **extra),
         "CREATE TABLE {t} (id int PRIMARY KEY, v int NOT NULL, note text)",
         f"{pg.schema}.sig",
         lambda row: int(row[0]),
@@ -111,6 +114,7 @@ def my_corner(my: My) -> Corner:
         lambda *s: my.sql(*s),
         lambda q: my.query(q),
         my.config,
+        my.raw,
         "CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, note TEXT)",
         f"{my.database}.sig",
         lambda row: int(row[0][0]),
@@ -303,38 +307,59 @@ def test_bad_signals_are_quarantined_and_the_stream_goes_on(corner: Corner, tmp_
     assert inserted[-1]["value"]["after"]["id"] == 4  # the stream went on after them
 
 
-@pytest.mark.postgres
+@pytest.mark.parametrize("agent", ["stopped", "running"])
 def test_reconcile_repair_snapshots_the_damaged_keys_again(
-    spark: Any, pg: Pg, tmp_path: Path
+    spark: Any, corner: Corner, tmp_path: Path, agent: str
 ) -> None:
     """Silver damaged behind the pipeline's back (an UPDATE and a DELETE on the Delta table) is
-    found by reconcile; ``--repair`` snapshots exactly those keys again and reconcile is clean."""
+    found by reconcile; ``--repair`` snapshots exactly those keys again and reconcile is clean.
+    ``stopped``: no capture agent runs, the repair lands the source itself; ``running``:
+    ``medallion capture --follow`` runs in a child process and lands the repair's snapshot."""
     from gold.reconcile_repair import repair_now
     from pipeline.config import PipelineConfig
     from pipeline.orchestration import land_sources
     from pipeline.sql import quote_identifier
-    from tests.integration.test_pg_capture import raw_config
+    from tests.integration.test_incremental_kill import committed, follow, stop, wait_for
 
-    c, lake = pg_corner(pg), tmp_path / "lake"
+    c, lake = corner, tmp_path / "lake"
     fill(c, "items", 30)
-    extra = {"signal.data.collection": c.collection("sig"), "table.include.list": ".*items|.*sig"}
-    config = PipelineConfig.model_validate(
-        {"lake": {"root": str(lake)}, "sources": [raw_config(pg, **extra)]}
-    )
-
-    def run_once() -> None:  # capture, then silver (the cut reconcile compares with)
-        land_sources(config, ["pg"])
-        SilverJob(spark, lake).run_once()
-
-    run_once()
-    path = lake / "silver" / silver_table_name("pg", c.collection("items"))
+    extra = {
+        "signal.data.collection": c.collection("sig"),
+        "table.include.list": rf"{c.schema}\.(items|sig)",
+        "poll.interval.ms": 100,
+    }
+    raw = c.raw_dict(**extra)
+    config = PipelineConfig.model_validate({"lake": {"root": str(lake)}, "sources": [raw]})
+    land_sources(config, [c.name])
+    SilverJob(spark, lake).run_once()
+    path = lake / "silver" / silver_table_name(c.name, c.collection("items"))
     table = f"delta.{quote_identifier(str(path.absolute()))}"
     spark.sql(f"UPDATE {table} SET v = 999 WHERE id = 7")
     spark.sql(f"DELETE FROM {table} WHERE id = 12")
     c.sql(f"INSERT INTO {c.collection('items')} VALUES (31, 1, 'later')")
-    run_once()  # the cut moves past the damage
-
-    repaired = repair_now(config, "pg")
+    child = None
+    if agent == "running":
+        config_path = tmp_path / "pipeline.yaml"
+        config_path.write_text(
+            orjson.dumps({"lake": {"root": str(lake)}, "sources": [raw]}).decode()
+        )
+        seq = committed(lake, c.name)
+        assert seq is not None
+        child = follow(config_path, c.name)
+        wait_for(
+            "the agent to land row 31",
+            lambda: (b := committed(lake, c.name)) and b.batch_seq > seq.batch_seq,
+            child,
+        )
+    else:
+        land_sources(config, [c.name])
+    try:
+        SilverJob(spark, lake).run_once()  # the cut moves past the damage
+        repaired = repair_now(config, c.name, agent_wait_s=60.0 if agent == "running" else 1.0)
+    finally:
+        if child is not None:
+            stop(child)
+    assert repaired.landed_by == ("running agent" if agent == "running" else "this command")
     found = [t for t in repaired.before.tables if not t.success]  # the damage, found
     assert [t.collection for t in found] == [c.collection("items")]
     assert (found[0].differing, found[0].missing_in_gold) == (('{"id":7}',), ('{"id":12}',))

@@ -1,0 +1,95 @@
+"""``reconcile --repair`` decides who lands its snapshot from bronze's committed offset, and
+``quality.reconcile.repair`` is a validated config key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from capture.incremental_snapshot import ENDED_KEPT, IncrementalSnapshots
+from gold.reconcile_repair import snapshot_outcome, wait_landed
+from pipeline.errors import ConfigError, ReconcileError
+
+
+def offset(ended: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"signals": {"snapshot": None, "file_lines": 0, "ended": ended or {}}}
+
+
+class Bronze:
+    """Committed batches as a running agent (or this command's landing) would leave them."""
+
+    def __init__(self, batches: list[tuple[int, dict[str, Any]] | None]) -> None:
+        self.batches = batches
+        self.reads = 0
+
+    def committed(self) -> tuple[int, dict[str, Any]] | None:
+        batch = self.batches[min(self.reads, len(self.batches) - 1)]
+        self.reads += 1
+        return batch
+
+
+def test_a_running_agent_that_lands_the_snapshot_is_waited_for() -> None:
+    bronze = Bronze([(4, offset()), (5, offset()), (6, offset({"s1": "complete"}))])
+    landed: list[bool] = []
+    who = wait_landed(
+        bronze.committed, "s1", lambda: landed.append(True), baseline=(4, offset()), poll_s=0
+    )
+    assert who == ("running agent", "complete") and not landed
+
+
+def test_without_an_agent_the_command_lands_the_source_itself() -> None:
+    bronze = Bronze([(4, offset())])
+
+    def land() -> None:
+        bronze.batches.append((5, offset({"s1": "complete"})))
+        bronze.reads = len(bronze.batches) - 1
+
+    who = wait_landed(bronze.committed, "s1", land, baseline=(4, offset()), agent_wait_s=0.01)
+    assert who == ("this command", "complete")
+
+
+def test_a_snapshot_that_does_not_end_after_landing_is_an_error() -> None:
+    bronze = Bronze([None])
+    with pytest.raises(ReconcileError, match="did not end after landing"):
+        wait_landed(bronze.committed, "s1", lambda: None, baseline=None, agent_wait_s=0.01)
+
+
+def test_a_running_agent_that_never_finishes_times_out() -> None:
+    bronze = Bronze([(4, offset()), (5, offset())])
+    with pytest.raises(ReconcileError, match="did not finish the repair's snapshot s1"):
+        wait_landed(
+            bronze.committed, "s1", lambda: None, baseline=(4, offset()), timeout_s=0.01, poll_s=0
+        )
+
+
+def test_a_refused_snapshot_is_told_as_it_ended() -> None:
+    assert snapshot_outcome(offset({"s1": "refused: no key"}), "s1") == "refused: no key"
+    assert snapshot_outcome(offset(), "s1") is None and snapshot_outcome(None, "s1") is None
+
+
+def test_the_offset_remembers_the_latest_ended_signals() -> None:
+    class Agent(IncrementalSnapshots):
+        def _open(self, offset: Any) -> None:
+            return None
+
+    agent = Agent("x")
+    for n in range(ENDED_KEPT + 3):
+        agent._end([f"s{n}"], "complete")
+    saved = agent._signals_json()
+    assert saved is not None and len(saved["ended"]) == ENDED_KEPT
+    assert "s0" not in saved["ended"] and saved["ended"][f"s{ENDED_KEPT + 2}"] == "complete"
+    again = Agent("x")
+    again._signals_restore(saved)
+    assert again._signals_json() == saved
+
+
+def test_scheduled_repair_is_a_validated_quality_key() -> None:
+    from pipeline.config import PipelineConfig
+
+    base = {"lake": {"root": "/tmp/lake"}, "sources": []}
+    config = PipelineConfig.model_validate({**base, "quality": {"reconcile.repair": True}})
+    assert config.quality.reconcile_repair is True
+    assert PipelineConfig.model_validate(base).quality.reconcile_repair is False
+    with pytest.raises((ConfigError, ValueError), match="did you mean 'reconcile.repair'"):
+        PipelineConfig.model_validate({**base, "quality": {"reconcile.repiar": True}})
