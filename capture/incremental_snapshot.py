@@ -49,6 +49,7 @@ from capture.change_records import data_record
 from capture.column_types import ValueConversionError
 from capture.database_source import DatabaseSource
 from capture.signals import (
+    BLOCKING,
     EXECUTE_SNAPSHOT,
     LOG,
     PAUSE_SNAPSHOT,
@@ -60,9 +61,11 @@ from capture.signals import (
     Signal,
     SignalError,
     SignalSettings,
+    SnapshotRequest,
     new_signal_id,
     parse_signal,
 )
+from capture.signals_blocking import read_blocking
 from pipeline.errors import CaptureError, PipelineError
 
 __all__ = ["ENDED_KEPT", "ChunkWindow", "IncrementalProgress", "IncrementalSnapshots"]
@@ -296,7 +299,7 @@ class IncrementalSnapshots(DatabaseSource):
                 if isinstance(parsed, SignalError):
                     self._refuse(builder, raw, origin, parsed, now)
                 else:
-                    self._act(builder, parsed, raw, origin, now)
+                    self._act(builder, parsed, raw, origin, now, None)
         self._next_chunk()
 
     def _signal_row(
@@ -325,7 +328,7 @@ class IncrementalSnapshots(DatabaseSource):
                 self._close_window(builder, window, at, now)
                 self._next_chunk()
             return  # a chunk read before a restart: read again under a new id
-        self._act(builder, signal, raw, origin, now)
+        self._act(builder, signal, raw, origin, now, at)
 
     def _refuse(
         self,
@@ -342,38 +345,53 @@ class IncrementalSnapshots(DatabaseSource):
         self._quarantine(builder, raw, origin, exc, now)
 
     def _act(
-        self, builder: BatchBuilder, signal: Signal, raw: bytes, origin: str, now: dt.datetime
+        self,
+        builder: BatchBuilder,
+        signal: Signal,
+        raw: bytes,
+        origin: str,
+        now: dt.datetime,
+        at: Any,
     ) -> None:
+        """Act on ``signal``; ``at`` is its place in the log (None: from the signal file)."""
         try:
-            self._apply_signal(signal)
+            blocking = self._apply_signal(signal, at)
         except SignalError as exc:
             self._refuse(builder, raw, origin, exc, now, signal.id)
             return
         logger.info("source %s: signal %s (%s) at %s", self.name, signal.id, signal.type, origin)
+        if blocking is not None:
+            # The stream pauses here: the tables are read whole, their rows take the signal's
+            # place in the log, and the stream resumes right after it.
+            read_blocking(self, builder, blocking, at, now)
+            self._end([signal.id], "complete")
         self._next_chunk()
 
-    def _apply_signal(self, signal: Signal) -> None:
+    def _apply_signal(self, signal: Signal, at: Any) -> SnapshotRequest | None:
+        """Act on ``signal``; returns a blocking snapshot's request, to be read at once."""
         snap = self._incremental
         if signal.type == LOG:
             logger.info("source %s: signal log: %s", self.name, signal.data["message"])
         elif signal.type == EXECUTE_SNAPSHOT:
-            self._execute_snapshot(signal)
+            return self._execute_snapshot(signal, at)
         elif signal.type == STOP_SNAPSHOT:
             self._stop_snapshot(signal)
         elif signal.type in (PAUSE_SNAPSHOT, RESUME_SNAPSHOT):
             if snap is None:
                 raise SignalError(f"signal {signal.id} ({signal.type}): no snapshot is running")
             snap.paused = signal.type == PAUSE_SNAPSHOT
+        return None
 
-    def _execute_snapshot(self, signal: Signal) -> None:
+    def _execute_snapshot(self, signal: Signal, at: Any) -> SnapshotRequest | None:
         request = signal.snapshot_request()
         where = f"signal {signal.id} (execute-snapshot)"
-        if request.kind != "incremental":
-            raise SignalError(
-                f"{where}: {request.kind} snapshots are not implemented by this agent; send "
-                "type 'incremental' (the stream is not paused, the result is the same)"
-            )
-        if self.signals.collection is None:
+        if request.kind == BLOCKING:
+            if at is None:
+                raise SignalError(
+                    f"{where}: a blocking snapshot's rows take the signal's place in the log: "
+                    "send it through the signaling table (signal.data.collection), not the file"
+                )
+        elif self.signals.collection is None:
             raise SignalError(
                 f"{where}: an incremental snapshot writes its watermarks into the signaling "
                 "table: set signal.data.collection"
@@ -390,6 +408,14 @@ class IncrementalSnapshots(DatabaseSource):
                     f"{where}: table {collection} has no primary key; give it one with "
                     "message.key.columns"
                 )
+            condition = request.conditions.get(collection, "")
+            if condition.lstrip()[:7].upper() == "SELECT ":
+                raise SignalError(
+                    f"{where}: the filter for {collection} is a SELECT statement; give only its "
+                    "condition (what follows WHERE): rows are read in key order"
+                )
+        if request.kind == BLOCKING:
+            return request
         snap = self._incremental
         if snap is None:
             self._incremental = IncrementalProgress(
@@ -405,6 +431,7 @@ class IncrementalSnapshots(DatabaseSource):
             ", ".join(request.collections),
             "".join(f" ({t} WHERE {c})" for t, c in request.conditions.items()),
         )
+        return None
 
     def _stop_snapshot(self, signal: Signal) -> None:
         snap = self._incremental
