@@ -139,6 +139,27 @@ class IncrementalProgress:
         """Every ``execute-snapshot`` signal this snapshot carries out."""
         return [self.id, *self.queued]
 
+    def queue(self, collection: str, condition: str | None) -> None:
+        """Add ``collection`` under ``condition`` (None: every row) to the tables to read.
+
+        A table already there reads the rows of either condition from then on; the table being
+        read is also queued once more, for the new condition's rows before the current key.
+        """
+        if collection not in self.tables:
+            self.tables.append(collection)
+            if condition is not None:
+                self.conditions[collection] = condition
+            return
+        old = self.conditions.get(collection)
+        if old is None or condition is None:
+            self.conditions.pop(collection, None)
+        elif old != condition:
+            self.conditions[collection] = f"({old}) OR ({condition})"
+        else:
+            return  # the same rows are on their way
+        if self.tables[0] == collection and self.tables.count(collection) == 1:
+            self.tables.append(collection)
+
     def next_table(self) -> None:
         """The first table is done: the next one starts from its beginning."""
         self.tables.pop(0)
@@ -423,8 +444,8 @@ class IncrementalSnapshots(DatabaseSource):
             )
         else:  # queued behind the running one, as Debezium does
             snap.queued.append(signal.id)
-            snap.tables.extend(c for c in request.collections if c not in snap.tables)
-            snap.conditions.update(request.conditions)
+            for collection in request.collections:
+                snap.queue(collection, request.conditions.get(collection))
         logger.info(
             "source %s: incremental snapshot of %s%s",
             self.name,

@@ -93,3 +93,16 @@ def test_scheduled_repair_is_a_validated_quality_key() -> None:
     assert PipelineConfig.model_validate(base).quality.reconcile_repair is False
     with pytest.raises((ConfigError, ValueError), match="did you mean 'reconcile.repair'"):
         PipelineConfig.model_validate({**base, "quality": {"reconcile.repiar": True}})
+
+
+def test_a_request_for_a_table_already_being_read_widens_it_and_reads_it_again() -> None:
+    from capture.incremental_snapshot import IncrementalProgress
+
+    snap = IncrementalProgress("s1", ["s.a", "s.b"], {"s.a": "id < 5"}, after=["3"], until=["4"])
+    snap.queue("s.a", "id = 9")  # a repair of key 9 while s.a is read under its own filter
+    snap.queue("s.b", "id = 1")  # s.b reads every row already
+    snap.queue("s.c", "id = 2")
+    assert snap.tables == ["s.a", "s.b", "s.a", "s.c"]
+    assert snap.conditions == {"s.a": "(id < 5) OR (id = 9)", "s.c": "id = 2"}
+    snap.queue("s.a", None)  # every row of s.a: no filter, and no third reading
+    assert snap.tables == ["s.a", "s.b", "s.a", "s.c"] and "s.a" not in snap.conditions
