@@ -106,3 +106,38 @@ def test_a_request_for_a_table_already_being_read_widens_it_and_reads_it_again()
     assert snap.conditions == {"s.a": "(id < 5) OR (id = 9)", "s.c": "id = 2"}
     snap.queue("s.a", None)  # every row of s.a: no filter, and no third reading
     assert snap.tables == ["s.a", "s.b", "s.a", "s.c"] and "s.a" not in snap.conditions
+
+
+def test_a_scheduled_reconciliation_that_finds_damage_requests_its_repair(tmp_path: Any) -> None:
+    import orjson
+
+    from gold.cuts import Cut
+    from gold.reconcile import ReconcileResult, TableReconciliation
+    from gold.reconcile_repair import scheduled_repair
+    from pipeline.config import PipelineConfig
+
+    signals = tmp_path / "pg.signals"
+    source = {"name": "pg", "connector": "postgresql", "database.hostname": "localhost"}
+    source |= {"database.user": "u", "database.dbname": "d", "signal.file": str(signals)}
+    config = PipelineConfig.model_validate(
+        {"lake": {"root": str(tmp_path / "lake")}, "sources": [source]}
+    )
+    damaged = TableReconciliation(
+        "public.items", "silver_t", 30, 29, 4, (), ('{"id":12}',), (), ('{"id":7}',), 1, 0, 1
+    )
+    clean = TableReconciliation("public.other", "silver_o", 3, 3, 1)
+    found = ReconcileResult("pg", Cut("pg", 3, b"\x01", None), (damaged, clean), False)
+    outcomes = scheduled_repair(config, "pg", found, found.outcomes(), tmp_path / "lake")
+    sent = orjson.loads(signals.read_bytes())
+    assert sent["type"] == "execute-snapshot" and sent["data"]["data-collections"] == [
+        "public.items"
+    ]
+    assert sent["data"]["additional-conditions"] == [
+        {"data-collection": "public.items", "filter": '("id" = 12) OR ("id" = 7)'}
+    ]
+    failing = [o for o in outcomes if not o.success]
+    assert [o.table for o in failing] == ["public.items"]
+    assert f"repair requested: incremental snapshot {sent['id']} of public.items (2 key(s))" in (
+        failing[0].details
+    )
+    assert all("repair" not in o.details for o in outcomes if o.success)
