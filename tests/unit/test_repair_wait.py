@@ -141,3 +141,58 @@ def test_a_scheduled_reconciliation_that_finds_damage_requests_its_repair(tmp_pa
         failing[0].details
     )
     assert all("repair" not in o.details for o in outcomes if o.success)
+
+
+class _Table:
+    has_key = True
+
+
+class _Agent(IncrementalSnapshots):
+    """An agent whose every table is captured and keyed; no database behind it."""
+
+    def _open(self, offset: Any) -> None:
+        return None
+
+    def _incremental_table(self, collection: str) -> Any:
+        return _Table()
+
+
+@pytest.mark.parametrize(
+    ("data", "at", "collection", "reason"),
+    [
+        ({"type": "blocking"}, None, None, "send it through the signaling table"),
+        ({"type": "incremental"}, None, None, "set signal.data.collection"),
+        (
+            {
+                "type": "blocking",
+                "additional-conditions": [
+                    {"data-collection": "s.a", "filter": "select * from s.a where id > 1"}
+                ],
+            },
+            ("tx", 1),
+            "s.sig",
+            "give only its condition",
+        ),
+    ],
+)
+def test_snapshot_requests_an_agent_cannot_carry_out_are_refused(
+    data: dict[str, Any], at: Any, collection: str | None, reason: str
+) -> None:
+    from capture.signals import EXECUTE_SNAPSHOT, Signal, SignalError, SignalSettings
+
+    agent = _Agent("x")
+    agent.signals = SignalSettings(collection)
+    signal = Signal("s1", EXECUTE_SNAPSHOT, {"data-collections": ["s.a"], **data})
+    with pytest.raises(SignalError, match=reason):
+        agent._apply_signal(signal, at)
+
+
+def test_a_blocking_request_is_carried_out_at_once_not_queued() -> None:
+    from capture.signals import EXECUTE_SNAPSHOT, Signal, SignalSettings
+
+    agent = _Agent("x")
+    agent.signals = SignalSettings("s.sig")
+    data = {"data-collections": ["s.a"], "type": "blocking"}
+    request = agent._apply_signal(Signal("s1", EXECUTE_SNAPSHOT, data), ("tx", 1))
+    assert request is not None and request.collections == ("s.a",)
+    assert agent._incremental is None  # no incremental snapshot started
