@@ -84,6 +84,10 @@ class Writer(threading.Thread):
             self.error = exc
 
 
+_LOGS: dict[int, Path] = {}
+"""The log file of each agent child, by pid."""
+
+
 def committed(lake: Path, name: str) -> CommittedBatch | None:
     return BronzeWriter(BronzeTables.under(lake)).last_committed(agent_app_id(name))
 
@@ -101,8 +105,9 @@ def wait_for(what: str, check: Callable[[], Any], proc: subprocess.Popen[bytes] 
 
 
 def _err(proc: subprocess.Popen[bytes]) -> str:
-    assert proc.stderr is not None
-    return proc.stderr.read().decode(errors="replace")[-3000:]
+    """The end of the child's log (a file: a pipe nobody reads would block a chatty child)."""
+    log = _LOGS.get(proc.pid)
+    return log.read_text(errors="replace")[-3000:] if log is not None and log.exists() else ""
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -118,11 +123,16 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def follow(config: Path, name: str) -> subprocess.Popen[bytes]:
-    """``medallion capture <name> --follow`` as a child process."""
+    """``medallion capture <name> --follow`` as a child process, its log in a file next to
+    ``config`` (read by :func:`_err`)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log = config.with_name(f"agent-{time.monotonic_ns()}.log")
     args = [sys.executable, "-m", "pipeline.cli", "--config", str(config), "--log-level"]
     args += ["INFO", "capture", "-s", name, "--follow"]
-    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=out)
+    _LOGS[proc.pid] = log
+    return proc
 
 
 def snapshot_of(batch: CommittedBatch | None) -> dict[str, Any] | None:
