@@ -49,6 +49,7 @@ from capture.change_records import data_record
 from capture.column_types import ValueConversionError
 from capture.database_source import DatabaseSource
 from capture.signals import (
+    BLOCKING,
     EXECUTE_SNAPSHOT,
     LOG,
     PAUSE_SNAPSHOT,
@@ -60,16 +61,21 @@ from capture.signals import (
     Signal,
     SignalError,
     SignalSettings,
+    SnapshotRequest,
     new_signal_id,
     parse_signal,
 )
+from capture.signals_blocking import read_blocking
 from pipeline.errors import CaptureError, PipelineError
 
-__all__ = ["ChunkWindow", "IncrementalProgress", "IncrementalSnapshots"]
+__all__ = ["ENDED_KEPT", "ChunkWindow", "IncrementalProgress", "IncrementalSnapshots"]
 
 logger = logging.getLogger(__name__)
 
 _OP_READ = Op.READ.value
+
+ENDED_KEPT = 16
+"""How many ended signals the offset remembers (:attr:`IncrementalSnapshots._ended`)."""
 
 
 @dataclass(slots=True)
@@ -85,6 +91,8 @@ class IncrementalProgress:
         chunks: Chunks emitted so far.
         rows: Rows emitted so far.
         paused: ``pause-snapshot`` was received.
+        queued: Ids of the ``execute-snapshot`` signals queued into this one while it ran
+            (they end with it).
     """
 
     id: str
@@ -95,6 +103,7 @@ class IncrementalProgress:
     chunks: int = 0
     rows: int = 0
     paused: bool = False
+    queued: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The offset's form."""
@@ -107,6 +116,7 @@ class IncrementalProgress:
             "chunks": self.chunks,
             "rows": self.rows,
             "paused": self.paused,
+            "queued": list(self.queued),
         }
 
     @classmethod
@@ -121,7 +131,34 @@ class IncrementalProgress:
             int(data.get("chunks", 0)),
             int(data.get("rows", 0)),
             bool(data.get("paused", False)),
+            [str(i) for i in data.get("queued") or []],
         )
+
+    @property
+    def ids(self) -> list[str]:
+        """Every ``execute-snapshot`` signal this snapshot carries out."""
+        return [self.id, *self.queued]
+
+    def queue(self, collection: str, condition: str | None) -> None:
+        """Add ``collection`` under ``condition`` (None: every row) to the tables to read.
+
+        A table already there reads the rows of either condition from then on; the table being
+        read is also queued once more, for the new condition's rows before the current key.
+        """
+        if collection not in self.tables:
+            self.tables.append(collection)
+            if condition is not None:
+                self.conditions[collection] = condition
+            return
+        old = self.conditions.get(collection)
+        if old is None or condition is None:
+            self.conditions.pop(collection, None)
+        elif old != condition:
+            self.conditions[collection] = f"({old}) OR ({condition})"
+        else:
+            return  # the same rows are on their way
+        if self.tables[0] == collection and self.tables.count(collection) == 1:
+            self.tables.append(collection)
 
     def next_table(self) -> None:
         """The first table is done: the next one starts from its beginning."""
@@ -180,27 +217,41 @@ class IncrementalSnapshots(DatabaseSource):
         self._window: ChunkWindow | None = None
         self._signal_lines = 0
         """Lines of ``signal.file`` read."""
+        self._ended: dict[str, str] = {}
+        """Signal id -> how it ended (``complete``, ``stopped``, ``refused: <reason>``), the
+        latest :data:`ENDED_KEPT` of them: kept in the offset, so whoever sent a signal can see
+        in bronze's committed offset that the agent carried it out (``reconcile --repair``)."""
 
     # --- the offset ----------------------------------------------------------------------------
     def _signals_json(self) -> dict[str, Any] | None:
         """The offset's ``signals`` entry (None when there is nothing to keep)."""
         snap = self._incremental
-        if snap is None and self._signal_lines == 0:
+        if snap is None and self._signal_lines == 0 and not self._ended:
             return None
         return {
             "snapshot": None if snap is None else snap.to_json(),
             "file_lines": self._signal_lines,
+            "ended": dict(self._ended),
         }
 
     def _signals_restore(self, data: Mapping[str, Any] | None) -> None:
         """Take the offset's ``signals`` entry back; a chunk in flight is read again."""
         self._window = None
         if data is None:
-            self._incremental, self._signal_lines = None, 0
+            self._incremental, self._signal_lines, self._ended = None, 0, {}
             return
         snap = data.get("snapshot")
         self._incremental = None if snap is None else IncrementalProgress.from_json(snap)
         self._signal_lines = int(data.get("file_lines", 0))
+        self._ended = {str(k): str(v) for k, v in dict(data.get("ended") or {}).items()}
+
+    def _end(self, ids: Sequence[str], how: str) -> None:
+        """Note that the signals ``ids`` ended ``how`` (the oldest notes make room)."""
+        for signal_id in ids:
+            self._ended.pop(signal_id, None)
+            self._ended[signal_id] = how
+        while len(self._ended) > ENDED_KEPT:
+            del self._ended[next(iter(self._ended))]
 
     # --- sending -------------------------------------------------------------------------------
     def send_signal(self, signal: Signal) -> str:
@@ -269,7 +320,7 @@ class IncrementalSnapshots(DatabaseSource):
                 if isinstance(parsed, SignalError):
                     self._refuse(builder, raw, origin, parsed, now)
                 else:
-                    self._act(builder, parsed, raw, origin, now)
+                    self._act(builder, parsed, raw, origin, now, None)
         self._next_chunk()
 
     def _signal_row(
@@ -286,7 +337,7 @@ class IncrementalSnapshots(DatabaseSource):
         try:
             signal = parse_signal(row.get("id"), row.get("type"), row.get("data"))
         except SignalError as exc:
-            self._refuse(builder, raw, origin, exc, now)
+            self._refuse(builder, raw, origin, exc, now, row.get("id"))
             return
         window = self._window
         if signal.type == WINDOW_OPEN:
@@ -298,47 +349,70 @@ class IncrementalSnapshots(DatabaseSource):
                 self._close_window(builder, window, at, now)
                 self._next_chunk()
             return  # a chunk read before a restart: read again under a new id
-        self._act(builder, signal, raw, origin, now)
+        self._act(builder, signal, raw, origin, now, at)
 
     def _refuse(
-        self, builder: BatchBuilder, raw: bytes, origin: str, exc: SignalError, now: dt.datetime
+        self,
+        builder: BatchBuilder,
+        raw: bytes,
+        origin: str,
+        exc: SignalError,
+        now: dt.datetime,
+        signal_id: Any = None,
     ) -> None:
         logger.error("source %s: signal refused at %s: %s", self.name, origin, exc)
+        if isinstance(signal_id, str) and signal_id:
+            self._end([signal_id], f"refused: {exc.reason}")
         self._quarantine(builder, raw, origin, exc, now)
 
     def _act(
-        self, builder: BatchBuilder, signal: Signal, raw: bytes, origin: str, now: dt.datetime
+        self,
+        builder: BatchBuilder,
+        signal: Signal,
+        raw: bytes,
+        origin: str,
+        now: dt.datetime,
+        at: Any,
     ) -> None:
+        """Act on ``signal``; ``at`` is its place in the log (None: from the signal file)."""
         try:
-            self._apply_signal(signal)
+            blocking = self._apply_signal(signal, at)
         except SignalError as exc:
-            self._refuse(builder, raw, origin, exc, now)
+            self._refuse(builder, raw, origin, exc, now, signal.id)
             return
         logger.info("source %s: signal %s (%s) at %s", self.name, signal.id, signal.type, origin)
+        if blocking is not None:
+            # The stream pauses here: the tables are read whole, their rows take the signal's
+            # place in the log, and the stream resumes right after it.
+            read_blocking(self, builder, blocking, at, now)
+            self._end([signal.id], "complete")
         self._next_chunk()
 
-    def _apply_signal(self, signal: Signal) -> None:
+    def _apply_signal(self, signal: Signal, at: Any) -> SnapshotRequest | None:
+        """Act on ``signal``; returns a blocking snapshot's request, to be read at once."""
         snap = self._incremental
         if signal.type == LOG:
             logger.info("source %s: signal log: %s", self.name, signal.data["message"])
         elif signal.type == EXECUTE_SNAPSHOT:
-            self._execute_snapshot(signal)
+            return self._execute_snapshot(signal, at)
         elif signal.type == STOP_SNAPSHOT:
             self._stop_snapshot(signal)
         elif signal.type in (PAUSE_SNAPSHOT, RESUME_SNAPSHOT):
             if snap is None:
                 raise SignalError(f"signal {signal.id} ({signal.type}): no snapshot is running")
             snap.paused = signal.type == PAUSE_SNAPSHOT
+        return None
 
-    def _execute_snapshot(self, signal: Signal) -> None:
+    def _execute_snapshot(self, signal: Signal, at: Any) -> SnapshotRequest | None:
         request = signal.snapshot_request()
         where = f"signal {signal.id} (execute-snapshot)"
-        if request.kind != "incremental":
-            raise SignalError(
-                f"{where}: {request.kind} snapshots are not implemented by this agent; send "
-                "type 'incremental' (the stream is not paused, the result is the same)"
-            )
-        if self.signals.collection is None:
+        if request.kind == BLOCKING:
+            if at is None:
+                raise SignalError(
+                    f"{where}: a blocking snapshot's rows take the signal's place in the log: "
+                    "send it through the signaling table (signal.data.collection), not the file"
+                )
+        elif self.signals.collection is None:
             raise SignalError(
                 f"{where}: an incremental snapshot writes its watermarks into the signaling "
                 "table: set signal.data.collection"
@@ -355,20 +429,30 @@ class IncrementalSnapshots(DatabaseSource):
                     f"{where}: table {collection} has no primary key; give it one with "
                     "message.key.columns"
                 )
+            condition = request.conditions.get(collection, "")
+            if condition.lstrip()[:7].upper() == "SELECT ":
+                raise SignalError(
+                    f"{where}: the filter for {collection} is a SELECT statement; give only its "
+                    "condition (what follows WHERE): rows are read in key order"
+                )
+        if request.kind == BLOCKING:
+            return request
         snap = self._incremental
         if snap is None:
             self._incremental = IncrementalProgress(
                 signal.id, list(request.collections), dict(request.conditions)
             )
         else:  # queued behind the running one, as Debezium does
-            snap.tables.extend(c for c in request.collections if c not in snap.tables)
-            snap.conditions.update(request.conditions)
+            snap.queued.append(signal.id)
+            for collection in request.collections:
+                snap.queue(collection, request.conditions.get(collection))
         logger.info(
             "source %s: incremental snapshot of %s%s",
             self.name,
             ", ".join(request.collections),
             "".join(f" ({t} WHERE {c})" for t, c in request.conditions.items()),
         )
+        return None
 
     def _stop_snapshot(self, signal: Signal) -> None:
         snap = self._incremental
@@ -381,6 +465,7 @@ class IncrementalSnapshots(DatabaseSource):
         snap.tables = [t for t in snap.tables if t not in stopped]
         logger.info("source %s: snapshot stopped for %s", self.name, ", ".join(sorted(stopped)))
         if not snap.tables:
+            self._end(snap.ids, "stopped")
             self._incremental = None
 
     # --- chunks --------------------------------------------------------------------------------
@@ -396,6 +481,7 @@ class IncrementalSnapshots(DatabaseSource):
                     snap.rows,
                     snap.chunks,
                 )
+                self._end(snap.ids, "complete")
                 self._incremental = None
                 return
             collection = snap.tables[0]

@@ -8,7 +8,9 @@ that cannot be written to. The types:
 
 * ``execute-snapshot``: ``{"data-collections": [...], "type": "incremental",
   "additional-conditions": [{"data-collection": ..., "filter": ...}]}`` starts an incremental
-  snapshot of those tables (:mod:`capture.incremental_snapshot`);
+  snapshot of those tables (:mod:`capture.incremental_snapshot`); with ``"type": "blocking"``
+  the stream pauses at the signal while the tables are read whole
+  (:mod:`capture.signals_blocking`);
 * ``stop-snapshot``: ``{"data-collections": [...]}`` (optional: all) drops tables from it;
 * ``pause-snapshot`` / ``resume-snapshot``: no more chunks are read until resumed;
 * ``log``: ``{"message": ...}`` is written to the agent's log;
@@ -31,7 +33,9 @@ import orjson
 from pipeline.errors import CaptureError
 
 __all__ = [
+    "BLOCKING",
     "EXECUTE_SNAPSHOT",
+    "INCREMENTAL",
     "LOG",
     "PAUSE_SNAPSHOT",
     "RESUME_SNAPSHOT",
@@ -57,7 +61,9 @@ WINDOW_OPEN: Final = "snapshot-window-open"
 WINDOW_CLOSE: Final = "snapshot-window-close"
 SIGNAL_TYPES: Final = (EXECUTE_SNAPSHOT, STOP_SNAPSHOT, PAUSE_SNAPSHOT, RESUME_SNAPSHOT, LOG)
 """The signal types a user sends (the watermarks are the agent's own)."""
-SNAPSHOT_TYPES: Final = ("incremental", "blocking")
+INCREMENTAL: Final = "incremental"
+BLOCKING: Final = "blocking"
+SNAPSHOT_TYPES: Final = (INCREMENTAL, BLOCKING)
 
 
 class SignalError(CaptureError):

@@ -378,12 +378,21 @@ def quality(state: _State, sources: tuple[str, ...], reconcile: bool | None) -> 
 @click.option(
     "--repair",
     is_flag=True,
-    help="Snapshot the differing keys again (an incremental snapshot limited to them), run the "
-    "pipeline once and reconcile again; the source's capture agent must not be running.",
+    help="Snapshot the differing keys again (an incremental snapshot limited to them), wait "
+    "until it is in bronze (landed by the running capture agent, or here when none runs), run "
+    "silver and gold once and reconcile again.",
+)
+@click.option(
+    "--agent-wait",
+    type=float,
+    default=15.0,
+    show_default=True,
+    help="--repair: seconds without the source's committed offset moving that mean no capture "
+    "agent is running (this command then lands the source itself).",
 )
 @click.pass_obj
 @catch_exception
-def reconcile(state: _State, source: str, ranges: int, repair: bool) -> None:
+def reconcile(state: _State, source: str, ranges: int, repair: bool, agent_wait: float) -> None:
     """Compare every captured table of SOURCE with its gold view: row counts, a hash per
     primary-key range and the differing keys, then every value of an independent read of the
     database with silver, per column (differing values with examples, columns not comparable
@@ -394,9 +403,11 @@ def reconcile(state: _State, source: str, ranges: int, repair: bool) -> None:
     if repair:
         from gold.reconcile_repair import repair_now
 
-        repaired = repair_now(state.config, source, ranges=ranges)
+        repaired = repair_now(state.config, source, ranges=ranges, agent_wait_s=agent_wait)
         state.output.result(f"reconcile {source}", repaired.before.rows())
         state.output.result(f"reconcile {source}: repair", repaired.rows())
+        if repaired.landed_by:
+            state.output.message(f"the repair's snapshot was landed by: {repaired.landed_by}")
         if repaired.after is not None:
             state.output.result(f"reconcile {source}: after the repair", repaired.after.rows())
         if not repaired.success:

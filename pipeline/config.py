@@ -227,6 +227,7 @@ QUALITY_FRESHNESS_SLO_SECONDS_DEFAULT = 3600.0
 QUALITY_QUARANTINE_MAX = "quarantine.max"
 QUALITY_RECONCILE_INTERVAL_SECONDS = "reconcile.interval.seconds"
 QUALITY_RECONCILE_INTERVAL_SECONDS_DEFAULT = 3600.0
+QUALITY_RECONCILE_REPAIR = "reconcile.repair"
 QUALITY_INTERVAL_SECONDS = "interval.seconds"
 QUALITY_INTERVAL_SECONDS_DEFAULT = 300.0
 QUALITY_REPORT_DIR = "report.dir"
@@ -474,6 +475,11 @@ class QualityConfig(ConfigModel):
     )
     """``medallion run`` also reconciles gold with each database source at most this often
     (0: every run; null: never; ``medallion reconcile`` runs it on demand)."""
+    reconcile_repair: bool = config_key(False, QUALITY_RECONCILE_REPAIR)
+    """When the scheduled reconciliation finds keys that differ, send the source's capture agent
+    an incremental snapshot of exactly those keys (``reconcile --repair`` without the waiting:
+    the running agent lands it, a later reconciliation shows it repaired); see
+    docs/signals.md."""
     interval_seconds: Annotated[float, Field(ge=0)] = config_key(
         QUALITY_INTERVAL_SECONDS_DEFAULT, QUALITY_INTERVAL_SECONDS
     )

@@ -276,7 +276,12 @@ def reconcile_due(
                     )
                 )
                 continue
-            outcomes.extend(result.outcomes())
+            found = result.outcomes()
+            if config.quality.reconcile_repair and not result.success:
+                from gold.reconcile_repair import scheduled_repair
+
+                found = scheduled_repair(config, source, result, found, lake_root)
+            outcomes.extend(found)
         return outcomes
 
     return hook

@@ -14,6 +14,7 @@ standard randomized history of :mod:`tests.contract.history`:
 ``test_quarantine_reasons``   what cannot be landed is quarantined with its reason
 ``test_status``               ``medallion status`` fields
 ``test_silver``               silver equals the source after the history
+``test_signal_snapshots``     incremental and blocking snapshots under changes: bronze = source
 ``test_capabilities``         which of these apply to which connector
 ============================  ====================================================================
 

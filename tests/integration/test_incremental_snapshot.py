@@ -2,13 +2,13 @@
 
 Each test owns a corner of the server (``pg`` / ``my`` from the capture tests), a signaling
 table ``sig`` in it and a temp lake. The agent snapshots no rows (``snapshot.mode`` never or
-schema_only), so the rows a table had come from the incremental snapshot only; silver is applied
-with the project's job on the shared SparkSession and compared with the source row by row.
+schema_only), so the rows a table had come from the incremental snapshot only. Bronze is compared
+with the source row by row, and, in the repair tests, silver and gold (the project's jobs on the
+shared SparkSession) through reconciliation.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,27 +25,11 @@ from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
 from tests.integration.test_mysql_capture import My, my
-from tests.integration.test_pg_capture import Pg, pg, rows
+from tests.integration.test_pg_capture import Pg, pg, raw_config, rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
 __all__ = ["my", "pg"]  # the fixtures, re-used from the capture tests
-
-
-class Crash(BaseException):
-    """Stands for kill -9 between reading a batch and committing it: nothing of the batch is
-    committed and the agent's memory (the chunk in flight) is gone."""
-
-
-class CrashAt:
-    """A fault injector that crashes once, after reading batch ``seq``."""
-
-    def __init__(self, seq: int) -> None:
-        self.seq = seq
-
-    def hit(self, point: str, batch_seq: int) -> None:
-        if point == "after_read" and batch_seq == self.seq:
-            raise Crash
 
 
 @dataclass
@@ -58,11 +42,11 @@ class Corner:
     sql: Callable[..., None]
     query: Callable[[str], list[tuple[Any, ...]]]
     raw: Callable[..., SourceConfig]
+    raw_dict: Callable[..., dict[str, Any]]
+    """The source config as YAML gives it (for child processes)."""
     create: str
     """``CREATE TABLE {t} (...)`` for a keyed table (id, v, note)."""
     signal_table: str
-    row_id: Callable[[Any], int]
-    """The ``id`` of a row as the agent's chunk read returns it."""
     no_data_snapshot: str
     """The ``snapshot.mode`` that snapshots no rows: PostgreSQL ``never``; MySQL
     ``schema_only`` (the schema history then knows only the captured tables, so a table added
@@ -93,9 +77,9 @@ def pg_corner(pg: Pg) -> Corner:
         lambda *s: pg.sql(*s),
         lambda q: pg.query(q),
         pg.config,
+        lambda **extra: raw_config(pg, **extra),
         "CREATE TABLE {t} (id int PRIMARY KEY, v int NOT NULL, note text)",
         f"{pg.schema}.sig",
-        lambda row: int(row[0]),
         "never",
     )
 
@@ -111,9 +95,9 @@ def my_corner(my: My) -> Corner:
         lambda *s: my.sql(*s),
         lambda q: my.query(q),
         my.config,
+        my.raw,
         "CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL, note TEXT)",
         f"{my.database}.sig",
-        lambda row: int(row[0][0]),
         "schema_only",
     )
 
@@ -134,47 +118,13 @@ def fill(c: Corner, table: str, count: int) -> None:
     c.sql(f"INSERT INTO {c.collection(table)} VALUES {values}")
 
 
-def workload(c: Corner, table: str, rnd: random.Random, ops: int) -> None:
-    """Random single-row updates, deletes and inserts, each its own transaction."""
-    t = c.collection(table)
-    for _ in range(ops):
-        key = rnd.randint(1, 260)
-        kind = rnd.random()
-        if kind < 0.5:
-            c.sql(f"UPDATE {t} SET v = v + {rnd.randint(1, 9)}, note = 'upd' WHERE id = {key}")
-        elif kind < 0.75:
-            c.sql(f"DELETE FROM {t} WHERE id = {key}")
-        else:
-            c.sql(f"DELETE FROM {t} WHERE id = {key}")
-            c.sql(f"INSERT INTO {t} VALUES ({key}, {rnd.randint(0, 99)}, 'new')")
-
-
-def land_once(
-    config: SourceConfig,
-    lake: Path,
-    *,
-    crash_at: int | None = None,
-    in_window: Callable[[list[Any]], None] | None = None,
-    **kw: Any,
-) -> Any:
-    """Land once; ``in_window`` runs right after each chunk is read, before its high watermark
-    is written: what it commits is inside the chunk's window."""
-    source = create_source(config)
-    if in_window is not None:
-        read = source._incremental_read  # type: ignore[attr-defined]
-
-        def read_then_change(*args: Any) -> list[Any]:
-            chunk: list[Any] = read(*args)
-            in_window(chunk)
-            return chunk
-
-        source._incremental_read = read_then_change  # type: ignore[attr-defined]
+def land_once(config: SourceConfig, lake: Path, **kw: Any) -> Any:
+    """Land until the source is exhausted (or ``max_batches``)."""
     agent = LandingAgent(
-        source,
+        create_source(config),
         BronzeWriter(BronzeTables.under(lake)),
         max_events=kw.pop("max_events", 1000),
         max_transaction_events=100_000,
-        faults=CrashAt(crash_at) if crash_at is not None else None,  # type: ignore[arg-type]
     )
     return agent.run(**kw)
 
@@ -201,80 +151,60 @@ def silver_rows(spark: Any, lake: Path, c: Corner, table: str) -> dict[int, tupl
     return {r["id"]: (r["v"], r["note"]) for r in frame.select("id", "v", "note").collect()}
 
 
+def bronze_rows(lake: Path, collection: str) -> dict[int, tuple[Any, ...]]:
+    """``collection``'s rows as its bronze data events leave them, applied in position order
+    (the newest position of a key wins, a delete removes it)."""
+    state: dict[int, tuple[Any, ...]] = {}
+    for r in rows(lake):
+        value = r["value"]
+        if r["collection"] != collection or value is None or "op" not in value:
+            continue
+        if value["op"] == "d":
+            state.pop(int(value["before"]["id"]), None)
+        else:
+            state[int(value["after"]["id"])] = (value["after"]["v"], value["after"]["note"])
+    return state
+
+
 def source_rows(c: Corner, table: str) -> dict[int, tuple[Any, ...]]:
     return {r[0]: (r[1], r[2]) for r in c.query(f"SELECT id, v, note FROM {c.collection(table)}")}
 
 
-def test_incremental_snapshots_under_a_workload_a_crash_and_a_new_table(
-    spark: Any, corner: Corner, tmp_path: Path
-) -> None:
-    """A 250-row table snapshotted in chunks of 40 while random changes commit around and
-    inside the chunks' windows, with a crash between reading and committing a batch in the
-    middle; then a table added to the include list mid-stream, snapshotted in two parts through
-    ``additional-conditions``. One silver run: silver equals the source for both."""
-    c, lake, rnd = corner, tmp_path / "lake", random.Random(16)
-    fill(c, "items", 250)
+def test_a_table_added_mid_stream_is_captured_fully(corner: Corner, tmp_path: Path) -> None:
+    """A table joins the include list of a running source and is snapshotted in two parts
+    through ``additional-conditions`` (a row deleted between them); one silver run: silver
+    equals the source. (Chunks under concurrent changes and a kill -9 mid-snapshot:
+    test_incremental_kill.py and the contract suite's test_signal_snapshots.py.)"""
+    c, lake = corner, tmp_path / "lake"
+    fill(c, "items", 5)
     fill(c, "b", 90)
     c.sql(f"UPDATE {c.collection('b')} SET v = 0 WHERE id <= 10")  # before capture starts
     config = c.config(**{"table.include.list": rf"{c.schema}\.(items|sig)"})
-    land_once(config, lake)  # streaming from now; the rows before come from the snapshot only
-    execute_snapshot(config, c.collection("items"))
-    in_window = 0
-
-    def change_chunk_rows(chunk: list[Any]) -> None:
-        # Commits between the chunk's read and its high watermark, on keys the chunk read:
-        # the chunk's (older) copies of these rows must not reach silver over them.
-        nonlocal in_window
-        for row in rnd.sample(chunk, min(3, len(chunk))):
-            key = c.row_id(row)
-            if rnd.random() < 0.6:
-                c.sql(f"UPDATE {c.collection('items')} SET v = -1, note = 'win' WHERE id = {key}")
-            else:
-                c.sql(f"DELETE FROM {c.collection('items')} WHERE id = {key}")
-            in_window += 1
-
-    crashed = False
-    for batch in range(30):
-        workload(c, "items", rnd, 3)
-        try:
-            land_once(
-                config,
-                lake,
-                max_batches=1,
-                crash_at=None if crashed else 2,
-                in_window=change_chunk_rows,
-            )
-        except Crash:
-            crashed = True
-        if batch > 3 and crashed and not snapshot_running(lake, c.name):
-            break
-    else:
-        pytest.fail("the incremental snapshot did not finish in 30 batches")
-    assert crashed and in_window >= 12
+    land_once(config, lake)  # streaming from now; b's rows come from the snapshots only
+    c.sql(f"UPDATE {c.collection('items')} SET v = 1 WHERE id = 1")
     land_once(config, lake)
-    landed = rows(lake)
-    reads = [r for r in landed if r["value"] is not None and r["value"].get("op") == "r"]
-    assert reads and all(r["value"]["source"]["snapshot"] == "incremental" for r in reads)
-    assert not [r for r in landed if str(r["collection"]).endswith(".sig")]  # never data
 
-    # Table b joins the include list; its rows id > 3 first, then the rest.
     config = c.config(**{"table.include.list": rf"{c.schema}\.(items|b|sig)"})
     execute_snapshot(config, c.collection("b"), condition="id > 3")
     land_once(config, lake)
     c.sql(f"DELETE FROM {c.collection('b')} WHERE id = 50")
     land_once(config, lake)
     assert not snapshot_running(lake, c.name)
+    landed = rows(lake)
+    assert not [r for r in landed if str(r["collection"]).endswith(".sig")]  # never data
     b_reads = {
         r["value"]["after"]["id"]
-        for r in rows(lake)
+        for r in landed
         if str(r["collection"]).endswith(".b") and r["value"] and r["value"].get("op") == "r"
     }
     assert b_reads == set(range(4, 91)) - {50} or b_reads == set(range(4, 91))
     execute_snapshot(config, c.collection("b"), condition="id <= 3")
     land_once(config, lake)
-    SilverJob(spark, lake).run_once()
-    assert silver_rows(spark, lake, c, "items") == source_rows(c, "items")
-    assert silver_rows(spark, lake, c, "b") == source_rows(c, "b")
+    reads = [r for r in rows(lake) if r["value"] is not None and r["value"].get("op") == "r"]
+    assert reads and all(r["value"]["source"]["snapshot"] == "incremental" for r in reads)
+    # Bronze applied in position order, as silver applies it (silver itself is compared with
+    # the source after incremental snapshots in test_incremental_kill.py).
+    assert bronze_rows(lake, c.collection("b")) == source_rows(c, "b")
 
 
 def test_bad_signals_are_quarantined_and_the_stream_goes_on(corner: Corner, tmp_path: Path) -> None:
@@ -303,38 +233,62 @@ def test_bad_signals_are_quarantined_and_the_stream_goes_on(corner: Corner, tmp_
     assert inserted[-1]["value"]["after"]["id"] == 4  # the stream went on after them
 
 
-@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("corner", "agent"), [("postgresql", "stopped"), ("mariadb", "running")], indirect=["corner"]
+)
 def test_reconcile_repair_snapshots_the_damaged_keys_again(
-    spark: Any, pg: Pg, tmp_path: Path
+    spark: Any, corner: Corner, tmp_path: Path, agent: str
 ) -> None:
     """Silver damaged behind the pipeline's back (an UPDATE and a DELETE on the Delta table) is
-    found by reconcile; ``--repair`` snapshots exactly those keys again and reconcile is clean."""
+    found by reconcile; ``--repair`` snapshots exactly those keys again and reconcile is clean.
+    ``stopped`` (PostgreSQL): no capture agent runs, the repair lands the source itself;
+    ``running`` (MariaDB): ``medallion capture --follow`` runs in a child process and lands the
+    repair's snapshot. (One engine per path: each variant costs a Spark pipeline run twice.)"""
     from gold.reconcile_repair import repair_now
     from pipeline.config import PipelineConfig
     from pipeline.orchestration import land_sources
     from pipeline.sql import quote_identifier
-    from tests.integration.test_pg_capture import raw_config
+    from tests.integration.test_incremental_kill import committed, follow, stop, wait_for
 
-    c, lake = pg_corner(pg), tmp_path / "lake"
+    c, lake = corner, tmp_path / "lake"
     fill(c, "items", 30)
-    extra = {"signal.data.collection": c.collection("sig"), "table.include.list": ".*items|.*sig"}
-    config = PipelineConfig.model_validate(
-        {"lake": {"root": str(lake)}, "sources": [raw_config(pg, **extra)]}
-    )
-
-    def run_once() -> None:  # capture, then silver (the cut reconcile compares with)
-        land_sources(config, ["pg"])
-        SilverJob(spark, lake).run_once()
-
-    run_once()
-    path = lake / "silver" / silver_table_name("pg", c.collection("items"))
+    extra = {
+        "signal.data.collection": c.collection("sig"),
+        "table.include.list": rf"{c.schema}\.(items|sig)",
+        "poll.interval.ms": 100,
+    }
+    raw = c.raw_dict(**extra)
+    config = PipelineConfig.model_validate({"lake": {"root": str(lake)}, "sources": [raw]})
+    land_sources(config, [c.name])
+    SilverJob(spark, lake).run_once()
+    path = lake / "silver" / silver_table_name(c.name, c.collection("items"))
     table = f"delta.{quote_identifier(str(path.absolute()))}"
     spark.sql(f"UPDATE {table} SET v = 999 WHERE id = 7")
     spark.sql(f"DELETE FROM {table} WHERE id = 12")
     c.sql(f"INSERT INTO {c.collection('items')} VALUES (31, 1, 'later')")
-    run_once()  # the cut moves past the damage
-
-    repaired = repair_now(config, "pg")
+    child = None
+    if agent == "running":
+        config_path = tmp_path / "pipeline.yaml"
+        config_path.write_text(
+            orjson.dumps({"lake": {"root": str(lake)}, "sources": [raw]}).decode()
+        )
+        seq = committed(lake, c.name)
+        assert seq is not None
+        child = follow(config_path, c.name)
+        wait_for(
+            "the agent to land row 31",
+            lambda: (b := committed(lake, c.name)) and b.batch_seq > seq.batch_seq,
+            child,
+        )
+    else:
+        land_sources(config, [c.name])
+    try:
+        SilverJob(spark, lake).run_once()  # the cut moves past the damage
+        repaired = repair_now(config, c.name, agent_wait_s=60.0 if agent == "running" else 1.0)
+    finally:
+        if child is not None:
+            stop(child)
+    assert repaired.landed_by == ("running agent" if agent == "running" else "this command")
     found = [t for t in repaired.before.tables if not t.success]  # the damage, found
     assert [t.collection for t in found] == [c.collection("items")]
     assert (found[0].differing, found[0].missing_in_gold) == (('{"id":7}',), ('{"id":12}',))

@@ -35,8 +35,9 @@ class Capability(enum.StrEnum):
     REPORTS_LOG = "reports_log"
     """``medallion status`` reports the database log behind the source: ``REPORTS_LOG``."""
     INCREMENTAL_SNAPSHOT = "incremental_snapshot"
-    """The agent reads signals and takes incremental snapshots (``INCREMENTAL_SNAPSHOTS``;
-    tests/integration/test_incremental_snapshot.py)."""
+    """The agent reads signals and takes incremental and blocking snapshots
+    (``INCREMENTAL_SNAPSHOTS``; test_signal_snapshots.py, and on the real servers
+    tests/integration/test_incremental_snapshot.py and test_incremental_kill.py)."""
 
 
 class ContractDriver(ABC):
@@ -100,6 +101,11 @@ class ContractDriver(ABC):
         """The history's key of a landed record key (``{"id": 5}``)."""
         return int(key["id"])
 
+    def signal_table(self) -> str:
+        """Create the signaling table (``Capability.INCREMENTAL_SNAPSHOT``); returns its
+        ``signal.data.collection``."""
+        raise NotImplementedError(f"{self.CONNECTOR} takes no signals")
+
     def restart(self) -> None:
         """Restart the server (``Capability.RESTART``)."""
         raise NotImplementedError(f"{self.CONNECTOR} has no server to restart")
@@ -140,6 +146,14 @@ class SqlDriver(ContractDriver):
                 conn.commit()
         finally:
             conn.close()
+
+    def signal_table(self) -> str:
+        """``medallion_signal (id, type, data)``, as the seed documents define it."""
+        self.execute(
+            f"CREATE TABLE {self.qualified('medallion_signal')} (id varchar(64) PRIMARY KEY, "
+            "type varchar(32) NOT NULL, data varchar(2048))"
+        )
+        return self.collection("medallion_signal")
 
     def setup(self) -> None:
         """Create the history's tables."""
