@@ -29,6 +29,8 @@ Usage::
 With ``--dsn`` the database ``bench`` on that server is dropped and recreated, and the server
 needs the same binlog settings as the script's. A password in ``--dsn`` reaches the agent as
 ``database.password: ${MEDALLION_BENCH_MYSQL_PW}``.
+The agent reads the next batch while the previous one commits (``LandingAgent`` read-ahead);
+``MEDALLION_BENCH_READ_AHEAD=0`` reads and commits in turn, for comparison.
 Results go to stdout as a Markdown table and to ``benchmarks/results/mysql_capture.json``.
 """
 
@@ -75,7 +77,8 @@ raw = {k: os.path.expandvars(v) if isinstance(v, str) else v
        for k, v in json.loads(sys.argv[1]).items()}
 config = MySqlSourceConfig.model_validate(raw)
 agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),
-                     max_events=int(sys.argv[3]), max_transaction_events=100_000)
+                     max_events=int(sys.argv[3]), max_transaction_events=100_000,
+                     read_ahead=os.environ.get("MEDALLION_BENCH_READ_AHEAD", "1") != "0")
 profile = sys.argv[4] == "1"
 if profile:
     import cProfile, pstats

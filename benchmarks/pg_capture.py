@@ -18,6 +18,8 @@ Usage::
     .venv/bin/python benchmarks/pg_capture.py                 # scale 10, 50k transactions
     .venv/bin/python benchmarks/pg_capture.py --quick         # scale 1, 5k transactions
 
+The agent reads the next batch while the previous one commits (``LandingAgent`` read-ahead);
+``MEDALLION_BENCH_READ_AHEAD=0`` reads and commits in turn, for comparison.
 Results go to stdout as a Markdown table and to ``benchmarks/results/pg_capture.json``.
 """
 
@@ -41,7 +43,7 @@ PG_BIN = Path(os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin"))
 RESULTS = ROOT / "benchmarks" / "results" / "pg_capture.json"
 
 DRIVER = r"""
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
@@ -49,7 +51,8 @@ from capture.postgresql.config import PostgresSourceConfig
 from pipeline.landing import LandingAgent
 config = PostgresSourceConfig.model_validate(json.loads(sys.argv[1]))
 agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),
-                     max_events=int(sys.argv[3]), max_transaction_events=100_000)
+                     max_events=int(sys.argv[3]), max_transaction_events=100_000,
+                     read_ahead=os.environ.get("MEDALLION_BENCH_READ_AHEAD", "1") != "0")
 t0, c0 = time.perf_counter(), time.process_time()
 result = agent.run()
 elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
