@@ -18,6 +18,10 @@ Usage::
     .venv/bin/python benchmarks/pg_capture.py                 # scale 10, 50k transactions
     .venv/bin/python benchmarks/pg_capture.py --quick         # scale 1, 5k transactions
 
+The agent reads the next batch while the previous one commits (``LandingAgent`` read-ahead);
+``MEDALLION_BENCH_READ_AHEAD=0`` reads and commits in turn, for comparison. The JSON gives each
+phase's CPU on the agent's own thread (the reads) and in the commits (their thread): the CPU
+off the agent's thread (commits, Delta's Rust writer threads) is what the read-ahead overlaps.
 Results go to stdout as a Markdown table and to ``benchmarks/results/pg_capture.json``.
 """
 
@@ -41,22 +45,36 @@ PG_BIN = Path(os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin"))
 RESULTS = ROOT / "benchmarks" / "results" / "pg_capture.json"
 
 DRIVER = r"""
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
 from capture.postgresql.config import PostgresSourceConfig
 from pipeline.landing import LandingAgent
 config = PostgresSourceConfig.model_validate(json.loads(sys.argv[1]))
-agent = LandingAgent(create_source(config), BronzeWriter(BronzeTables.under(Path(sys.argv[2]))),
-                     max_events=int(sys.argv[3]), max_transaction_events=100_000)
-t0, c0 = time.perf_counter(), time.process_time()
+writer = BronzeWriter(BronzeTables.under(Path(sys.argv[2])))
+commit_cpu = [0.0]  # CPU of the commits (on the commit thread: what read-ahead overlaps)
+plain_commit = writer.commit
+def timed_commit(**kwargs):
+    t = time.thread_time()
+    try:
+        return plain_commit(**kwargs)
+    finally:
+        commit_cpu[0] += time.thread_time() - t
+writer.commit = timed_commit
+agent = LandingAgent(create_source(config), writer,
+                     max_events=int(sys.argv[3]), max_transaction_events=100_000,
+                     read_ahead=os.environ.get("MEDALLION_BENCH_READ_AHEAD", "1") != "0")
+t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
 result = agent.run()
 elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+agent_thread_cpu = time.thread_time() - m0  # the reads; the rest ran beside them
 hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status")
                if line.startswith("VmHWM:"))
 print(json.dumps({"landed": result.landed, "batches": result.batches, "seconds": elapsed,
-                  "cpu_seconds": cpu, "peak_rss_mib": hwm_kib / 1024}))
+                  "cpu_seconds": cpu, "commit_cpu_seconds": commit_cpu[0],
+                  "agent_thread_cpu_seconds": agent_thread_cpu,
+                  "peak_rss_mib": hwm_kib / 1024}))
 """
 
 
@@ -154,6 +172,9 @@ def main() -> None:
             "snapshot_rows_per_s": round(snapshot["landed"] / snapshot["seconds"]),
             "snapshot_rows_per_cpu_s": round(snapshot["landed"] / snapshot["cpu_seconds"]),
             "snapshot_peak_rss_mib": round(snapshot["peak_rss_mib"], 1),
+            "snapshot_cpu_seconds": round(snapshot["cpu_seconds"], 2),
+            "snapshot_commit_cpu_seconds": round(snapshot["commit_cpu_seconds"], 2),
+            "snapshot_agent_thread_cpu_seconds": round(snapshot["agent_thread_cpu_seconds"], 2),
             "transactions": args.transactions,
             "workload_seconds": round(workload_s, 2),
             "stream_events": events,
@@ -161,6 +182,9 @@ def main() -> None:
             "stream_events_per_s": round(events / stream["seconds"]),
             "stream_events_per_cpu_s": round(events / stream["cpu_seconds"]),
             "stream_peak_rss_mib": round(stream["peak_rss_mib"], 1),
+            "stream_cpu_seconds": round(stream["cpu_seconds"], 2),
+            "stream_commit_cpu_seconds": round(stream["commit_cpu_seconds"], 2),
+            "stream_agent_thread_cpu_seconds": round(stream["agent_thread_cpu_seconds"], 2),
             "load_average_1m": round(os.getloadavg()[0], 2),
         }
     finally:

@@ -44,7 +44,7 @@ from bronze.connect_schema import (
     TRANSACTION_KEY_SCHEMA,
     TRANSACTION_VALUE_SCHEMA,
 )
-from pipeline.errors import EnvelopeError
+from pipeline.errors import EnvelopeError, InternalError
 
 __all__ = [
     "RecordKind",
@@ -57,6 +57,8 @@ __all__ = [
     "TransactionInfo",
     "ChangeEvent",
     "classify",
+    "built_data_event",
+    "BUILT_DATA_OPS",
     "require_collection",
     "normalize_tx_id",
     "TX_ID_WITH_LSN",
@@ -429,6 +431,48 @@ def classify(
         "value is not a Debezium record: no 'op' (data), 'status' (transaction), 'ddl'/"
         f"'tableChanges' (schema change) or lone 'ts_ms' (heartbeat) (fields: {fields})",
         origin=origin,
+    )
+
+
+BUILT_DATA_OPS: Final = frozenset({"c", "u", "d", "r"})
+"""The ``op`` values of the records :func:`built_data_event` takes."""
+
+
+def built_data_event(record: ConnectRecord) -> ChangeEvent:
+    """What :func:`classify` returns for a data record a database agent built itself.
+
+    The agents build their row changes with ``capture.change_records.data_record``: a dict
+    envelope with ``op`` in :data:`BUILT_DATA_OPS`, a ``source`` dict with ``connector``,
+    ``before``/``after`` rows as dicts (or null where the op has none) and an int ``ts_ms``.
+    Checking that shape again record by record was ~8 % of a MySQL stream's CPU; this skips
+    only those structural checks and derives every field with the same helpers as
+    :func:`classify` (``tests/unit/test_built_events.py`` compares the two).
+
+    Args:
+        record: A record built by ``data_record`` (never one read from outside).
+
+    Returns:
+        The classified event, equal to ``classify(record)``.
+    """
+    value = record.value
+    if value is None:
+        raise InternalError("built_data_event takes a data record, not a tombstone")
+    source = value["source"]
+    connector = _connector(source, None, None)
+    return _event(
+        record,
+        RecordKind.DATA,
+        _OPS[value["op"]],
+        connector,
+        _collection(connector, source),
+        source,
+        _as_int(value["ts_ms"], "'ts_ms'", None),
+        _source_ts_ms(source, None),
+        _snapshot(source.get("snapshot"), None),
+        _transaction_block(value.get("transaction"), None),
+        None,
+        None,
+        None,
     )
 
 

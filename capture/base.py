@@ -37,7 +37,14 @@ class SourceBatch:
 
 
 class CaptureSource(ABC):
-    """A capture source; subclasses set the class flags and implement the three methods."""
+    """A capture source; subclasses set the class flags and implement the three methods.
+
+    The landing agent calls every method from one thread, one call at a time, so a source may
+    keep a connection that only one thread may use. It reads ahead: :meth:`read_batch` for the
+    next batch runs while the previous batch is committed to bronze, before that batch is
+    acknowledged. A source therefore reads on from where its last read ended, never from what
+    was last acknowledged, and an offset it returned must not change afterwards.
+    """
 
     KIND: ClassVar[str]
     """Registry name of the source kind (the ``connector`` value in the config)."""

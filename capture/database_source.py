@@ -30,9 +30,11 @@ import orjson
 from bronze.batch import BatchBuilder, QuarantinedRecord
 from bronze.connect_schema import schema_id
 from bronze.envelope import (
+    BUILT_DATA_OPS,
     ConnectRecord,
     Op,
     TransactionInfo,
+    built_data_event,
     classify,
     heartbeat,
     transaction_begin,
@@ -651,8 +653,15 @@ class DatabaseSource(CaptureSource):
         tx: OpenTransaction | None,
         table: CapturedTable | None,
     ) -> None:
-        """Classify ``record`` (which checks it) and add it to the batch at ``position``."""
-        event = classify(record, origin=origin)
+        """Classify ``record`` (which checks it) and add it to the batch at ``position``.
+
+        A row change of a captured table (``table`` set) was built by the agent itself
+        (:func:`capture.change_records.data_record`) and is not checked again."""
+        value = record.value
+        if table is not None and value is not None and value.get("op") in BUILT_DATA_OPS:
+            event = built_data_event(record)
+        else:
+            event = classify(record, origin=origin)
         key_sid = value_sid = None
         if table is not None:
             if record.key_schema is not None:

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import pymysql
+from pymysql.constants import CR
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.event import MariadbGtidEvent, XidEvent
@@ -71,6 +72,8 @@ _HEADER: Final = struct.Struct("<xIBIII")
 """OK byte, then the common header: timestamp, type, server id, event size, next position."""
 _EPOCH: Final = dt.datetime(1970, 1, 1)
 _MAP_CACHE_LIMIT: Final = 4096
+_MAX_PACKET_LEN: Final = pymysql.connections.MAX_PACKET_LEN
+"""A packet this long is continued in the next one (the protocol's 16 MiB split)."""
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 """Decodes one non-NULL value at an offset: (value, offset after it)."""
@@ -80,6 +83,9 @@ class _Connection(pymysql.connections.Connection):
     """A PyMySQL connection that can hand one packet back to the next ``_read_packet``."""
 
     pushed: Any = None
+    # PyMySQL sets these in its methods; declared so the checker knows their types.
+    _next_seq_id: int
+    _current_timeout: float | None
 
     def _read_packet(self, packet_type: Any = pymysql.connections.MysqlPacket) -> Any:
         packet = self.pushed
@@ -87,6 +93,49 @@ class _Connection(pymysql.connections.Connection):
             self.pushed = None
             return packet
         return super()._read_packet(packet_type)
+
+    def read_payload(self) -> bytes:
+        """The next packet's payload, read as PyMySQL's ``_read_packet`` reads it (sequence
+        check, 16 MiB continuation packets, a server error raised) without building the
+        ``MysqlPacket`` the hot path would only take ``_data`` from (~1.5 µs a packet, three
+        packets a row event)."""
+        pushed = self.pushed
+        if pushed is not None:
+            self.pushed = None
+            return bytes(pushed._data)
+        if self._current_timeout != self._read_timeout:
+            self._sock.settimeout(self._read_timeout)
+            self._current_timeout = self._read_timeout
+        read = self._read_bytes
+        chunks: list[bytes] = []
+        while True:
+            header = read(4)
+            length = header[0] | header[1] << 8 | header[2] << 16
+            number = header[3]
+            if number != self._next_seq_id:
+                # PyMySQL's own handling of a lost sequence, word for word.
+                self._force_close()
+                if number == 0:
+                    raise pymysql.err.OperationalError(
+                        CR.CR_SERVER_LOST, "Lost connection to MySQL server during query"
+                    )
+                raise pymysql.err.InternalError(
+                    f"Packet sequence number wrong - got {number} expected {self._next_seq_id}"
+                )
+            self._next_seq_id = (number + 1) % 256
+            data = read(length)
+            if length < _MAX_PACKET_LEN and not chunks:
+                break
+            chunks.append(data)
+            if length < _MAX_PACKET_LEN:
+                data = b"".join(chunks)
+                break
+        if data[:1] == b"\xff":
+            packet = pymysql.connections.MysqlPacket(data, self.encoding)
+            if self._result is not None and self._result.unbuffered_active is True:
+                self._result.unbuffered_active = False
+            packet.raise_for_error()
+        return bytes(data)
 
 
 class _Header:
@@ -124,7 +173,7 @@ class BinlogReader(BinLogStreamReader):
                 return self._library()  # connects, and reads the first event itself
             connection = self._stream_connection
             try:
-                packet = connection._read_packet()
+                data = connection.read_payload()
             except pymysql.OperationalError as error:
                 if error.args[0] not in _EXPECTED_ERRORS:
                     raise
@@ -132,9 +181,8 @@ class BinlogReader(BinLogStreamReader):
                 connection.close()
                 self._BinLogStreamReader__connected_stream = False
                 continue
-            data = packet._data
-            if len(data) < 20 or data[0] != 0:  # EOF, error, not an event: the library's case
-                connection.pushed = packet
+            if len(data) < 20 or data[0] != 0:  # EOF, not an event: the library's case
+                connection.pushed = _packet(connection, data)
                 return self._library()
             timestamp, kind, server_id, size, log_pos = _HEADER.unpack_from(data)
             checksum = 4 if self._BinLogStreamReader__use_checksum else 0
@@ -144,7 +192,7 @@ class BinlogReader(BinLogStreamReader):
                     if log_pos:
                         self.log_pos = log_pos
                     continue
-                return self._by_library(packet, data, end)
+                return self._by_library(data, end)
             small = _SMALL_EVENTS.get(kind)
             if small is not None and small[0] in self._BinLogStreamReader__allowed_events:
                 event = small[1](data)
@@ -157,11 +205,11 @@ class BinlogReader(BinLogStreamReader):
                 return event
             rows = _ROWS_EVENTS.get(kind)
             if rows is None or not self._post_header_is(kind, rows[1]):
-                connection.pushed = packet
+                connection.pushed = _packet(connection, data)
                 return self._library()
             table = self.table_map.get(int.from_bytes(data[20:26], "little"))
             if table is None:
-                connection.pushed = packet
+                connection.pushed = _packet(connection, data)
                 return self._library()
             event = _rows_event(rows[0], table, data, rows[1], end, kind)
             event.packet = _Header(log_pos, size, server_id)
@@ -189,9 +237,9 @@ class BinlogReader(BinLogStreamReader):
         self.table_map[int.from_bytes(data[20:26], "little")] = table
         return True
 
-    def _by_library(self, packet: Any, data: bytes, end: int) -> Any:
+    def _by_library(self, data: bytes, end: int) -> Any:
         """Let the library parse a new ``TABLE_MAP`` (and read on), then remember its parse."""
-        self._stream_connection.pushed = packet
+        self._stream_connection.pushed = _packet(self._stream_connection, data)
         body = data[20:end]
         event = self._library()
         table = self.table_map.get(int.from_bytes(body[:6], "little"))
@@ -206,6 +254,11 @@ class BinlogReader(BinLogStreamReader):
         if not lengths or kind > len(lengths):
             return True  # the library assumes the known length too
         return bool(lengths[kind - 1] == length)
+
+
+def _packet(connection: _Connection, data: bytes) -> Any:
+    """The ``MysqlPacket`` PyMySQL's ``_read_packet`` would have returned for ``data``."""
+    return pymysql.connections.MysqlPacket(data, connection.encoding)
 
 
 # --- transaction boundaries ---------------------------------------------------------------------
