@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,6 +186,16 @@ def append_results(lake_root: Path, run: QualityRun) -> int:
     """
     if not run.results:
         return 0
+    with _APPENDS:
+        return _append(lake_root, run)
+
+
+_APPENDS = threading.Lock()
+"""The gate (micro-batch thread) and the scheduled full run (its own thread) both append; one at
+a time, so the check for a retried run and the append cannot interleave."""
+
+
+def _append(lake_root: Path, run: QualityRun) -> int:
     path = results_path(lake_root)
     try:
         existing = DeltaTable(str(path))

@@ -352,6 +352,10 @@ class SilverJob:
         parallelism: Tables of one micro-batch applied at the same time (each in its own
             thread and Spark session; Spark runs their jobs concurrently). 1 applies them one
             after the other.
+        compact_interval_seconds: ``run_continuous`` compacts each table it changed at most
+            this often (:func:`silver.merge.compact`, between micro-batches); None never.
+        compact_min_files: Small files a table needs before it is compacted.
+        compact_zorder: Compact with ``ZORDER BY (_cdc_key_order)`` rather than bin-packing.
     """
 
     def __init__(
@@ -364,6 +368,9 @@ class SilverJob:
         table_options: Callable[[str, str], TableOptions] | None = None,
         after_batch: Callable[[int], None] | None = None,
         parallelism: int = 4,
+        compact_interval_seconds: float | None = None,
+        compact_min_files: int = 64,
+        compact_zorder: bool = True,
     ) -> None:
         self._spark = spark
         self._local = threading.local()
@@ -389,6 +396,10 @@ class SilverJob:
         self._batch_id = 0
         self._purge_every: float | None = None
         self._purged_at: dict[str, float] = {}
+        self.compact_interval = compact_interval_seconds
+        self.compact_min_files = compact_min_files
+        self.compact_zorder = compact_zorder
+        self._compacted_at: dict[str, float] = {}
         self.after_batch = after_batch
         self._ledger = TX.BatchLedger(self.silver / "_batches")
         self._clock = dt.datetime.now(dt.UTC)
@@ -522,6 +533,8 @@ class SilverJob:
         if self._purge_every is not None:
             with timings.stage("purge"):
                 self._purge_due()
+            with timings.stage("compact"):
+                self._compact_due()
         if self.after_batch is not None:
             try:
                 with timings.stage("gold"):
@@ -543,6 +556,27 @@ class SilverJob:
                     self.result.purged += M.purge_tombstones(
                         self.spark, str(self.silver / name), older_than_hours=self.retention
                     )
+
+    def _compact_due(self) -> None:
+        """Compact the small files of the tables this run changed, each at most once per
+        ``compact_interval`` (continuous mode; the first time one interval after the start).
+
+        It runs here, on the micro-batch thread after the micro-batch committed, so it never
+        overlaps a MERGE of the same table (which would fail on the files it removes).
+        """
+        if self.compact_interval is None:
+            return
+        now = dt.datetime.now(dt.UTC).timestamp()
+        for name in list(self.result.merged):
+            since = self._compacted_at.setdefault(name, now)
+            if now - since >= self.compact_interval:
+                self._compacted_at[name] = now
+                M.compact(
+                    self.spark,
+                    str(self.silver / name),
+                    min_files=self.compact_min_files,
+                    zorder=self.compact_zorder,
+                )
 
     # --- one micro-batch --------------------------------------------------------------------
     def _process_batch(self, micro_batch: DataFrame, batch_id: int) -> None:
