@@ -31,7 +31,9 @@ def spark_jobs_started(spark: Any) -> int | None:
     started meanwhile.
     """
     try:
-        return int(spark.sparkContext._jsc.sc().dagScheduler().nextJobId().get())
+        counter = spark.sparkContext._jsc.sc().dagScheduler().nextJobId()
+        # Spark 4 keeps an int there (py4j returns it as one); earlier, an AtomicInteger.
+        return int(counter if isinstance(counter, int) else counter.get())
     except Exception:  # noqa: BLE001 - a diagnostic only; never fails a micro-batch
         return None
 
