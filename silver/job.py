@@ -580,8 +580,6 @@ class SilverJob:
 
     # --- one micro-batch --------------------------------------------------------------------
     def _process_batch(self, micro_batch: DataFrame, batch_id: int) -> None:
-        from delta.tables import DeltaTable
-
         self._batch_id = batch_id
         from silver.transactions import split_complete
 
@@ -589,7 +587,7 @@ class SilverJob:
         columns = micro_batch.columns
         rows = micro_batch
         with timed("split"):
-            if DeltaTable.isDeltaTable(self.spark, str(self.pending)):
+            if M.stored_schema(str(self.pending)) is not None:  # the log, not a Spark snapshot
                 rows = rows.unionByName(self.spark.read.format("delta").load(str(self.pending)))
             split = split_complete(rows, now=self._clock, timeout_seconds=self.transaction_timeout)
             self.result.tx_timed_out += split.timed_out
