@@ -93,11 +93,16 @@ class LatestSchemas:
         except TableNotFoundError:
             return
         wanted = [B.COLLECTION, B.POSITION, *COLUMNS]
-        rows_filter = (pc.field(B.KIND) == "data") & (pc.field(B.POSITION) <= cut.position)
-        for fragment in dataset.get_fragments(filter=pc.field(B.SOURCE) == cut.source):
+        # The source is a partition column: it prunes the files, and (filled in from each
+        # file's partition values) it filters the rows too, should a file not be pruned.
+        mine = pc.field(B.SOURCE) == cut.source
+        rows_filter = mine & (pc.field(B.KIND) == "data") & (pc.field(B.POSITION) <= cut.position)
+        for fragment in dataset.get_fragments(filter=mine):
             if fragment.path in state.files:
                 continue
-            table = fragment.to_table(schema=dataset.schema, columns=[*wanted, B.KIND])
+            table = fragment.to_table(
+                schema=dataset.schema, columns=[*wanted, B.KIND, B.SOURCE], filter=mine
+            )
             self.files_read += 1
             top = pc.max(table.column(B.POSITION)).as_py() if table.num_rows else None
             if top is None or bytes(top) <= cut.position:
