@@ -869,6 +869,7 @@ class SilverJob:
                         name=name,
                         version=2 * version + 1,
                     ),
+                    events_hint=stats["known"],  # the table's events: no segment holds more
                 )
             if options.history:
                 S.apply_history(

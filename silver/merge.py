@@ -612,6 +612,7 @@ def apply_changes(
     txn_app_id: str,
     txn_version: int,
     on_rejected: Callable[[DataFrame], None] | None = None,
+    events_hint: int | None = None,
 ) -> MergeResult:
     """Apply one batch of decoded changes to the silver table at ``path``.
 
@@ -624,6 +625,10 @@ def apply_changes(
         txn_version: Monotonic version of this MERGE (from the bronze micro-batch).
         on_rejected: Called with the refused events (``__reason`` says why) before the MERGE
             commits, so that a crash after the commit cannot lose them.
+        events_hint: At least as many events as ``changes`` holds, when the caller knows it:
+            at most ``_RANGE_KEYS``, the keys are listed by the first Spark job instead of one
+            of their own (without it, listing them up front could bring a huge batch's every
+            key to the driver).
 
     Returns:
         Counts, and the rejected events for quarantine.
@@ -650,6 +655,8 @@ def apply_changes(
         # case: the last change of each key is its row), what the MERGE needs: its keys and
         # their ranges (a batch too large to list its keys is bounded by its extremes).
         order = key_order(F.col(KEY))
+        list_keys = events_hint is not None and events_hint <= _RANGE_KEYS
+        listed = [F.sort_array(F.collect_set(order)).alias("orders")] if list_keys else []
         stats = changes.agg(
             F.count("*").alias("events"),
             F.count_if(F.size(UNAVAILABLE) > 0).alias("placeholders"),
@@ -660,7 +667,7 @@ def apply_changes(
             # Any event older than the horizons, not only a key's last: the refusal check
             # below then looks at the keys' last changes themselves.
             F.count_if(F.col(POSITION) < F.lit(lowest) if lowest else F.lit(False)).alias("old"),
-            F.sort_array(F.collect_set(order)).alias("orders"),
+            *listed,
             F.array(F.min(order), F.max(order)).alias("extremes"),
         ).collect()[0]
         events = int(stats["events"])
@@ -690,7 +697,12 @@ def apply_changes(
                     "old"
                 ),
             ).collect()[0]
-        orders = stats["orders"] if events <= _RANGE_KEYS else stats["extremes"]
+        if list_keys:
+            orders = stats["orders"]
+        elif events <= _RANGE_KEYS:
+            orders = last.agg(F.sort_array(F.collect_set(KEY_ORDER))).collect()[0][0]
+        else:
+            orders = stats["extremes"]
         ranges = key_ranges([o for o in orders if o is not None])
         # Most batches need nothing from the stored rows but what the MERGE itself reads; the
         # lookup join below (a second pass over the table) is made only when a row needs it.
