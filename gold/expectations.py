@@ -287,12 +287,24 @@ class _Planned:
     problems: list[str] = field(default_factory=list)
 
 
+def primary_key_description(keys: Sequence[str]) -> str:
+    """What the ``primary_key`` check of a table checks, in words."""
+    return f"primary key ({', '.join(keys) or 'none declared'}) unique and not null"
+
+
+def not_null_description(columns: Sequence[str]) -> str:
+    """What the ``not_null`` check of a table checks, in words."""
+    return f"NOT NULL columns ({', '.join(columns) or 'none declared'}) have no nulls"
+
+
 def _planned_checks(
     meta: TableMetadata,
     columns: Sequence[str],
     user: Sequence[ExpectationConfig],
+    builtin: bool = True,
 ) -> tuple[list[_Planned], list[Any]]:
-    """The checks of one table and the expectations of its suite (indices link them)."""
+    """The checks of one table and the expectations of its suite (indices link them);
+    without ``builtin``, the user's only."""
     plans: list[_Planned] = []
     expectations: list[Any] = []
 
@@ -307,33 +319,30 @@ def _planned_checks(
             return
         plan.indices.append(index)
 
-    present = set(columns)
-    keys = list(meta.key_columns)
-    pk = _Planned(
-        PRIMARY_KEY, None, f"primary key ({', '.join(keys) or 'none declared'}) unique and not null"
-    )
-    missing = [k for k in keys if k not in present]
-    if missing:
-        pk.problems.append(f"key column(s) missing from gold: {', '.join(missing)}")
-    elif len(keys) == 1:
-        add(pk, "expect_column_values_to_be_unique", {"column": keys[0]})
-    elif keys:
-        add(pk, "expect_compound_columns_to_be_unique", {"column_list": keys})
-    for k in keys:
-        if k in present:
-            add(pk, "expect_column_values_to_not_be_null", {"column": k})
-    plans.append(pk)
+    if builtin:
+        present = set(columns)
+        keys = list(meta.key_columns)
+        pk = _Planned(PRIMARY_KEY, None, primary_key_description(keys))
+        missing = [k for k in keys if k not in present]
+        if missing:
+            pk.problems.append(f"key column(s) missing from gold: {', '.join(missing)}")
+        elif len(keys) == 1:
+            add(pk, "expect_column_values_to_be_unique", {"column": keys[0]})
+        elif keys:
+            add(pk, "expect_compound_columns_to_be_unique", {"column_list": keys})
+        for k in keys:
+            if k in present:
+                add(pk, "expect_column_values_to_not_be_null", {"column": k})
+        plans.append(pk)
 
-    others = [c for c in meta.not_null if c not in keys]
-    nn = _Planned(
-        NOT_NULL, None, f"NOT NULL columns ({', '.join(others) or 'none declared'}) have no nulls"
-    )
-    for c in others:
-        if c in present:
-            add(nn, "expect_column_values_to_not_be_null", {"column": c})
-        else:
-            nn.problems.append(f"NOT NULL column missing from gold: {c}")
-    plans.append(nn)
+        others = [c for c in meta.not_null if c not in keys]
+        nn = _Planned(NOT_NULL, None, not_null_description(others))
+        for c in others:
+            if c in present:
+                add(nn, "expect_column_values_to_not_be_null", {"column": c})
+            else:
+                nn.problems.append(f"NOT NULL column missing from gold: {c}")
+        plans.append(nn)
 
     for e in user:
         plan = _Planned(
@@ -353,6 +362,8 @@ def validate_table(
     source: str,
     meta: TableMetadata,
     user: Sequence[ExpectationConfig] = (),
+    *,
+    builtin: bool = True,
 ) -> list[tuple[CheckOutcome, Severity | None]]:
     """Validate one gold table with one GX suite and one validation.
 
@@ -363,13 +374,15 @@ def validate_table(
         source: The source name.
         meta: The table's metadata.
         user: The user's expectations of this table.
+        builtin: Also ``primary_key`` and ``not_null`` (False: the user's expectations only,
+            when :func:`gold.key_checks.key_outcomes` decides those).
 
     Returns:
         One outcome per check (``primary_key``, ``not_null``, ``expectation:<type>`` ...) with
         the severity the user gave (None: the check's configured severity).
     """
     gx = _gx()
-    plans, expectations = _planned_checks(meta, frame.columns, user)
+    plans, expectations = _planned_checks(meta, frame.columns, user, builtin)
     results: dict[int, Any] = {}
     if expectations:
         keys = [k for k in meta.key_columns if k in frame.columns]

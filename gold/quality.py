@@ -36,6 +36,8 @@ from typing import Any
 from gold import checks as C
 from gold import expectations as X
 from gold.cuts import Cut
+from gold.key_checks import key_outcomes
+from gold.latest_schemas import LatestSchemas
 from gold.outcome import CheckOutcome
 from gold.quality_results import (
     CheckResult,
@@ -80,6 +82,10 @@ CHECKS: Mapping[str, Severity] = {
 User expectations (``expectation:<type>``) carry their own severity."""
 
 
+_NEEDS_EVENTS = frozenset((C.POSITIONS_MONOTONIC, C.UPDATE_BEFORE_INSERT))
+"""The CDC checks that read the source's bronze events (:attr:`gold.checks.CheckContext.events`)."""
+
+
 @dataclass
 class Gate:
     """The blocking checks of ``run --continuous``, between full quality runs.
@@ -96,6 +102,8 @@ class Gate:
     """
 
     passed: set[tuple[str, int]] = field(default_factory=set)
+    latest: LatestSchemas = field(default_factory=LatestSchemas)
+    """The table metadata's source, read incrementally across refreshes."""
 
     def record(self, run: QualityRun) -> None:
         """Remember the table versions of ``run``'s cuts whose blocking checks all passed."""
@@ -170,6 +178,9 @@ def _table_checks(
 
     outcomes: list[tuple[CheckOutcome, Severity | None]] = []
     newest: dict[str, int | None] = {}
+    # The gate decides primary_key/not_null with one aggregate per table (gold.key_checks);
+    # GX only runs for what it alone can check (the user's expectations).
+    fast = [c for c in (X.PRIMARY_KEY, X.NOT_NULL) if _blocking(c, config)] if gate else []
     for name, table in sorted(cut.tables.items()):
         if gate is not None and (name, table.version) in gate.passed:
             continue
@@ -177,14 +188,18 @@ def _table_checks(
         user = config.quality.expectations_for(cut.source, table.collection)
         if gate is not None:
             user = tuple(e for e in user if e.severity is Severity.BLOCK)
+        builtin = gate is None
+        gx_checks = [X.PRIMARY_KEY, X.NOT_NULL] if builtin else []
         try:
             full = current_state(spark, lake_root, table, include_cdc=True)
         except Exception as exc:  # noqa: BLE001 - recorded as failures below
-            for check in (X.PRIMARY_KEY, X.NOT_NULL, X.TYPES):
+            for check in (*gx_checks, *fast, X.TYPES):
                 outcomes.append((_failure(check, cut.source, table.collection, exc), None))
             continue
         # GX runs a Spark job per metric; reading the Delta version once saves most of them.
-        full = full.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = builtin or bool(user)
+        if cached:
+            full = full.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             if gate is None or _blocking(C.FRESHNESS, config):
                 newest[table.collection] = full.agg(F.max("_cdc_source_ts")).collect()[0][0]
@@ -192,20 +207,34 @@ def _table_checks(
             if gate is None or _blocking(X.TYPES, config):
                 outcomes.append((X.types_outcome(gold.schema, cut.source, meta), None))
             started = time.monotonic()
-            try:
-                outcomes.extend(X.validate_table(context, name, gold, cut.source, meta, user))
-                logger.debug("quality: GX on %s took %.1f s", name, time.monotonic() - started)
-            except Exception as exc:  # noqa: BLE001 - recorded as failures
-                logger.exception("quality: GX validation of %s failed", name)
-                for check in (X.PRIMARY_KEY, X.NOT_NULL):
-                    outcomes.append((_failure(check, cut.source, table.collection, exc), None))
-                for e in user:
-                    failure = _failure(
-                        f"{X.EXPECTATION_PREFIX}{e.type}", cut.source, table.collection, exc
+            if fast:
+                try:
+                    outcomes.extend((o, None) for o in key_outcomes(gold, cut.source, meta, fast))
+                except Exception as exc:  # noqa: BLE001 - recorded as failures
+                    logger.exception("quality: key checks of %s failed", name)
+                    outcomes.extend(
+                        (_failure(c, cut.source, table.collection, exc), None) for c in fast
                     )
-                    outcomes.append((failure, e.severity))
+            if builtin or user:
+                try:
+                    outcomes.extend(
+                        X.validate_table(
+                            context, name, gold, cut.source, meta, user, builtin=builtin
+                        )
+                    )
+                except Exception as exc:  # noqa: BLE001 - recorded as failures
+                    logger.exception("quality: GX validation of %s failed", name)
+                    for check in gx_checks:
+                        outcomes.append((_failure(check, cut.source, table.collection, exc), None))
+                    for e in user:
+                        failure = _failure(
+                            f"{X.EXPECTATION_PREFIX}{e.type}", cut.source, table.collection, exc
+                        )
+                        outcomes.append((failure, e.severity))
+            logger.debug("quality: %s checked in %.1f s", name, time.monotonic() - started)
         finally:
-            full.unpersist()
+            if cached:
+                full.unpersist()
     return outcomes, newest
 
 
@@ -219,15 +248,20 @@ def _source_checks(
     context: Any,
     gate: Gate | None = None,
 ) -> list[tuple[CheckOutcome, Severity | None]]:
-    """Every check of one source at its cut (with a ``gate``: the blocking ones)."""
-    events = C.source_events(spark, lake_root, cut)
+    """Every check of one source at its cut (with a ``gate``: the blocking ones).
+
+    The gate reads the table metadata from its :class:`gold.latest_schemas.LatestSchemas`
+    (the bronze files added since its last refresh), and the source's whole bronze history
+    only when a blocking CDC check needs it."""
+    cdc = [(n, c) for n, c in C.CDC_CHECKS if gate is None or _blocking(n, config)]
+    needs_events = gate is None or any(n in _NEEDS_EVENTS for n, _ in cdc)
+    events = C.source_events(spark, lake_root, cut) if needs_events else None
     try:
-        metadata = X.table_metadata(lake_root, cut, C.latest_schemas(events))
+        latest = C.latest_schemas(events) if gate is None else gate.latest.latest(lake_root, cut)
+        metadata = X.table_metadata(lake_root, cut, latest)
         outcomes, newest = _table_checks(spark, config, lake_root, cut, metadata, context, gate)
         ctx = C.CheckContext(spark, config, lake_root, cut, now, events, quarantined, newest)
-        for name, check in C.CDC_CHECKS:
-            if gate is not None and not _blocking(name, config):
-                continue
+        for name, check in cdc:
             started = time.monotonic()
             try:
                 outcomes.extend((o, None) for o in check(ctx))
@@ -283,7 +317,10 @@ def run_quality(
         if gate is None or _blocking(C.QUARANTINE, config)
         else {}
     )
-    context = X.gx_context() if any(c.tables for c in cuts.values()) else None
+    # The gate needs GX only for blocking user expectations (gold.key_checks does the rest).
+    rules = [e for listed in config.quality.expectations.values() for e in listed]
+    gx_needed = gate is None or any(e.severity is Severity.BLOCK for e in rules)
+    context = X.gx_context() if gx_needed and any(c.tables for c in cuts.values()) else None
     for source, cut in sorted(cuts.items()):
         stamped.extend(
             _source_checks(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,18 +186,26 @@ def append_results(lake_root: Path, run: QualityRun) -> int:
     """
     if not run.results:
         return 0
+    with _APPENDS:
+        return _append(lake_root, run)
+
+
+_APPENDS = threading.Lock()
+"""The gate (micro-batch thread) and the scheduled full run (its own thread) both append; one at
+a time, so the check for a retried run and the append cannot interleave."""
+
+
+def _append(lake_root: Path, run: QualityRun) -> int:
     path = results_path(lake_root)
     try:
         existing = DeltaTable(str(path))
     except TableNotFoundError:
         existing = None
     if existing is not None:
-        # The table is small per run; a filtered scan of one column is cheap enough to make a
-        # retried write harmless without Delta app transactions.
-        import pyarrow.compute as pc
-
-        ids = existing.to_pyarrow_table(columns=["run_id"]).column("run_id")
-        if pc.any(pc.equal(ids, run.run_id)).as_py():
+        # Only the files whose statistics may hold this run are read: the gate appends a run
+        # per micro-batch, so reading every run id would grow with the table's age.
+        found = existing.to_pyarrow_table(columns=["run_id"], filters=[("run_id", "=", run.run_id)])
+        if found.num_rows:
             logger.info("quality: run %s already in %s", run.run_id, path)
             return 0
     table = pa.Table.from_pylist([r.to_row() for r in run.results], schema=RESULTS_SCHEMA)

@@ -11,6 +11,7 @@ commit, views are catalog entries, derived tables skip a publication they alread
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,12 +92,22 @@ def refresh_gold(
         What moved, what was held, and the quality run.
     """
     root = Path(lake_root)
+    clock = time.monotonic()
+    spent: dict[str, float] = {}
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        spent[stage] = spent.get(stage, 0.0) + now - clock
+        clock = now
+
     shown = published_cuts(root)
     candidates: dict[str, Cut] = {}
     for source, cuts in consistent_cuts(root).items():
         newest = cuts[-1]
         if source not in shown or newest.silver_batch > shown[source].silver_batch:
             candidates[source] = newest
+    lap("cuts")
     checks = config.quality.enabled if run_checks is None else run_checks
     quality_run = None
     held: dict[str, Cut] = {}
@@ -104,7 +115,9 @@ def refresh_gold(
         from gold.quality import run_quality
 
         extra = list(extra_checks(candidates)) if extra_checks is not None else []
+        lap("extra checks")
         quality_run = run_quality(spark, config, root, candidates, extra=extra, gate=gate)
+        lap("blocking checks" if gate is not None else "quality run")
         held = {s: c for s, c in candidates.items() if s in quality_run.blocked_sources}
         for source, cut in held.items():
             logger.warning(
@@ -114,11 +127,20 @@ def refresh_gold(
             )
     moving = {s: c for s, c in candidates.items() if s not in held}
     publish(root, moving.values(), quality_run=quality_run.run_id if quality_run else None)
+    lap("publish")
     current = {**shown, **moving}
     views = register_views(spark, root, current)
+    lap("views")
     derived: list[DerivedResult] = []
     if current and config.gold.tables:
         derived = build_derived_tables(
             spark, root, config.gold.tables, current, _publication_number(root)
         )
+        lap("derived")
+    logger.info(
+        "gold refresh: %s moved, %s held [%s]",
+        ", ".join(sorted(moving)) or "none",
+        ", ".join(sorted(held)) or "none",
+        ", ".join(f"{k} {v:.2f}" for k, v in spent.items()),
+    )
     return GoldRefresh(moving, held, current, quality_run, tuple(derived), tuple(views))

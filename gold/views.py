@@ -123,8 +123,16 @@ def register_views(
     if not spark.catalog.databaseExists(GOLD_SCHEMA):
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(GOLD_SCHEMA)}")
     names = []
+    defined = _defined
     for cut in items:
         for table in cut.tables.values():
+            name = f"{GOLD_SCHEMA}.{table.silver_table}"
+            # A view already at this cut needs no new definition (each costs a Delta snapshot
+            # of the table and a catalog write, in every refresh of run --continuous).
+            defines = (str(_silver_path(lake_root, table.silver_table)), table.version, cut)
+            if defined.get(name) == defines and spark.catalog.tableExists(name):
+                names.append(name)
+                continue
             schema = (
                 spark.read.format("delta")
                 .option("versionAsOf", table.version)
@@ -132,5 +140,12 @@ def register_views(
                 .columns
             )
             spark.sql(_view_sql(lake_root, table, view_columns(schema), cut))
-            names.append(f"{GOLD_SCHEMA}.{table.silver_table}")
+            defined[name] = defines
+            names.append(name)
     return sorted(names)
+
+
+_defined: dict[str, tuple[str, int, Cut]] = {}
+"""The view definitions :func:`register_views` made in this process: view -> (silver path,
+version, cut). The sessions of a process share one catalog, and only this function defines
+``gold.*`` views; a view dropped meanwhile is missing from the catalog and defined again."""

@@ -210,6 +210,12 @@ SILVER_TRANSACTION_TIMEOUT_SECONDS_DEFAULT = 300.0
 SILVER_SCHEMA_EVOLUTION = "schema.evolution"
 SILVER_APPLY_PARALLELISM = "apply.parallelism"
 SILVER_APPLY_PARALLELISM_DEFAULT = 4
+SILVER_COMPACT_INTERVAL_SECONDS = "compact.interval.seconds"
+SILVER_COMPACT_INTERVAL_SECONDS_DEFAULT = 3600.0
+SILVER_COMPACT_MIN_FILES = "compact.min.files"
+SILVER_COMPACT_MIN_FILES_DEFAULT = 64
+SILVER_COMPACT_ZORDER = "compact.zorder"
+SILVER_COMPACT_ZORDER_DEFAULT = True
 SILVER_TABLES = "tables"
 SILVER_TABLE_HISTORY = "history"
 SILVER_TABLE_HISTORY_DEFAULT = False
@@ -372,6 +378,19 @@ class SilverConfig(ConfigModel):
     """Tables of one micro-batch applied at the same time (Spark runs their jobs concurrently;
     most of a small table's time is driver work: planning, Delta log reads, commits). 1
     applies them one after the other."""
+    compact_interval_seconds: Annotated[float, Field(gt=0)] | None = config_key(
+        SILVER_COMPACT_INTERVAL_SECONDS_DEFAULT, SILVER_COMPACT_INTERVAL_SECONDS
+    )
+    """``run --continuous`` compacts a silver table's small files at most this often, between
+    micro-batches (never beside a MERGE of it); null: never (docs/silver.md)."""
+    compact_min_files: Annotated[int, Field(ge=2)] = config_key(
+        SILVER_COMPACT_MIN_FILES_DEFAULT, SILVER_COMPACT_MIN_FILES
+    )
+    """A table is compacted once it has at least this many files below Delta's
+    ``spark.databricks.delta.optimize.minFileSize`` (1 GiB by default)."""
+    compact_zorder: bool = config_key(SILVER_COMPACT_ZORDER_DEFAULT, SILVER_COMPACT_ZORDER)
+    """Compact with ``ZORDER BY (_cdc_key_order)`` (files with narrow key ranges, which a MERGE
+    skips; rewrites the whole table) instead of bin-packing the small files only."""
     tables: Annotated[Mapping[str, SilverTableConfig], AfterValidator(_frozen_tables)] = config_key(
         FrozenDict(), SILVER_TABLES
     )
@@ -484,8 +503,9 @@ class QualityConfig(ConfigModel):
         QUALITY_INTERVAL_SECONDS_DEFAULT, QUALITY_INTERVAL_SECONDS
     )
     """``medallion run --continuous`` runs every check (and writes the report) at most this
-    often; after the other micro-batches gold moves once the blocking checks pass (the only
-    ones that can hold it back). 0: every check after every micro-batch. ``run --once`` always
+    often, on a thread of its own beside the micro-batches (``gold.quality_schedule``); after
+    every micro-batch gold moves once the blocking checks pass (the only ones that can hold it
+    back). 0: a full run starts again as soon as the previous one ends. ``run --once`` always
     runs every check."""
     report_dir: OptionalConfigPath = config_key(None, QUALITY_REPORT_DIR)
     """Directory of the HTML report (``index.html``, one file per run); null:

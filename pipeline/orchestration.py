@@ -206,6 +206,9 @@ def _silver_job(config: Any, spark: Any, root: Path, **kwargs: Any) -> Any:
         transaction_timeout_seconds=config.silver.transaction_timeout_seconds,
         table_options=config.silver.table,
         parallelism=config.silver.apply_parallelism,
+        compact_interval_seconds=config.silver.compact_interval_seconds,
+        compact_min_files=config.silver.compact_min_files,
+        compact_zorder=config.silver.compact_zorder,
         **kwargs,
     )
 
@@ -298,43 +301,57 @@ def run_pipeline(
     """``medallion run``: bronze -> silver, then gold moves to the newest consistent cut that
     passes its blocking quality checks (after every micro-batch with ``continuous``).
 
+    With ``continuous``, gold moves on the blocking checks alone (:class:`gold.quality.Gate`);
+    the full quality run and the scheduled reconciliation run on their own thread every
+    ``quality.interval.seconds`` (:class:`gold.quality_schedule.BackgroundQuality`), so they
+    never hold a micro-batch up. A reconciliation configured to block gold stays on the path.
+
     Returns:
         The silver summary rows and the last :class:`gold.refresh.GoldRefresh`.
     """
-    from gold.quality import Gate
+    from gold.quality import RECONCILE, Gate, severity_of
+    from gold.quality_schedule import BackgroundQuality
     from gold.refresh import refresh_gold
+    from pipeline.config import Severity
 
     root = Path(lake_root) if lake_root else Path(config.lake.root)
     spark = spark_for(config, root)
     hook = reconcile_due(config, spark, root)
     last: list[Any] = [None]
+    if not continuous:
+        rows = _silver_rows(_silver_job(config, spark, root).run_once())
+        last[0] = refresh_gold(spark, config, root, run_checks=run_checks, extra_checks=hook)
+        return rows, last[0]
+
     gate = Gate()
-    full_run_at: list[float | None] = [None]
+    checks = config.quality.enabled if run_checks is None else run_checks
+    blocking_reconcile = severity_of(RECONCILE, config) is Severity.BLOCK
+    background = BackgroundQuality(
+        spark,
+        config,
+        root,
+        gate,
+        interval_seconds=config.quality.interval_seconds,
+        extra_checks=None if blocking_reconcile else hook,
+    )
 
     def gold(_batch_id: int | None = None) -> None:
-        # Continuous: every check at most every quality.interval.seconds; in between only
-        # the blocking ones, which decide alone whether gold moves.
-        moment = time.monotonic()
-        due = full_run_at[0] is None or moment - full_run_at[0] >= config.quality.interval_seconds
-        full = not continuous or due
         last[0] = refresh_gold(
             spark,
             config,
             root,
             run_checks=run_checks,
-            extra_checks=hook,
-            gate=None if full else gate,
+            extra_checks=hook if blocking_reconcile else None,
+            gate=gate,
         )
-        if full and last[0].quality is not None:
-            full_run_at[0] = moment
-            gate.record(last[0].quality)
+        if checks:
+            background.poke(last[0].current)
 
-    if continuous:
+    try:
         _silver_job(config, spark, root, after_batch=gold).run_continuous(interval)
-        return [], last[0]
-    rows = _silver_rows(_silver_job(config, spark, root).run_once())
-    gold()
-    return rows, last[0]
+    finally:
+        background.close()
+    return [], last[0]
 
 
 def run_quality_now(

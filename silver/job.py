@@ -35,6 +35,7 @@ import logging
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -67,6 +68,7 @@ from silver import merge as M
 from silver import quarantine as Q
 from silver import scd2 as S
 from silver import transactions as TX
+from silver.timings import BatchTimings, spark_jobs_started
 
 __all__ = ["SilverJob", "SilverRunResult", "silver_table_name"]
 
@@ -350,6 +352,10 @@ class SilverJob:
         parallelism: Tables of one micro-batch applied at the same time (each in its own
             thread and Spark session; Spark runs their jobs concurrently). 1 applies them one
             after the other.
+        compact_interval_seconds: ``run_continuous`` compacts each table it changed at most
+            this often (:func:`silver.merge.compact`, between micro-batches); None never.
+        compact_min_files: Small files a table needs before it is compacted.
+        compact_zorder: Compact with ``ZORDER BY (_cdc_key_order)`` rather than bin-packing.
     """
 
     def __init__(
@@ -362,6 +368,9 @@ class SilverJob:
         table_options: Callable[[str, str], TableOptions] | None = None,
         after_batch: Callable[[int], None] | None = None,
         parallelism: int = 4,
+        compact_interval_seconds: float | None = None,
+        compact_min_files: int = 64,
+        compact_zorder: bool = True,
     ) -> None:
         self._spark = spark
         self._local = threading.local()
@@ -387,10 +396,15 @@ class SilverJob:
         self._batch_id = 0
         self._purge_every: float | None = None
         self._purged_at: dict[str, float] = {}
+        self.compact_interval = compact_interval_seconds
+        self.compact_min_files = compact_min_files
+        self.compact_zorder = compact_zorder
+        self._compacted_at: dict[str, float] = {}
         self.after_batch = after_batch
         self._ledger = TX.BatchLedger(self.silver / "_batches")
         self._clock = dt.datetime.now(dt.UTC)
         self._lock = threading.Lock()  # a release tick and a Spark micro-batch never overlap
+        self._timings = BatchTimings(0)
 
     @property
     def spark(self) -> SparkSession:
@@ -508,19 +522,30 @@ class SilverJob:
     def _process_silver_batch(self, micro_batch: DataFrame, batch: TX.SilverBatch) -> None:
         batch_id = batch.id
         self._clock = batch.clock
+        timings = self._timings = BatchTimings(batch_id)
+        jobs_before = spark_jobs_started(self._spark)
+        read_before = self._result.read
         try:
             self._process_batch(micro_batch, batch_id)
         except PipelineError as exc:
             self._failure = exc
             raise
         if self._purge_every is not None:
-            self._purge_due()
+            with timings.stage("purge"):
+                self._purge_due()
+            with timings.stage("compact"):
+                self._compact_due()
         if self.after_batch is not None:
             try:
-                self.after_batch(batch_id)
+                with timings.stage("gold"):
+                    self.after_batch(batch_id)
             except PipelineError as exc:
                 self._failure = exc
                 raise
+        jobs_after = spark_jobs_started(self._spark)
+        if jobs_before is not None and jobs_after is not None:
+            timings.jobs = jobs_after - jobs_before
+        logger.info("%s", timings.describe(self._result.read - read_before))
 
     def _purge_due(self) -> None:
         now = dt.datetime.now(dt.UTC).timestamp()
@@ -532,45 +557,73 @@ class SilverJob:
                         self.spark, str(self.silver / name), older_than_hours=self.retention
                     )
 
+    def _compact_due(self) -> None:
+        """Compact the small files of the tables this run changed, each at most once per
+        ``compact_interval`` (continuous mode; the first time one interval after the start).
+
+        It runs here, on the micro-batch thread after the micro-batch committed, so it never
+        overlaps a MERGE of the same table (which would fail on the files it removes).
+        """
+        if self.compact_interval is None:
+            return
+        now = dt.datetime.now(dt.UTC).timestamp()
+        for name in list(self.result.merged):
+            since = self._compacted_at.setdefault(name, now)
+            if now - since >= self.compact_interval:
+                self._compacted_at[name] = now
+                M.compact(
+                    self.spark,
+                    str(self.silver / name),
+                    min_files=self.compact_min_files,
+                    zorder=self.compact_zorder,
+                )
+
     # --- one micro-batch --------------------------------------------------------------------
     def _process_batch(self, micro_batch: DataFrame, batch_id: int) -> None:
-        from delta.tables import DeltaTable
-
         self._batch_id = batch_id
         from silver.transactions import split_complete
 
+        timed = self._timings.stage
         columns = micro_batch.columns
         rows = micro_batch
-        if DeltaTable.isDeltaTable(self.spark, str(self.pending)):
-            rows = rows.unionByName(self.spark.read.format("delta").load(str(self.pending)))
-        split = split_complete(rows, now=self._clock, timeout_seconds=self.transaction_timeout)
-        self.result.tx_timed_out += split.timed_out
-        waiting = split.waiting.select(*columns).localCheckpoint()
-        batch = split.ready.select(*columns).cache()
+        with timed("split"):
+            if M.stored_schema(str(self.pending)) is not None:  # the log, not a Spark snapshot
+                rows = rows.unionByName(self.spark.read.format("delta").load(str(self.pending)))
+            split = split_complete(rows, now=self._clock, timeout_seconds=self.transaction_timeout)
+            self.result.tx_timed_out += split.timed_out
+            waiting = split.waiting.select(*columns).localCheckpoint()
+            batch = split.ready.select(*columns).cache()
         try:
             self.result.batches += 1
-            summary = _BatchSummary.of(batch)
+            with timed("summary"):
+                summary = _BatchSummary.of(batch)
             self.result.ignored += sum(
                 n for kind, n in summary.counts.items() if kind not in ("data", "message")
             )
             if summary.counts.get("message"):
-                self._append_messages(batch.where(F.col(B.KIND) == "message"))
+                with timed("messages"):
+                    self._append_messages(batch.where(F.col(B.KIND) == "message"))
             data = batch.where(F.col(B.KIND) == "data")
             # Where each source's waiting data starts, for its cuts and its progress row; an
             # empty split (nothing held) needs no job to say so.
-            first_waiting = _first_waiting(waiting) if split.held else {}
+            with timed("waiting"):
+                first_waiting = _first_waiting(waiting) if split.held else {}
             self.result.read += summary.counts.get("data", 0)
-            self._apply_tables(data, summary.tables, batch_id, first_waiting)
-            self._write_cuts()
-            self._record_progress(summary, first_waiting, batch_id)
+            with timed("tables"):
+                self._apply_tables(data, summary.tables, batch_id, first_waiting)
+            with timed("cuts"):
+                self._write_cuts()
+            with timed("progress"):
+                self._record_progress(summary, first_waiting, batch_id)
             # Last, so that a replay of this micro-batch still sees the rows it applies.
-            (
-                waiting.write.format("delta")
-                .mode("overwrite")
-                .option("txnAppId", TX.PENDING_APP_ID)
-                .option("txnVersion", batch_id)
-                .save(str(self.pending))
-            )
+            with timed("pending"):
+                (
+                    waiting.write.format("delta")
+                    .mode("overwrite")
+                    .option("txnAppId", TX.PENDING_APP_ID)
+                    .option("txnVersion", batch_id)
+                    .save(str(self.pending))
+                )
         finally:
             batch.unpersist()
 
@@ -697,6 +750,7 @@ class SilverJob:
         options = self.table_options(source, collection)
         known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
         row_ops = F.col(B.OP).isin("c", "u", "d", "r")
+        started = time.monotonic()
         # One job screens the table's events for everything below (per schema: the parts to
         # decode); each check used to be a job of its own, in every micro-batch.
         per_schema = (
@@ -718,6 +772,7 @@ class SilverJob:
             )
             .collect()
         )
+        self._timings.add("screen", time.monotonic() - started, name)
         stats = {
             k: sum(r[k] for r in per_schema)
             for k in ("unknown", "known", "unrepresentable", "keyless", "documents")
@@ -763,10 +818,11 @@ class SilverJob:
             )
         truncated_at = {bytes(t[0]): t[1] for r in per_schema for t in r["truncates"]}
         truncates = sorted(truncated_at)
-        parts, undecoded = self._decode(events.where(row_ops), schema_ids)
-        changes, data_columns, refused = self._conform(
-            path, parts, options.schema_evolution, name=name, batch_id=batch_id
-        )
+        with self._timings.stage("decode", name):
+            parts, undecoded = self._decode(events.where(row_ops), schema_ids)
+            changes, data_columns, refused = self._conform(
+                path, parts, options.schema_evolution, name=name, batch_id=batch_id
+            )
         refused = _union([r for r in (undecoded, refused) if r is not None])
         if stats["keyless"] and changes is not None:
             # A row without a key cannot be matched to the row it changes (R10 of
@@ -798,21 +854,23 @@ class SilverJob:
             # Refused events reach the quarantine before the MERGE commits: a crash between
             # the two cannot lose them (the replayed MERGE is skipped, its refusals too).
             version = batch_id * _STEPS_PER_BATCH + step
-            result = M.apply_changes(
-                self.spark,
-                path,
-                segment,
-                data_columns,
-                txn_app_id=app_id,
-                txn_version=version,
-                on_rejected=functools.partial(
-                    self._quarantine,
-                    source=source,
-                    collection=collection,
-                    name=name,
-                    version=2 * version + 1,
-                ),
-            )
+            with self._timings.stage("merge", name):
+                result = M.apply_changes(
+                    self.spark,
+                    path,
+                    segment,
+                    data_columns,
+                    txn_app_id=app_id,
+                    txn_version=version,
+                    on_rejected=functools.partial(
+                        self._quarantine,
+                        source=source,
+                        collection=collection,
+                        name=name,
+                        version=2 * version + 1,
+                    ),
+                    events_hint=stats["known"],  # the table's events: no segment holds more
+                )
             if options.history:
                 S.apply_history(
                     self.spark,
@@ -846,8 +904,10 @@ class SilverJob:
                     )
                 step += 1
             lower = upper
-        self._fill_defaults(path, source, collection, name, options.history, oldest)
-        self._record_cut(name, source, collection, batch_id, top, waiting_from)
+        with self._timings.stage("defaults", name):
+            self._fill_defaults(path, source, collection, name, options.history, oldest)
+        with self._timings.stage("cut", name):
+            self._record_cut(name, source, collection, batch_id, top, waiting_from)
 
     def _fill_defaults(
         self,

@@ -42,6 +42,8 @@ __all__ = [
     "apply_changes",
     "apply_truncate",
     "purge_tombstones",
+    "compact",
+    "small_files",
     "METADATA_COLUMNS",
     "TABLE_PROPERTIES",
     "already_committed",
@@ -451,9 +453,18 @@ def ensure_table(
     spark: SparkSession, path: str, sample: DataFrame, data_columns: Sequence[str]
 ) -> None:
     """Create the silver table if missing, or add data columns it lacks (additive evolution)."""
+    _ensure_table(spark, path, sample, data_columns, stored_schema(path))
 
+
+def _ensure_table(
+    spark: SparkSession,
+    path: str,
+    sample: DataFrame,
+    data_columns: Sequence[str],
+    stored: StructType | None,
+) -> None:
+    """:func:`ensure_table` with the table's schema read already (None: no table)."""
     wanted = [f for f in sample.schema.fields if f.name in set(data_columns)]
-    stored = stored_schema(path)
     if stored is None:
         empty = sample.select(
             F.col(KEY),
@@ -480,6 +491,18 @@ def ensure_table(
     widen_and_add(spark, path, existing, missing)
 
 
+def _hex_position(value: str | None) -> bytes | None:
+    return bytes.fromhex(value) if value else None
+
+
+def _log_schema(log: Any) -> StructType | None:
+    """The schema of an open deltalake table (None for no table)."""
+    if log is None:
+        return None
+    parsed = StructType.fromJson(orjson.loads(log.schema().to_json()))
+    return parsed
+
+
 def stored_schema(path: str) -> StructType | None:
     """The schema of the Delta table at ``path``, from its log; None when there is no table.
 
@@ -491,11 +514,10 @@ def stored_schema(path: str) -> StructType | None:
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        schema = LogTable(path).schema()
+        log = LogTable(path)
     except TableNotFoundError:
         return None
-    parsed = StructType.fromJson(orjson.loads(schema.to_json()))
-    return parsed
+    return _log_schema(log)
 
 
 def _may_hold_expired_tombstones(path: str, cutoff: dt.datetime) -> bool:
@@ -590,6 +612,7 @@ def apply_changes(
     txn_app_id: str,
     txn_version: int,
     on_rejected: Callable[[DataFrame], None] | None = None,
+    events_hint: int | None = None,
 ) -> MergeResult:
     """Apply one batch of decoded changes to the silver table at ``path``.
 
@@ -602,28 +625,58 @@ def apply_changes(
         txn_version: Monotonic version of this MERGE (from the bronze micro-batch).
         on_rejected: Called with the refused events (``__reason`` says why) before the MERGE
             commits, so that a crash after the commit cannot lose them.
+        events_hint: At least as many events as ``changes`` holds, when the caller knows it:
+            at most ``_RANGE_KEYS``, the keys are listed by the first Spark job instead of one
+            of their own (without it, listing them up front could bring a huge batch's every
+            key to the driver).
 
     Returns:
         Counts, and the rejected events for quarantine.
     """
     from delta.tables import DeltaTable
+    from deltalake import DeltaTable as LogTable
+    from deltalake.exceptions import TableNotFoundError
 
+    # One read of the Delta log serves the replay check, the schema and the horizons (each
+    # used to open the log again, a fixed cost of every table in every micro-batch).
+    try:
+        log: LogTable | None = LogTable(path)
+    except TableNotFoundError:
+        log = None
+    properties = log.metadata().configuration if log is not None else {}
+    purge_horizon = _hex_position(properties.get(PURGE_HORIZON_PROPERTY))
+    truncated = _hex_position(properties.get(TRUNCATE_HORIZON_PROPERTY))
+    lowest = max((h for h in (purge_horizon, truncated) if h is not None), default=None)
     changes = changes.cache()
     cached: list[DataFrame] = [changes]
     try:
         has_moves = OLD_KEY in changes.columns
+        # One job answers what the batch holds and, when it has no placeholders (the usual
+        # case: the last change of each key is its row), what the MERGE needs: its keys and
+        # their ranges (a batch too large to list its keys is bounded by its extremes).
+        order = key_order(F.col(KEY))
+        list_keys = events_hint is not None and events_hint <= _RANGE_KEYS
+        listed = [F.sort_array(F.collect_set(order)).alias("orders")] if list_keys else []
         stats = changes.agg(
             F.count("*").alias("events"),
             F.count_if(F.size(UNAVAILABLE) > 0).alias("placeholders"),
             F.count_if(_moved_with_placeholders() if has_moves else F.lit(False)).alias("moves"),
+            (F.count_distinct(KEY) + F.max(F.when(F.col(KEY).isNull(), 1).otherwise(0))).alias(
+                "keys"
+            ),
+            # Any event older than the horizons, not only a key's last: the refusal check
+            # below then looks at the keys' last changes themselves.
+            F.count_if(F.col(POSITION) < F.lit(lowest) if lowest else F.lit(False)).alias("old"),
+            *listed,
+            F.array(F.min(order), F.max(order)).alias("extremes"),
         ).collect()[0]
         events = int(stats["events"])
         if events == 0:
             return MergeResult(path, 0, 0, 0, 0, None, skipped=False)
-        if already_committed(spark, path, txn_app_id, txn_version):
+        if log is not None and (log.transaction_version(txn_app_id) or -1) >= txn_version:
             logger.info("silver %s: %s v%s already applied", path, txn_app_id, txn_version)
             return MergeResult(path, events, 0, 0, 0, None, skipped=True)
-        ensure_table(spark, path, changes, data_columns)
+        _ensure_table(spark, path, changes, data_columns, _log_schema(log))
         if stats["placeholders"]:
             folded = fold(changes, data_columns)
             if stats["moves"]:
@@ -634,23 +687,23 @@ def apply_changes(
             last = collapse_by_aggregate(changes.drop(OLD_KEY, NEXT_KEY))
         last = last.withColumn(KEY_ORDER, key_order(F.col(KEY))).cache()
         cached.append(last)
-        purge_horizon = position_property(spark, path, PURGE_HORIZON_PROPERTY)
-        truncated = position_property(spark, path, TRUNCATE_HORIZON_PROPERTY)
-        lowest = max((h for h in (purge_horizon, truncated) if h is not None), default=None)
-        # The key ranges come with the probe (no Spark job of their own); a batch too large to
-        # list its keys is bounded by its extremes.
-        orders = (
-            F.sort_array(F.collect_set(KEY_ORDER))
-            if events <= _RANGE_KEYS
-            else F.array(F.min(KEY_ORDER), F.max(KEY_ORDER))
-        )
-        probe = last.agg(
-            F.count("*").alias("keys"),
-            F.count_if(F.size(UNAVAILABLE) > 0).alias("placeholders"),
-            F.count_if(F.col(POSITION) < F.lit(lowest) if lowest else F.lit(False)).alias("old"),
-            orders.alias("orders"),
-        ).collect()[0]
-        ranges = key_ranges([o for o in probe["orders"] if o is not None])
+        probe: Any = stats
+        if stats["placeholders"]:
+            # The fold resolves some placeholders: what is left is known after it.
+            probe = last.agg(
+                F.count("*").alias("keys"),
+                F.count_if(F.size(UNAVAILABLE) > 0).alias("placeholders"),
+                F.count_if(F.col(POSITION) < F.lit(lowest) if lowest else F.lit(False)).alias(
+                    "old"
+                ),
+            ).collect()[0]
+        if list_keys:
+            orders = stats["orders"]
+        elif events <= _RANGE_KEYS:
+            orders = last.agg(F.sort_array(F.collect_set(KEY_ORDER))).collect()[0][0]
+        else:
+            orders = stats["extremes"]
+        ranges = key_ranges([o for o in orders if o is not None])
         # Most batches need nothing from the stored rows but what the MERGE itself reads; the
         # lookup join below (a second pass over the table) is made only when a row needs it.
         if probe["placeholders"] or probe["old"]:
@@ -849,3 +902,78 @@ def purge_tombstones(spark: SparkSession, path: str, *, older_than_hours: float)
     removed = last_commit_metrics(path).get("numDeletedRows", 0)
     logger.info("purged %s tombstone rows from %s; horizon %s", removed, path, horizon.hex())
     return removed
+
+
+OPTIMIZE_MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
+_OPTIMIZE_MIN_FILE_SIZE_DEFAULT = 1024**3
+_COMPACT_ATTEMPTS = 3
+
+
+def small_files(spark: SparkSession, path: str) -> int:
+    """Files of the table's current version below Delta's OPTIMIZE minimum file size (read
+    from the Delta log with deltalake: no Spark job)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable as LogTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        limit = int(spark.conf.get(OPTIMIZE_MIN_FILE_SIZE, None) or _OPTIMIZE_MIN_FILE_SIZE_DEFAULT)
+    except ValueError:  # a size with a unit ("1g"): Delta's default is what matters here
+        limit = _OPTIMIZE_MIN_FILE_SIZE_DEFAULT
+    try:
+        actions = pa.table(LogTable(path).get_add_actions(flatten=True))
+    except TableNotFoundError:
+        return 0
+    if actions.num_rows == 0:
+        return 0
+    return int(pc.sum(pc.less(actions.column("size_bytes"), limit)).as_py() or 0)
+
+
+def compact(
+    spark: SparkSession, path: str, *, min_files: int, zorder: bool = True
+) -> dict[str, int] | None:
+    """Compact a silver table's small files, when it has at least ``min_files`` of them.
+
+    ``OPTIMIZE ... ZORDER BY (_cdc_key_order)`` (``zorder``) writes files that each hold a
+    narrow range of keys, which the MERGE's key-range condition skips (:func:`key_bound`); it
+    rewrites the whole table. Without ``zorder``, Delta bin-packs the small files only. The
+    rewrite changes no data (``dataChange=false``): readers at older versions, gold's views
+    included, are unaffected. Call it between MERGEs of the table: a MERGE that started before
+    it committed would fail on the files it removed. A conflict with another writer is retried,
+    then left to the next schedule, never raised.
+
+    Returns:
+        Delta's OPTIMIZE metrics (``numFilesAdded``, ``numFilesRemoved`` ...), or None when
+        there was nothing to compact or every attempt conflicted.
+    """
+    from delta.exceptions import DeltaConcurrentModificationException
+
+    found = small_files(spark, path)
+    if found < min_files:
+        return None
+    statement = f"OPTIMIZE delta.{quote_identifier(path)}" + (
+        f" ZORDER BY ({quote_identifier(KEY_ORDER)})" if zorder else ""
+    )
+    for attempt in range(1, _COMPACT_ATTEMPTS + 1):
+        try:
+            spark.sql(statement).collect()
+        except DeltaConcurrentModificationException as exc:
+            logger.warning(
+                "silver %s: compaction conflicted with another writer (attempt %s of %s): %s",
+                path,
+                attempt,
+                _COMPACT_ATTEMPTS,
+                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            )
+            continue
+        metrics = last_commit_metrics(path)
+        logger.info(
+            "silver %s: compacted %s small files into %s%s",
+            path,
+            metrics.get("numRemovedFiles", found),
+            metrics.get("numAddedFiles", "?"),
+            " (z-ordered by key)" if zorder else "",
+        )
+        return metrics
+    return None

@@ -35,11 +35,13 @@ from deltalake import DeltaTable, write_deltalake
 from bronze.schema import QUARANTINE_SCHEMA
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
-from gold.checks import LATE_REASON
+from gold.checks import LATE_REASON, latest_schemas, source_events
 from gold.cuts import Cut, TableAtCut, latest_cut
+from gold.latest_schemas import LatestSchemas
 from gold.outcome import CheckOutcome
-from gold.quality import CHECKS, QualityRun, quality_history, run_quality, severity_of
+from gold.quality import CHECKS, Gate, QualityRun, quality_history, run_quality, severity_of
 from gold.quality_results import append_results, results_path
+from gold.quality_schedule import BackgroundQuality
 from pipeline.config import PipelineConfig, Severity
 from pipeline.landing import LandingAgent
 from silver import merge
@@ -91,6 +93,34 @@ def by_check(run: QualityRun, source: str, table: str | None) -> dict[str, Any]:
     return {r.check: r for r in run.results if r.source == source and r.table == table}
 
 
+def blocking_verdicts(run: QualityRun) -> dict[tuple[Any, ...], tuple[bool, int | None]]:
+    return {
+        (r.source, r.table, r.check): (r.success, r.unexpected_count)
+        for r in run.results
+        if r.severity is Severity.BLOCK
+    }
+
+
+def assert_gate_agrees(spark: Any, cfg: PipelineConfig, lake: Path, cut: Cut, full: Any) -> None:
+    """The gate (one aggregate per table; metadata from the bronze files it has not read) gives
+    the full run's verdict and count on every blocking check, and the same table metadata."""
+    gate = Gate()
+    gated = run_quality(spark, cfg, lake, {"shop": cut}, write=False, gate=gate)
+    shop = {k: v for k, v in blocking_verdicts(full).items() if k[0] == "shop"}
+    assert shop and blocking_verdicts(gated) == shop
+    events = source_events(spark, lake, cut)
+    try:
+        expected = sorted(latest_schemas(events), key=lambda r: r["collection"])
+    finally:
+        events.unpersist()
+    assert sorted(gate.latest.latest(lake, cut), key=lambda r: r["collection"]) == expected
+    # A file is read again only while it holds rows beyond the cut; past every row, never.
+    cache, end = LatestSchemas(), dataclasses.replace(cut, position=b"\xff" * 64)
+    assert cache.latest(lake, end) and cache.files_read > 0
+    read = cache.files_read
+    assert cache.latest(lake, end) and cache.files_read == read
+
+
 def test_every_check_passes_on_good_data(spark: Any, good_lake: tuple[Path, Cut]) -> None:
     lake, cut = good_lake
     assert cut.source_time is not None
@@ -100,6 +130,7 @@ def test_every_check_passes_on_good_data(spark: Any, good_lake: tuple[Path, Cut]
     failures = [(r.table, r.check, r.observed) for r in run.results if not r.success]
     assert failures == []
     assert run.success and run.blocked_sources == frozenset()
+    assert_gate_agrees(spark, config(lake), lake, cut, run)
     for table in (ORDERS, CUSTOMERS):
         checks = by_check(run, "shop", table)
         expected = {
@@ -302,6 +333,34 @@ def test_each_check_fails_on_purpose_built_bad_data(
     assert DeltaTable(str(results_path(lake))).version() == version
     assert run.report_path is not None
     assert (run.report_path.parent / f"run-{run.run_id}.html").is_file()
+    assert_gate_agrees(spark, cfg, lake, cut, run)
+
+
+def test_the_scheduled_full_run_runs_beside_the_loop(
+    spark: Any, good_lake: tuple[Path, Cut], tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    shutil.copytree(good_lake[0], lake)
+    cut = good_lake[1]
+    gate = Gate()
+    asked: list[Any] = []
+
+    def reconcile(cuts: Any) -> list[CheckOutcome]:
+        asked.append(dict(cuts))
+        return [CheckOutcome("reconcile", "shop", ORDERS, True, "0 rows differ")]
+
+    background = BackgroundQuality(
+        spark, config(lake), lake, gate, interval_seconds=3600, extra_checks=reconcile
+    )
+    assert background.poke({"shop": cut})
+    assert not background.poke({"shop": cut})  # one in flight, and not due again for an hour
+    assert background.wait(600) and background.runs == 1 and background.failures == 0
+    assert asked == [{"shop": cut}]
+    run = background.last
+    assert {r.check for r in run.results} >= {"primary_key", "positions_monotonic", "reconcile"}
+    assert run.report_path is not None and run.report_path.is_file()
+    assert {(t.silver_table, t.version) for t in cut.tables.values()} <= gate.passed
+    assert not background.poke({"shop": cut}) and not background.due()
 
 
 def test_severity_resolution_and_the_late_reason_silver_uses(tmp_path: Path) -> None:

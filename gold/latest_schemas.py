@@ -1,0 +1,138 @@
+"""The schema ids of each table's newest bronze event, kept up to date from new bronze files only.
+
+The blocking checks need, per table of a cut, the key and value schema ids (and a record key)
+of its newest data event at or before the cut (:func:`gold.checks.latest_schemas` over
+:func:`gold.checks.source_events`): an aggregate over the source's whole bronze history, which
+grows with every micro-batch. Bronze ``events`` is append-only, so the answer for a later cut
+follows from the answer for an earlier one and the rows of the files added since.
+:class:`LatestSchemas` keeps, per source, the newest value of each column per table with its
+position, and the bronze files it has fully read; each call reads only the files it has not
+(with deltalake and pyarrow: no Spark job).
+
+A file holding rows beyond the cut is read up to the cut and read again next time; merging a
+row twice changes nothing (the newest position wins). A cut older than one already served
+(gold never moves back, but a caller could ask) is answered from scratch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from bronze import schema as B
+from gold.cuts import Cut
+
+__all__ = ["LatestSchemas", "COLUMNS"]
+
+logger = logging.getLogger(__name__)
+
+COLUMNS = (B.KEY_SCHEMA_ID, B.VALUE_SCHEMA_ID, B.KEY_JSON)
+"""What :func:`gold.checks.latest_schemas` returns per collection (besides its name)."""
+
+
+@dataclass
+class _SourceState:
+    """What one source's bronze files read so far say, up to ``position``."""
+
+    position: bytes
+    files: set[str] = field(default_factory=set)
+    newest: dict[str | None, dict[str, tuple[bytes, Any]]] = field(default_factory=dict)
+    """Collection -> column -> (position, value) of its newest non-null value."""
+
+
+@dataclass
+class LatestSchemas:
+    """Per source, each table's newest schema ids and record key, read incrementally.
+
+    Attributes:
+        files_read: Bronze files read, over the object's life (for the logs and tests).
+    """
+
+    files_read: int = 0
+    _states: dict[tuple[str, str], _SourceState] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def latest(self, lake_root: Path, cut: Cut) -> list[dict[str, Any]]:
+        """What :func:`gold.checks.latest_schemas` returns for the source's events at ``cut``.
+
+        Args:
+            lake_root: The lake root.
+            cut: The cut (its source and position).
+
+        Returns:
+            One dict per collection with data events at or before the cut: ``collection`` and
+            :data:`COLUMNS` (None where no event of the table carries one).
+        """
+        key = (str(Path(lake_root).absolute()), cut.source)
+        with self._lock:
+            state = self._states.get(key)
+            if state is None or cut.position < state.position:
+                state = _SourceState(cut.position)
+            self._read_new_files(Path(lake_root), cut, state)
+            state.position = cut.position
+            self._states[key] = state
+            return [
+                {"collection": collection, **{c: columns.get(c, (b"", None))[1] for c in COLUMNS}}
+                for collection, columns in state.newest.items()
+            ]
+
+    def _read_new_files(self, lake_root: Path, cut: Cut, state: _SourceState) -> None:
+        path = lake_root / "bronze" / "events"
+        try:
+            dataset = DeltaTable(str(path)).to_pyarrow_dataset()
+        except TableNotFoundError:
+            return
+        wanted = [B.COLLECTION, B.POSITION, *COLUMNS]
+        # The source is a partition column: it prunes the files, and (filled in from each
+        # file's partition values) it filters the rows too, should a file not be pruned.
+        mine = pc.field(B.SOURCE) == cut.source
+        rows_filter = mine & (pc.field(B.KIND) == "data") & (pc.field(B.POSITION) <= cut.position)
+        for fragment in dataset.get_fragments(filter=mine):
+            if fragment.path in state.files:
+                continue
+            table = fragment.to_table(
+                schema=dataset.schema, columns=[*wanted, B.KIND, B.SOURCE], filter=mine
+            )
+            self.files_read += 1
+            top = pc.max(table.column(B.POSITION)).as_py() if table.num_rows else None
+            if top is None or bytes(top) <= cut.position:
+                state.files.add(fragment.path)  # nothing in it can change for a later cut
+            _merge(state, ds.dataset(table).to_table(columns=wanted, filter=rows_filter))
+
+    def forget(self, lake_root: Path) -> None:
+        """Drop what is known of a lake's sources (a lake rebuilt under the same path)."""
+        root = str(Path(lake_root).absolute())
+        with self._lock:
+            for key in [k for k in self._states if k[0] == root]:
+                del self._states[key]
+
+
+def _merge(state: _SourceState, rows: pa.Table) -> None:
+    """Fold ``rows`` (collection, position, :data:`COLUMNS`) into the newest values."""
+    if rows.num_rows == 0:
+        return
+    data: Mapping[str, list[Any]] = rows.to_pydict()
+    positions = data[B.POSITION]
+    for i, collection in enumerate(data[B.COLLECTION]):
+        columns = state.newest.setdefault(collection, {})
+        position = positions[i]
+        if position is None:
+            continue  # Spark's max_by ignores rows without an ordering value, so do we
+        position = bytes(position)
+        for column in COLUMNS:
+            value = data[column][i]
+            if value is None:
+                continue
+            held = columns.get(column)
+            if held is None or position > held[0]:
+                columns[column] = (position, value)

@@ -1,0 +1,38 @@
+"""Compacting a silver table (silver.merge.compact) changes no row, leaves older versions
+readable, and the next MERGE applies on the compacted files (shared Spark, real Delta)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+
+from silver import merge as M
+from tests.integration.test_silver_merge import apply, ev, rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.delta]
+
+
+def test_compaction_keeps_every_row_and_the_next_merge_applies(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    # Two micro-batches' MERGEs, as run --continuous leaves them: a file (at least) each.
+    apply(spark, table, ev(1, "c", 1, "a", "x"), ev(2, "c", 2, "b", "y"), ev(3, "c", 9, "z", "z"))
+    apply(spark, table, ev(4, "u", 1, "a2", "x"), ev(5, "c", 3, "c", None), ev(6, "d", 2))
+    files = M.small_files(spark, str(table))
+    assert files >= 2
+    assert M.compact(spark, str(table), min_files=files + 1) is None  # too few: untouched
+    before = DeltaTable(str(table)).version()
+    kept = rows(spark, table, live=False)
+    metrics = M.compact(spark, str(table), min_files=2)
+    assert metrics is not None and metrics.get("numRemovedFiles", 0) >= 2
+    assert M.small_files(spark, str(table)) < files
+    assert rows(spark, table, live=False) == kept  # the same rows (tombstone included)
+    older = spark.read.format("delta").option("versionAsOf", before).load(str(table))
+    assert {r["id"] for r in older.collect()} == set(kept)  # gold's older version still reads
+    # The next MERGE applies on the compacted files: update, delete, insert.
+    r = apply(spark, table, ev(8, "u", 3, "c2", "v"), ev(9, "d", 9), ev(10, "c", 5, "e", None))
+    assert (r.inserted, r.updated) == (1, 2)
+    live = {i: (v["name"], v["notes"]) for i, v in rows(spark, table).items()}
+    assert live == {1: ("a2", "x"), 3: ("c2", "v"), 5: ("e", None)}
