@@ -29,6 +29,10 @@ TEST_SPARK_CONF: dict[str, str] = {
     # Compiling whole-stage code costs more than it saves on a few rows. With the settings
     # above, about 9% less CPU (test_silver_transactions.py: 306 s -> 279 s).
     "spark.sql.codegen.wholeStage": "false",
+    # Adaptive execution re-plans each query stage by stage; with one shuffle partition there is
+    # nothing to coalesce or split, only the re-planning (8-9% of the JVM's CPU over silver runs,
+    # docs/benchmarks.md, "The test suite"). Streaming queries run without it anyway.
+    "spark.sql.adaptive.enabled": "false",
     "spark.driver.memory": "1g",
 }
 """Small settings for a 2-core machine; static ones only take effect at the first start."""
