@@ -8,7 +8,6 @@ re-points a name that an earlier test registered elsewhere.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,25 +36,7 @@ TEST_SPARK_CONF: dict[str, str] = {
 }
 """Small settings for a 2-core machine; static ones only take effect at the first start."""
 
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""Java options of every Spark JVM the suite starts: C1 only and one GC thread, as the Debezium
-runner's JVMs already have (tests/fix_debezium.py). C2's compiles and G1's threads compete for
-the two cores the workers already fill. Measured: a third less CPU to start, a sixth less for
-the start and four silver runs, about the same per micro-batch after that (docs/benchmarks.md,
-"The test suite")."""
-
 _START_SECONDS = pytest.StashKey[float]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Give every Spark JVM of the run :data:`TEST_JVM_OPTIONS`.
-
-    Through ``SPARK_SUBMIT_OPTS``, which ``spark-submit`` adds to the driver's java command: it
-    reaches the shared session's JVM and those that child processes start (notebook kernels,
-    the CLI in a subprocess), which inherit the environment. A value already set wins.
-    """
-    del config
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTIONS)
 
 
 @pytest.fixture(scope="session")
