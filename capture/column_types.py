@@ -20,6 +20,7 @@ from bronze import connect_schema as cs
 from pipeline.errors import CaptureError
 
 __all__ = [
+    "binary_column",
     "ValueModes",
     "ColumnType",
     "US_PER_DAY",
@@ -87,6 +88,22 @@ class ColumnType:
 def b64(data: bytes) -> str:
     """Base64 text of ``data``, as Connect's JSON converter writes BYTES."""
     return base64.b64encode(data).decode("ascii")
+
+
+_BINARY_ENCODERS: Final[dict[str, Callable[[bytes], str]]] = {
+    "bytes": b64,
+    "base64": b64,
+    "base64-url-safe": lambda d: base64.urlsafe_b64encode(d).decode("ascii"),
+    "hex": bytes.hex,
+}
+
+
+def binary_column(mode: str, type_name: str) -> ColumnType:
+    """A binary column under ``binary.handling.mode`` ``mode``: BYTES (base64 in JSON) for
+    ``bytes``, else a STRING in base64, URL-safe base64 or hex."""
+    encode = _BINARY_ENCODERS[mode]
+    schema = cs.primitive("bytes" if mode == "bytes" else "string")
+    return ColumnType(schema, lambda v: encode(bytes(v)), type_name, is_binary=mode == "bytes")
 
 
 def _unscaled_bytes(unscaled: int) -> bytes:

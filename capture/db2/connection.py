@@ -20,6 +20,7 @@ from typing import Any
 
 from capture.db2.settings import ASN_SCHEMA, Db2Settings
 from capture.errors_db2 import DB2
+from capture.keyset import after_key
 from pipeline.errors import CaptureError, NotInstalledError
 
 __all__ = [
@@ -111,12 +112,8 @@ def select_table(
     sql = f"SELECT {', '.join(quote(c) for c in columns)} FROM {quote(schema)}.{quote(table)}"
     params: list[Any] = []
     if after is not None and keys:
-        terms = []
-        for i, key in enumerate(keys):
-            equal = [f"{quote(k)} = ?" for k in keys[:i]]
-            terms.append("(" + " AND ".join([*equal, f"{quote(key)} > ?"]) + ")")
-            params += [*after[:i], after[i]]
-        sql += " WHERE " + " OR ".join(terms)
+        condition, params = after_key(keys, after, quote)
+        sql += " WHERE " + condition
     if keys:
         sql += " ORDER BY " + ", ".join(quote(k) for k in keys)
     return sql, params

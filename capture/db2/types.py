@@ -17,7 +17,6 @@ str, bytes, date, time, datetime); no driver is imported here.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -119,20 +118,6 @@ def _numeric(column: Db2Column, mode: str) -> ColumnType:
     return ColumnType(schema, lambda v: ct.decimal_bytes(_decimal(v), scale), kind, is_binary=True)
 
 
-def _binary(column: Db2Column, mode: str) -> ColumnType:
-    encoders: dict[str, Callable[[bytes], str]] = {
-        "bytes": ct.b64,
-        "base64": ct.b64,
-        "base64-url-safe": lambda d: base64.urlsafe_b64encode(d).decode("ascii"),
-        "hex": bytes.hex,
-    }
-    encode = encoders[mode]
-    schema = cs.primitive("bytes" if mode == "bytes" else "string")
-    return ColumnType(
-        schema, lambda v: encode(bytes(v)), column.type_name, is_binary=mode == "bytes"
-    )
-
-
 _SIMPLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "BOOLEAN": ("boolean", bool),
     "SMALLINT": ("int16", int),
@@ -167,7 +152,7 @@ def column_type(column: Db2Column, handling: ValueModes) -> ColumnType:
         connect, convert = _SIMPLE[kind]
         return ColumnType(cs.primitive(connect), convert, kind)
     if column.bit_data or kind in ("BINARY", "VARBINARY", "BLOB"):
-        return _binary(column, handling.binary)
+        return ct.binary_column(handling.binary, column.type_name)
     if kind in _TEXT:
         return ColumnType(cs.primitive("string"), str, kind)
     if kind == "XML":

@@ -22,6 +22,7 @@ import orjson
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
 from capture.database_source import SnapshotProgress, SnapshotRow
+from capture.keyset import after_key
 from capture.sqlserver import connection as q
 from capture.sqlserver.agent import ZERO_LSN, Instance, SqlServerAgent, format_lsn, parse_lsn
 from capture.sqlserver.connection import Session, quote
@@ -198,12 +199,8 @@ def snapshot_select(
     keys = [t.names[i] for i in t.key_idx]
     if after is not None and keys:
         # T-SQL has no row-value comparison: (a > ?) OR (a = ? AND b > ?) ...
-        terms = []
-        for i, key in enumerate(keys):
-            equal = [f"{quote(k)} = ?" for k in keys[:i]]
-            terms.append("(" + " AND ".join([*equal, f"{quote(key)} > ?"]) + ")")
-            params += [*after[:i], after[i]]
-        sql += " WHERE " + " OR ".join(terms)
+        condition, params = after_key(keys, after, quote)
+        sql += " WHERE " + condition
     if keys:
         sql += " ORDER BY " + ", ".join(quote(k) for k in keys)
     return sql, params

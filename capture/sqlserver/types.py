@@ -17,7 +17,6 @@ time); no driver is imported here.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -135,20 +134,6 @@ def _numeric(facts: ColumnFacts, mode: str) -> ColumnType:
     return ColumnType(schema, lambda v: ct.decimal_bytes(Decimal(v), scale), facts.data_type)
 
 
-def _binary(facts: ColumnFacts, mode: str) -> ColumnType:
-    encoders: dict[str, Callable[[bytes], str]] = {
-        "bytes": ct.b64,
-        "base64": ct.b64,
-        "base64-url-safe": lambda d: base64.urlsafe_b64encode(d).decode("ascii"),
-        "hex": bytes.hex,
-    }
-    encode = encoders[mode]
-    schema = cs.primitive("bytes" if mode == "bytes" else "string")
-    return ColumnType(
-        schema, lambda v: encode(bytes(v)), facts.data_type, is_binary=mode == "bytes"
-    )
-
-
 _SIMPLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "bit": ("boolean", bool),
     "tinyint": ("int16", int),
@@ -188,7 +173,7 @@ def column_type(facts: ColumnFacts, handling: SqlServerHandling) -> ColumnType:
             ColumnFacts(facts.name, kind, None, facts.precision, scale), handling.decimal
         )
     if kind in ("binary", "varbinary", "image", "timestamp", "rowversion"):
-        return _binary(facts, handling.binary)
+        return ct.binary_column(handling.binary, facts.data_type)
     return ColumnType(cs.primitive("string"), str, kind, known=False)
 
 
