@@ -36,6 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from tests.mssqlmodel.server import ZERO_LSN, Column, SqlServerModel, decode
+from tests.sqlite_model import (
+    DatabaseError,
+    Error,
+    InterfaceError,
+    OperationalError,
+    ProgrammingError,
+    ResultCursor,
+)
 
 __all__ = [
     "Connection",
@@ -50,26 +58,6 @@ __all__ = [
 
 apilevel = "2.0"
 paramstyle = "qmark"
-
-
-class Error(Exception):
-    """pyodbc.Error: ``args`` = (sqlstate, message)."""
-
-
-class DatabaseError(Error):
-    """pyodbc.DatabaseError."""
-
-
-class OperationalError(DatabaseError):
-    """pyodbc.OperationalError (``08S01``: the link to the server is gone)."""
-
-
-class ProgrammingError(DatabaseError):
-    """pyodbc.ProgrammingError (``42000``: a statement SQL Server rejects)."""
-
-
-class InterfaceError(Error):
-    """pyodbc.InterfaceError."""
 
 
 def connect(connection_string: str, *, autocommit: bool = False, timeout: int = 0) -> Connection:
@@ -217,14 +205,12 @@ _HELP_COLUMNS = (
 _DATETIME_COLUMNS = frozenset({"tran_begin_time", "tran_end_time", "create_date"})
 
 
-class Cursor:
+class Cursor(ResultCursor):
     """A cursor of a :class:`Connection`."""
 
     def __init__(self, conn: Connection) -> None:
+        super().__init__()
         self.connection = conn
-        self.description: list[tuple[Any, ...]] | None = None
-        self._rows: list[tuple[Any, ...]] = []
-        self._at = 0
 
     def execute(self, sql: str, *params: Any) -> Cursor:
         """Run one statement (pyodbc style: parameters as arguments or one sequence)."""
@@ -258,10 +244,6 @@ class Cursor:
         else:
             raise ProgrammingError("42000", f"the SQL Server model does not know: {sql!r}")
         return self
-
-    def _result(self, names: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
-        self.description = [(n, None, None, None, None, None, True) for n in names]
-        self._rows = rows
 
     def _scalar(self, lite: sqlite3.Connection, name: str, params: Sequence[Any]) -> None:
         if name == "fn_cdc_get_max_lsn":
@@ -396,29 +378,6 @@ class Cursor:
                 f"for the procedure or function cdc.fn_cdc_get_all_changes_{ci}. (313)",
             )
         return str(row[0]), str(row[1])
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        """The next row, or None."""
-        if self._at >= len(self._rows):
-            return None
-        self._at += 1
-        return self._rows[self._at - 1]
-
-    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
-        """Up to ``size`` rows."""
-        rows = self._rows[self._at : self._at + size]
-        self._at += len(rows)
-        return rows
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        """The remaining rows."""
-        rows = self._rows[self._at :]
-        self._at = len(self._rows)
-        return rows
-
-    def close(self) -> None:
-        """Drop the result."""
-        self._rows = []
 
 
 def _increment(lsn: bytes) -> bytes:
