@@ -23,6 +23,17 @@ Each statement is matched against the forms Microsoft documents for it:
 
 Errors carry pyodbc's ``(sqlstate, message)`` arguments: a server that is down or restarted is
 ``OperationalError('08S01', ...)``, as FreeTDS reports it.
+
+Columns of the types pyodbc has no mapping for (``datetimeoffset``, ODBC type -155
+``SQL_SS_TIMESTAMPOFFSET``; ``sql_variant``, -150; the CLR types ``hierarchyid``, ``geometry``,
+``geography``, -151 ``SQL_SS_UDT``) fail the fetch of a row with pyodbc's
+``ProgrammingError('HY106', 'ODBC SQL type -155 is not yet supported.  column-index=N
+type=-155')`` unless the connection registered an output converter for the type
+(``Connection.add_output_converter``, pyodbc wiki "Using an Output Converter function",
+mkleehammer/pyodbc#134, #404); the converter gets the value as the driver's bytes (``None`` for
+NULL): a ``datetimeoffset`` as ``SQL_SS_TIMESTAMPOFFSET_STRUCT`` (``struct`` ``<6hI2h``: year,
+month, day, hour, minute, second, fraction in nanoseconds, offset hours and minutes, both
+negative west of UTC), a CLR value as its serialized bytes.
 """
 
 from __future__ import annotations
@@ -30,8 +41,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sqlite3
+import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +121,7 @@ class Connection:
         self._isolation = "READ COMMITTED"
         self._id = uuid.uuid4().hex
         self.statements: list[str] = []
+        self.converters: dict[int, Callable[[Any], Any]] = {}
 
     def cursor(self) -> Cursor:
         """A cursor."""
@@ -146,9 +159,17 @@ class Connection:
             self._sqlite = None
             self.model.release(self._id)
 
-    def add_output_converter(self, sqltype: int, func: Any) -> None:
-        """Accepted; the model returns values already converted."""
-        return None
+    def add_output_converter(self, sqltype: int, func: Callable[[Any], Any] | None) -> None:
+        """``pyodbc.Connection.add_output_converter``: ``func`` turns the driver's bytes of
+        ``sqltype`` columns into the value fetched (None removes it)."""
+        if func is None:
+            self.converters.pop(sqltype, None)
+        else:
+            self.converters[sqltype] = func
+
+    def get_output_converter(self, sqltype: int) -> Callable[[Any], Any] | None:
+        """The converter registered for ``sqltype``, or None."""
+        return self.converters.get(sqltype)
 
 
 _AGENT_QUERY = re.compile(
@@ -205,12 +226,97 @@ _HELP_COLUMNS = (
 _DATETIME_COLUMNS = frozenset({"tran_begin_time", "tran_end_time", "create_date"})
 
 
+SQL_SS_VARIANT = -150
+SQL_SS_UDT = -151
+SQL_SS_TIMESTAMPOFFSET = -155
+_UNMAPPED = {
+    "datetimeoffset": SQL_SS_TIMESTAMPOFFSET,
+    "sql_variant": SQL_SS_VARIANT,
+    "hierarchyid": SQL_SS_UDT,
+    "geometry": SQL_SS_UDT,
+    "geography": SQL_SS_UDT,
+}
+"""SQL Server types pyodbc has no mapping for, by the ODBC type FreeTDS reports for them."""
+_OFFSET_TEXT = re.compile(
+    r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,7}))? ?([+-])(\d\d):(\d\d)$"
+)
+
+
+def offset_struct(value: Any) -> bytes:
+    """A stored ``datetimeoffset`` (text with up to 7 fraction digits, or an aware datetime) as
+    ``SQL_SS_TIMESTAMPOFFSET_STRUCT``."""
+    text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else str(value).strip()
+    match = _OFFSET_TEXT.match(text)
+    if match is None:
+        raise ValueError(f"not a datetimeoffset: {value!r}")
+    y, mo, d, h, mi, sec, fraction, sign, oh, om = match.groups()
+    nanos = int(((fraction or "") + "000000000")[:9])
+    factor = -1 if sign == "-" else 1
+    fields = (int(y), int(mo), int(d), int(h), int(mi), int(sec))
+    return struct.pack("<6hI2h", *fields, nanos, factor * int(oh), factor * int(om))
+
+
+def _driver_bytes(base: str, value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if base == "datetimeoffset":
+        return offset_struct(value)
+    return bytes(value) if isinstance(value, bytes | bytearray) else str(value).encode("utf-8")
+
+
 class Cursor(ResultCursor):
     """A cursor of a :class:`Connection`."""
 
     def __init__(self, conn: Connection) -> None:
         super().__init__()
         self.connection = conn
+        self._unsupported: ProgrammingError | None = None
+
+    def _check_fetch(self) -> None:
+        # pyodbc fails on the first row it reads a column of an unmapped type from
+        if self._unsupported is not None and self._at < len(self._rows):
+            raise self._unsupported
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        """The next row, or None."""
+        self._check_fetch()
+        return super().fetchone()
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        """Up to ``size`` rows."""
+        self._check_fetch()
+        return super().fetchmany(size)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        """The remaining rows."""
+        self._check_fetch()
+        return super().fetchall()
+
+    def _typed(self, names: Sequence[str], types: dict[str, Column], raw: tuple[Any, ...]) -> Any:
+        """One row as pyodbc returns it; an unmapped type through the connection's converter
+        (without one, the fetch fails: :meth:`_check_fetch`)."""
+        out: list[Any] = []
+        for index, (name, value) in enumerate(zip(names, raw, strict=True)):
+            column = types.get(name)
+            code = None if column is None else _UNMAPPED.get(column.base)
+            if column is not None and code is not None:
+                convert = self.connection.converters.get(code)
+                if convert is None:
+                    self._unsupported = self._unsupported or ProgrammingError(
+                        "HY106",
+                        f"ODBC SQL type {code} is not yet supported.  column-index={index}  "
+                        f"type={code}",
+                    )
+                    out.append(None)
+                else:
+                    out.append(convert(_driver_bytes(column.base, value)))
+            elif column is not None:
+                out.append(decode(column, value))
+            elif name in _DATETIME_COLUMNS and isinstance(value, str):
+                out.append(dt.datetime.fromisoformat(value))
+            else:
+                out.append(value)
+        return tuple(out)
 
     def execute(self, sql: str, *params: Any) -> Cursor:
         """Run one statement (pyodbc style: parameters as arguments or one sequence)."""
@@ -220,6 +326,7 @@ class Cursor(ResultCursor):
         lite = conn._alive()
         conn.statements.append(sql)
         self._at = 0
+        self._unsupported = None
         if match := _ISOLATION.fullmatch(sql.strip()):
             conn._isolation = match.group(1).upper()
             self._result([], [])
@@ -347,17 +454,8 @@ class Cursor(ResultCursor):
         except sqlite3.Error as exc:
             raise ProgrammingError("42000", f"{exc} in {sql!r}") from None
         names = [d[0] for d in cursor.description or []]
-        rows = [
-            tuple(
-                decode(types[n], v)
-                if n in types
-                else dt.datetime.fromisoformat(v)
-                if n in _DATETIME_COLUMNS and isinstance(v, str)
-                else v
-                for n, v in zip(names, raw, strict=True)
-            )
-            for raw in cursor.fetchall()
-        ]
+        self._unsupported = None
+        rows = [self._typed(names, types, raw) for raw in cursor.fetchall()]
         self._result(names, rows)
 
     @staticmethod
