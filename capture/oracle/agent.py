@@ -84,7 +84,8 @@ def exact_numbers(driver: ModuleType) -> Callable[[Any, Any], Any]:
     python-oracledb fetches a ``NUMBER`` whose scale is not 0 (and an unconstrained one with a
     fraction) as a binary ``float``, which keeps about 15 significant digits; its documented
     remedy is this handler. ``NUMBER(P,0)`` stays an ``int`` (exact, and the snapshot's saved
-    key stays the number it always was).
+    key stays the number it always was). Set on the snapshot's cursor only: the ``V$`` views'
+    unconstrained ``NUMBER`` columns (SCNs, thread numbers) stay the ints the agent expects.
 
     Args:
         driver: The DB-API module (its ``DB_TYPE_NUMBER``).
@@ -188,7 +189,6 @@ class OracleAgent(DatabaseSource):
         except self.driver.Error as exc:
             # The driver's message names the address, never the password.
             raise self._outage(exc, f"connect to Oracle {s.dsn}") from None
-        conn.outputtypehandler = exact_numbers(self.driver)
         cursor = conn.cursor()
         cursor.execute(SESSION_NLS)
         return conn

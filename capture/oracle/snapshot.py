@@ -24,7 +24,7 @@ import orjson
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
 from capture.database_source import SnapshotProgress, SnapshotRow
-from capture.oracle.agent import TABLES_SQL, OracleTable, ora_code, quote
+from capture.oracle.agent import TABLES_SQL, OracleTable, exact_numbers, ora_code, quote
 from capture.oracle.position import OraclePosition
 from capture.oracle.stream import _ALL, StreamReader
 from capture.oracle.types import OracleColumn
@@ -130,6 +130,7 @@ class SnapshotReader(StreamReader):
         )
         cursor = self._side().cursor()
         cursor.arraysize = FETCH_ROWS
+        cursor.outputtypehandler = exact_numbers(self.driver)
         try:
             cursor.execute(sql, [scn])
         except self.driver.DatabaseError as exc:
