@@ -28,6 +28,7 @@ from pyspark.sql.types import DecimalType
 from bronze import schema as S
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.oracle.agent import DBAPI_ENV
+from capture.oracle.snapshot import _key_value
 from capture.oracle.source import OracleSource
 from capture.registry import create_source
 from pipeline.config import SourceConfig
@@ -164,3 +165,10 @@ def test_negative_scale_numbers_are_declared_as_debezium_and_fit_silver(model_pa
     assert hundreds["parameters"] == {"scale": "-5", "connect.decimal.precision": "20"}
     # 10^24 needs 25 digits: silver's column holds every value NUMBER(20,-5) can
     assert spark_type(hundreds) == DecimalType(25, 0)
+
+
+def test_a_decimal_key_is_saved_as_the_int_it_was_before_the_handler() -> None:
+    # an unconstrained NUMBER key arrives as Decimal now; offsets saved as ints must still match
+    assert _key_value(Decimal("5")) == 5 and _key_value(7) == 7
+    assert _key_value(Decimal("12.5")) == "12.5" and _key_value(Decimal("1E+40")) == "1E+40"
+    assert _key_value(dt.datetime(2024, 1, 1)) == "2024-01-01 00:00:00"
