@@ -201,11 +201,12 @@ class OracleAgent(DatabaseSource):
     def _side(self) -> Any:
         if self._side_conn is None:
             conn = self._connect()
-            # python-oracledb hands TIMESTAMP WITH LOCAL TIME ZONE over in the session's zone,
-            # as a naive datetime: in UTC, it is the instant the converters take it for.
-            conn.cursor().execute(SESSION_UTC)
             if self.settings.pdb:
                 conn.cursor().execute(f"ALTER SESSION SET CONTAINER = {quote(self.settings.pdb)}")
+            # python-oracledb hands TIMESTAMP WITH LOCAL TIME ZONE over in the session's zone,
+            # as a naive datetime: in UTC, it is the instant the converters take it for. Set
+            # in the container the snapshot reads from.
+            conn.cursor().execute(SESSION_UTC)
             self._side_conn = conn
         return self._side_conn
 
