@@ -85,9 +85,11 @@ ISOLATION = {
 
 
 SQL_SS_VARIANT = -150
-"""``sql_variant``'s ODBC type: not mapped (Debezium has no mapping for it either)."""
+"""``sql_variant``'s ODBC type from Microsoft's driver (FreeTDS: 0, ``SQL_UNKNOWN_TYPE``): not
+mapped, and not selected (Debezium has no mapping for it either)."""
 SQL_SS_UDT = -151
-"""The CLR types' ODBC type (``hierarchyid``, ``geometry``, ``geography``)."""
+"""The CLR types' ODBC type from Microsoft's driver (``hierarchyid``, ``geometry``,
+``geography``); FreeTDS reports them as ``SQL_LONGVARBINARY``, which pyodbc maps to bytes."""
 SQL_SS_TIMESTAMPOFFSET = -155
 """``datetimeoffset``'s ODBC type."""
 _OFFSET_STRUCT = struct.Struct("<6hI2h")
@@ -101,7 +103,9 @@ def datetimeoffset_text(raw: bytes | str | None) -> str | None:
     (``2018-06-20 15:13:16.945104100 +02:00``), which keeps the 100 ns a ``datetime`` cannot.
 
     pyodbc has no mapping for ODBC type -155: without a converter, fetching such a column
-    fails ("ODBC SQL type -155 is not yet supported", mkleehammer/pyodbc#134).
+    fails ("ODBC SQL type -155 is not yet supported", mkleehammer/pyodbc#134). FreeTDS writes
+    the struct as Microsoft's driver does (``odbc_convert_datetime_to_binary``: local time,
+    nanoseconds, the offset's hours and minutes).
     """
     if raw is None or isinstance(raw, str):
         return raw
@@ -118,8 +122,9 @@ def datetimeoffset_text(raw: bytes | str | None) -> str | None:
 
 
 def udt_bytes(raw: bytes | None) -> bytes | None:
-    """pyodbc's output converter for the CLR types (ODBC type -151, which pyodbc does not map,
-    mkleehammer/pyodbc#404): their serialized bytes, as the driver hands them over."""
+    """pyodbc's output converter for the CLR types under Microsoft's driver (ODBC type -151,
+    which pyodbc does not map, mkleehammer/pyodbc#404): their serialized bytes, as FreeTDS's
+    ``SQL_LONGVARBINARY`` gives them."""
     return None if raw is None else bytes(raw)
 
 

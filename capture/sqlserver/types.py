@@ -162,9 +162,9 @@ def column_type(facts: ColumnFacts, handling: SqlServerHandling) -> ColumnType |
 
     ``sql_variant`` has no mapping in Debezium (a JDBC type its converters do not know: the
     column is ignored) nor in pyodbc (ODBC type -150); the agent leaves it out, with a warning.
-    The CLR types (``hierarchyid``, ``geometry``, ``geography``, user-defined ones; ODBC type
-    -151) are not in the seed's tables: they land as their serialized bytes under
-    ``binary.handling.mode``, with ``known`` False.
+    The CLR types (``hierarchyid``, ``geometry``, ``geography``, user-defined ones; FreeTDS's
+    ``SQL_LONGVARBINARY``, Microsoft's driver's -151) are not in the seed's tables: they land as
+    their serialized bytes under ``binary.handling.mode``, with ``known`` False.
     """
     kind = facts.data_type.lower()
     if kind in _SIMPLE:

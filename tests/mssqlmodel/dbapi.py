@@ -24,16 +24,19 @@ Each statement is matched against the forms Microsoft documents for it:
 Errors carry pyodbc's ``(sqlstate, message)`` arguments: a server that is down or restarted is
 ``OperationalError('08S01', ...)``, as FreeTDS reports it.
 
-Columns of the types pyodbc has no mapping for (``datetimeoffset``, ODBC type -155
-``SQL_SS_TIMESTAMPOFFSET``; ``sql_variant``, -150; the CLR types ``hierarchyid``, ``geometry``,
-``geography``, -151 ``SQL_SS_UDT``) fail the fetch of a row with pyodbc's
-``ProgrammingError('HY106', 'ODBC SQL type -155 is not yet supported.  column-index=N
-type=-155')`` unless the connection registered an output converter for the type
-(``Connection.add_output_converter``, pyodbc wiki "Using an Output Converter function",
-mkleehammer/pyodbc#134, #404); the converter gets the value as the driver's bytes (``None`` for
-NULL): a ``datetimeoffset`` as ``SQL_SS_TIMESTAMPOFFSET_STRUCT`` (``struct`` ``<6hI2h``: year,
-month, day, hour, minute, second, fraction in nanoseconds, offset hours and minutes, both
-negative west of UTC), a CLR value as its serialized bytes.
+Columns of the types FreeTDS reports with an ODBC type pyodbc has no mapping for
+(``datetimeoffset``: -155 ``SQL_SS_TIMESTAMPOFFSET``; ``sql_variant``: 0 ``SQL_UNKNOWN_TYPE``,
+FreeTDS's ``data_variant_server_to_sql_type`` "TODO support it"; Microsoft's driver says -150)
+fail the fetch of a row with pyodbc's ``ProgrammingError('HY106', 'ODBC SQL type -155 is not
+yet supported.  column-index=N  type=-155')`` unless the connection registered an output
+converter for the type (``Connection.add_output_converter``, pyodbc wiki "Using an Output
+Converter function", mkleehammer/pyodbc#134, #404); the converter gets the value as the
+driver's ``SQL_C_BINARY`` bytes (``None`` for NULL): a ``datetimeoffset`` as FreeTDS's
+``odbc_convert_datetime_to_binary`` writes it, ``SQL_SS_TIMESTAMPOFFSET_STRUCT`` (``struct``
+``<6hI2h``: the local year, month, day, hour, minute, second, the fraction in nanoseconds, the
+offset's hours and minutes, both negative west of UTC). FreeTDS reports the CLR types
+(``hierarchyid``, ``geometry``, ``geography``) as ``SQL_LONGVARBINARY``: their bytes
+(Microsoft's driver says -151 ``SQL_SS_UDT``, for which the agent registers a converter too).
 """
 
 from __future__ import annotations
@@ -226,17 +229,12 @@ _HELP_COLUMNS = (
 _DATETIME_COLUMNS = frozenset({"tran_begin_time", "tran_end_time", "create_date"})
 
 
-SQL_SS_VARIANT = -150
-SQL_SS_UDT = -151
+SQL_UNKNOWN_TYPE = 0
 SQL_SS_TIMESTAMPOFFSET = -155
-_UNMAPPED = {
-    "datetimeoffset": SQL_SS_TIMESTAMPOFFSET,
-    "sql_variant": SQL_SS_VARIANT,
-    "hierarchyid": SQL_SS_UDT,
-    "geometry": SQL_SS_UDT,
-    "geography": SQL_SS_UDT,
-}
+_UNMAPPED = {"datetimeoffset": SQL_SS_TIMESTAMPOFFSET, "sql_variant": SQL_UNKNOWN_TYPE}
 """SQL Server types pyodbc has no mapping for, by the ODBC type FreeTDS reports for them."""
+_CLR = frozenset({"hierarchyid", "geometry", "geography"})
+"""Reported as ``SQL_LONGVARBINARY`` by FreeTDS: pyodbc returns their bytes."""
 _OFFSET_TEXT = re.compile(
     r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,7}))? ?([+-])(\d\d):(\d\d)$"
 )
@@ -310,6 +308,8 @@ class Cursor(ResultCursor):
                     out.append(None)
                 else:
                     out.append(convert(_driver_bytes(column.base, value)))
+            elif column is not None and column.base in _CLR and value is not None:
+                out.append(_driver_bytes(column.base, value))
             elif column is not None:
                 out.append(decode(column, value))
             elif name in _DATETIME_COLUMNS and isinstance(value, str):
