@@ -26,6 +26,8 @@ from gold.report_svg import (
 )
 from pipeline.config import Severity
 
+pytestmark = pytest.mark.unit
+
 T0 = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 HOSTILE = "<script>alert(1)</script>&'\""
 SVG = "{http://www.w3.org/2000/svg}"
