@@ -31,7 +31,7 @@ CELL_WIDTH = 12
 CELL_HEIGHT = 16
 CELL_GAP = 2
 
-PLOT_WIDTH = 320
+PLOT_WIDTH = 300
 PLOT_HEIGHT = 150
 _LEFT, _RIGHT, _TOP, _BOTTOM = 52, 10, 22, 24
 
@@ -220,11 +220,13 @@ def line_plot_svg(
             )
     if len(series) > 1:
         # The legend follows the title on its line, each name in its line's color.
-        lx = left + 7 * len(title) + 12
+        lx = left + 7 * len(title) + 8
         for s in series:
             parts.append(
-                f"<text class='legend' x='{lx}' y='14' fill='{_e(s.color)}'>{_e(s.name)}</text>"
+                # A style, not a fill attribute: the page's CSS for plot text would win over it.
+                f"<text class='legend' x='{lx}' y='14' style='fill: {_e(s.color)}'>"
+                f"{_e(s.name)}</text>"
             )
-            lx += 10 + 6 * len(s.name)
+            lx += 8 + 6 * len(s.name)
     parts.append("</svg>")
     return "".join(parts)
