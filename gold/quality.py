@@ -48,7 +48,7 @@ from gold.quality_results import (
     results_path,
 )
 from gold.report import write_report
-from gold.report_history import read_history
+from gold.report_history import report_history
 from gold.report_measures import TableFacts, run_measures, table_facts
 from pipeline.config import PipelineConfig, Severity
 
@@ -383,7 +383,7 @@ def run_quality(
     if write:
         append_results(lake_root, run)
         if full:
-            history = read_history(lake_root, config.quality.report_history_runs)
+            history = report_history(lake_root, config.quality.report_history_runs)
             path = write_report(run, report_dir(config, lake_root), history=history)
             run = dataclasses.replace(run, report_path=path)
     if gate is not None:

@@ -28,7 +28,7 @@ from gold.quality_results import Measure, results_path, runs_path
 from gold.report_measures import SILVER_TO_GOLD
 from pipeline.config import Severity
 
-__all__ = ["CheckRecord", "History", "RunRecord", "read_history"]
+__all__ = ["CheckRecord", "History", "RunRecord", "read_history", "report_history"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,11 +98,16 @@ class History:
     Attributes:
         runs: The runs, oldest first.
         results: Every result of those runs.
+        error: Why the history could not be read (then it is empty), for the report to say.
     """
 
     runs: tuple[RunRecord, ...] = ()
     results: tuple[CheckRecord, ...] = ()
+    error: str | None = None
     _by_run: Mapping[str, Mapping[tuple[str, str | None, str], CheckRecord]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _measures: Mapping[tuple[str, str, str | None, str], float] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -111,6 +116,16 @@ class History:
         for r in self.results:
             index.setdefault(r.run_id, {})[(r.source, r.table, r.check)] = r
         object.__setattr__(self, "_by_run", index)
+        values = {
+            (run.run_id, m.source, m.table, m.name): m.value
+            for run in self.runs
+            for m in run.measures
+        }
+        object.__setattr__(self, "_measures", values)
+
+    def measure(self, run_id: str, source: str, table: str | None, name: str) -> float | None:
+        """A run's measure of a table (``table`` None: of the source); None: not measured."""
+        return self._measures.get((run_id, source, table, name))
 
     def result(self, run_id: str, key: tuple[str, str | None, str]) -> CheckRecord | None:
         """The result of check ``key`` (source, table, check) in a run; None: not checked."""
@@ -238,3 +253,16 @@ def read_history(lake_root: Path, limit: int) -> History:
             )
     logger.debug("quality history: %d runs, %d results", len(runs), len(results))
     return History(tuple(runs), tuple(results))
+
+
+def report_history(lake_root: Path, limit: int) -> History:
+    """:func:`read_history` for the report: an unreadable history never fails a quality run.
+
+    Returns:
+        The history, or an empty one whose :attr:`History.error` says what failed (logged).
+    """
+    try:
+        return read_history(lake_root, limit)
+    except Exception as exc:  # noqa: BLE001 - the run's own results still get their report
+        logger.warning("quality report: history of %s unreadable", lake_root, exc_info=True)
+        return History(error=f"{type(exc).__name__}: {exc}")

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gold import report_measures as M
-from gold.report_history import CheckRecord, History, RunRecord
+from gold.report_history import CheckRecord, History
 from gold.report_svg import Cell, Series, line_plot_svg, strip_svg
 
 __all__ = ["HISTORY_CSS", "NewlyFailing", "newly_failing", "render_history", "run_label"]
@@ -183,15 +182,9 @@ def _strips_section(history: History) -> str:
 
 
 def _values(
-    runs: Sequence[RunRecord], source: str, table: str | None, name: str
+    history: History, source: str, table: str | None, name: str
 ) -> tuple[float | None, ...]:
-    out: list[float | None] = []
-    for run in runs:
-        found = [
-            m.value for m in run.measures if (m.source, m.table, m.name) == (source, table, name)
-        ]
-        out.append(found[0] if found else None)
-    return tuple(out)
+    return tuple(history.measure(run.run_id, source, table, name) for run in history.runs)
 
 
 def _quarantined(history: History, source: str, table: str) -> tuple[float | None, ...]:
@@ -218,7 +211,7 @@ def _trends_section(history: History) -> str:
         lag = [
             Series(
                 label,
-                _values(history.runs, source, None if name == M.SILVER_TO_GOLD else table, name),
+                _values(history, source, None if name == M.SILVER_TO_GOLD else table, name),
                 color,
             )
             for name, label, color in _LAG_SERIES
@@ -227,7 +220,7 @@ def _trends_section(history: History) -> str:
             line_plot_svg(
                 "rows",
                 labels,
-                [Series("rows", _values(history.runs, source, table, M.ROWS), "#2e7d32")],
+                [Series("rows", _values(history, source, table, M.ROWS), "#2e7d32")],
             ),
             line_plot_svg(
                 "quarantined",
@@ -238,7 +231,7 @@ def _trends_section(history: History) -> str:
             line_plot_svg(
                 "freshness",
                 labels,
-                [Series("freshness", _values(history.runs, source, table, M.FRESHNESS), "#00838f")],
+                [Series("freshness", _values(history, source, table, M.FRESHNESS), "#00838f")],
                 unit="s",
             ),
         ]
@@ -260,8 +253,13 @@ def render_history(history: History) -> str:
         The ``#newly-failing``, ``#history`` and ``#trends`` sections.
     """
     if not history.runs:
+        why = (
+            f"history unreadable ({history.error}); see the log"
+            if history.error
+            else "no full run recorded yet"
+        )
         return (
             "<section id='newly-failing'><h2>Newly failing since the last run</h2>"
-            "<p class='meta'>no full run recorded yet</p></section>"
+            f"<p class='meta' id='history-note'>{_e(why)}</p></section>"
         )
     return _newly_section(history) + _strips_section(history) + _trends_section(history)

@@ -13,9 +13,16 @@ from deltalake import DeltaTable
 
 from gold.cuts import Cut
 from gold.publish import publish
-from gold.quality_results import CheckResult, Measure, QualityRun, append_results, results_path
+from gold.quality_results import (
+    CheckResult,
+    Measure,
+    QualityRun,
+    append_results,
+    results_path,
+    runs_path,
+)
 from gold.report import write_report
-from gold.report_history import read_history
+from gold.report_history import read_history, report_history
 from gold.report_measures import ROWS, SILVER_TO_GOLD
 from pipeline.config import Severity
 
@@ -118,3 +125,16 @@ def test_the_report_draws_the_history(tmp_path: Path) -> None:
     assert "primary_key</code> on shop.public.t FAILS (blocks gold)" in page
     assert page.count("<rect class='cell") == 3
     assert page.count("data-series='rows'") == 3
+
+
+def test_an_unreadable_history_is_said_not_fatal(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    run = quality_run(1, full=True)
+    append_results(lake, run)
+    log = runs_path(lake) / "_delta_log"
+    for entry in log.glob("*.json"):
+        entry.write_text("{not json")
+    history = report_history(lake, 30)
+    assert history.runs == () and history.error
+    page = write_report(run, tmp_path / "report", history=history).read_text()
+    assert "history unreadable" in page and "primary_key" in page  # the run itself is reported
