@@ -35,7 +35,7 @@ HISTORY_CSS = """
 .strip rect.pass { fill: #2e7d32; } .strip rect.warn { fill: #e0a100; }
 .strip rect.fail { fill: #c62828; } .strip rect.none { fill: #e3e3ea; }
 table.strips { width: auto; } table.strips td { padding: .1rem .5rem; border-bottom: none; }
-table.strips td:first-child { min-width: 16rem; }
+table.strips td:first-child { min-width: 24rem; }  /* strips of every table line up */
 .plots { display: flex; flex-wrap: wrap; gap: .75rem; }
 svg.plot { border: 1px solid #e3e3ea; border-radius: 4px; background: #fcfcfe; }
 svg.plot text { font-size: 10px; fill: #555; } svg.plot text.title { font-size: 12px;
