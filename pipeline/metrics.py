@@ -44,6 +44,7 @@ __all__ = [
     "on_gold_refreshed",
     "on_silver_batch",
     "start",
+    "stop",
 ]
 
 logger = logging.getLogger(__name__)
@@ -142,6 +143,8 @@ LOG_METRICS: Mapping[str, tuple[str, str]] = {
 
 _enabled = False
 _server: MetricsServer | None = None
+_started: list[Collector] = []
+"""Collectors :func:`start` registered (:func:`stop` removes them)."""
 
 
 class _SilverCollector(Collector):
@@ -172,7 +175,7 @@ class _LogCollector(Collector):
     """The database log behind each source that reports one, asked at most every
     ``interval_s`` (one short query; the agent's own connection is never used)."""
 
-    def __init__(self, config: Any, names: tuple[str, ...], interval_s: float = 15.0) -> None:
+    def __init__(self, config: Any, names: tuple[str, ...], interval_s: float = 5.0) -> None:
         self.config = config
         self.names = names
         self.interval_s = interval_s
@@ -199,6 +202,8 @@ class _LogCollector(Collector):
                 row = source.log_status(committed.offset if committed else None)
             except PipelineError as exc:
                 row = {"slot_error": str(exc)}
+            if row.get("slot_error"):
+                logger.debug("metrics: the log of %s: %s", name, row["slot_error"])
             out.append((name, source.log_name, row))
         return out
 
@@ -235,12 +240,42 @@ def start(config: Any, address: str, sources: tuple[str, ...] = ()) -> MetricsSe
     global _enabled, _server
     if _server is not None:
         return _server
-    REGISTRY.register(LakeCollector(Path(config.lake.root), tuple(config.source_names)))
+    _started.append(LakeCollector(Path(config.lake.root), tuple(config.source_names)))
     if sources:
-        REGISTRY.register(_LogCollector(config, sources))
-    _server = serve(address, REGISTRY)
+        _started.append(_LogCollector(config, sources))
+    for collector in _started:
+        REGISTRY.register(collector)
+    try:
+        _server = serve(address, REGISTRY)
+    except Exception:
+        stop()
+        raise
     _enabled = True
     return _server
+
+
+def stop() -> None:
+    """Stop serving, turn the hooks off and forget this process's values (a test that served
+    metrics in-process leaves the next one as it found it)."""
+    global _enabled, _server
+    _enabled = False
+    if _server is not None:
+        _server.close()
+        _server = None
+    while _started:
+        REGISTRY.unregister(_started.pop())
+    DEBEZIUM.clear()
+    SILVER.result = None
+    for metric in (
+        CAPTURE_BATCHES,
+        CAPTURE_LANDED,
+        CAPTURE_QUARANTINED,
+        SILVER_MERGE_SECONDS,
+        SILVER_STAGE_SECONDS,
+        GOLD_STAGE_SECONDS,
+        GOLD_HELD,
+    ):
+        metric.clear()
 
 
 def metric_names() -> set[str]:

@@ -241,6 +241,11 @@ class DebeziumCollector(Collector):
                 stats = self._sources[name] = SourceStats(name, PLUGINS.get(kind, kind))
             return stats
 
+    def clear(self) -> None:
+        """Forget every source."""
+        with self._lock:
+            self._sources.clear()
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """One family per attribute, a sample per source and context."""
         with self._lock:

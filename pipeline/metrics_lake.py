@@ -90,19 +90,23 @@ def _delta(path: Path) -> DeltaTable | None:
 
 
 def _bronze(root: Path, snap: LakeSnapshot) -> None:
-    """Rows and newest source time per source, from the files' statistics; the files whose
-    statistics span several sources (none, unless bronze was rewritten) are read."""
+    """Rows and newest source time per source, from the files' statistics (bronze is
+    partitioned by source; an unpartitioned table's files name theirs in min/max statistics);
+    a file whose statistics span several sources is read."""
     table = _delta(root / "bronze" / "events")
     if table is None:
         return
     actions = pa.table(table.get_add_actions(flatten=True))
     names = set(actions.column_names)
-    lo, hi, ts = f"min.{S.SOURCE}", f"max.{S.SOURCE}", f"max.{S.SOURCE_TS_MS}"
+    part, lo, hi = f"partition.{S.SOURCE}", f"min.{S.SOURCE}", f"max.{S.SOURCE}"
+    ts = f"max.{S.SOURCE_TS_MS}"
     mixed: list[str] = []
-    rows = actions.select([c for c in ("path", "num_records", lo, hi, ts) if c in names])
+    rows = actions.select([c for c in ("path", "num_records", part, lo, hi, ts) if c in names])
     for r in rows.to_pylist():
-        source = r.get(lo)
-        if source is None or source != r.get(hi):
+        source = r.get(part)
+        if source is None and r.get(lo) == r.get(hi):
+            source = r.get(lo)
+        if source is None:
             if r["num_records"]:
                 mixed.append(r["path"])
             continue

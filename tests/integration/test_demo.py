@@ -143,6 +143,7 @@ def test_quality_command_on_the_demo_lake(demo_lake: Path) -> None:
     assert failed["rows"] == []  # the rows listed are the failures
     summary = doc["messages"][-1]
     assert summary.startswith("checks: ") and "0 failed (block)" in summary
+    assert (doc["exit_code"], doc["outcome"]) == (0, "ok") and doc["timings"]["quality"]
     results = DeltaTable(str(demo_lake / "gold" / "_quality")).to_pandas()
     assert results["run_id"].nunique() == runs_before + 1
 
