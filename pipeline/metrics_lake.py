@@ -116,9 +116,12 @@ def _bronze(root: Path, snap: LakeSnapshot) -> None:
             snap.bronze_ts_ms[source] = int(stamp)
     if not mixed:
         return
-    wanted = {str(Path(table.table_uri.removeprefix("file://")) / p) for p in mixed}
+    # The dataset names its fragments as the log names the files (relative to the table).
+    wanted = set(mixed)
     dataset = table.to_pyarrow_dataset()
     parts = [f for f in dataset.get_fragments() if f.path in wanted]
+    if len(parts) != len(wanted):
+        raise ValueError(f"{len(wanted) - len(parts)} bronze files not found in the dataset")
     for fragment in parts:
         read = fragment.to_table(columns=[S.SOURCE, S.SOURCE_TS_MS])
         grouped = read.group_by(S.SOURCE).aggregate([([], "count_all"), (S.SOURCE_TS_MS, "max")])

@@ -1,11 +1,12 @@
 """Prometheus scrapes a running capture agent and a running ``run --continuous`` during a small
 workload, and the values match what landed (real PostgreSQL; the agent is ``medallion capture
---follow`` as a child process, the pipeline runs in this process on the shared SparkSession,
-exactly as the CLI runs it; a bad record of a second source is quarantined in bronze).
+--follow`` as a child process; the pipeline runs ``run_pipeline(continuous=True)``, what
+``run --continuous`` runs, in this process on the shared SparkSession (a child would start a
+JVM of its own); a bad record of a second source is quarantined in bronze).
 
-Then the other commands print their one ``--output json`` document on that lake (status,
-signal, a reconcile that cannot run, a usage error), with the exit code, its meaning and the
-per-stage timings.
+While the agent runs, the other commands print their one ``--output json`` document on its
+lake (capture of another source, status, signal, a reconcile that cannot run, a usage error),
+with the exit code, its meaning and the per-stage timings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pyarrow.compute as pc
 import pytest
 import yaml
@@ -35,8 +35,9 @@ from pipeline.config import load_config
 from tests.fix_servers import REPO_ROOT
 from tests.integration.test_cli import document
 from tests.integration.test_pg_capture import Pg, pg_corner
+from tests.integration.test_shutdown import _config as shutdown_config
 
-pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.delta]
+pytestmark = [pytest.mark.postgres, pytest.mark.delta]
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -54,32 +55,17 @@ def _port() -> int:
 
 
 def _config(pg: Pg, tmp_path: Path) -> Path:
-    info = psycopg.conninfo.conninfo_to_dict(pg.dsn)
-    source = {
-        "name": "pg",
-        "connector": "postgresql",
-        "database.hostname": info.get("host", "127.0.0.1"),
-        "database.port": int(str(info.get("port", 5432))),
-        "database.user": info.get("user", "postgres"),
-        "database.dbname": info.get("dbname", "postgres"),
-        "topic.prefix": "srv",
-        "slot.name": pg.slot,
-        "publication.name": pg.publication,
-        "schema.include.list": pg.schema,
-        "poll.interval.ms": 50,
-        "signal.file": "signals.jsonl",
-    }
-    files = {"name": "files", "connector": "debezium_json", "path": "inbox"}
+    """test_shutdown's PostgreSQL source, with a signal file and a second source whose only
+    record is not JSON (quarantined in bronze)."""
+    path = shutdown_config(pg, tmp_path)
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document["sources"][0]["signal.file"] = "signals.jsonl"
+    document["sources"].append({"name": "files", "connector": "debezium_json", "path": "inbox"})
+    document["quality"] = {"reconcile.interval.seconds": None}
     (tmp_path / "inbox").mkdir()
     (tmp_path / "inbox" / "bad.jsonl").write_bytes(b"{oops\n")
-    document = {
-        "lake": {"root": "lake"},
-        "quality": {"reconcile.interval.seconds": None, "interval.seconds": 3600},
-        "sources": [source, files],
-    }
-    config = tmp_path / "pipeline.yaml"
-    config.write_text(yaml.safe_dump(document), encoding="utf-8")
-    return config
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
 
 
 def _scrape(port: int) -> Samples:
@@ -129,7 +115,19 @@ def _bronze(lake: Path, source: str) -> Any:
     return table.filter(pc.equal(table.column("source"), source))
 
 
-def test_scraped_metrics_match_what_landed(pg: Pg, tmp_path: Path, spark: Any) -> None:
+def _workload(pg: Pg) -> None:
+    """Three transactions after the snapshot: an insert of two rows, an update, a delete."""
+    pg.sql(f"INSERT INTO {pg.schema}.t VALUES (4, 'd'), (5, 'e')")
+    pg.sql(f"UPDATE {pg.schema}.t SET v = 'A' WHERE id = 1")
+    pg.sql(f"DELETE FROM {pg.schema}.t WHERE id = 2")
+
+
+def _data_events(lake: Path, source: str) -> list[dict[str, Any]]:
+    bronze = _bronze(lake, source)
+    return list(bronze.filter(pc.equal(bronze.column("kind"), "data")).to_pylist())
+
+
+def test_scraping_a_running_capture_agent(pg: Pg, tmp_path: Path) -> None:
     s = pg.schema
     pg.sql(
         f"CREATE TABLE {s}.t (id int PRIMARY KEY, v text)",
@@ -137,7 +135,7 @@ def test_scraped_metrics_match_what_landed(pg: Pg, tmp_path: Path, spark: Any) -
     )
     config_path = _config(pg, tmp_path)
     lake = tmp_path / "lake"
-    capture_port, run_port = _port(), _port()
+    port = _port()
     agent = subprocess.Popen(
         [
             sys.executable,
@@ -150,7 +148,7 @@ def test_scraped_metrics_match_what_landed(pg: Pg, tmp_path: Path, spark: Any) -
             "pg",
             "--follow",
             "--metrics-address",
-            f"127.0.0.1:{capture_port}",
+            f"127.0.0.1:{port}",
         ],
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         stdout=subprocess.PIPE,
@@ -160,21 +158,19 @@ def test_scraped_metrics_match_what_landed(pg: Pg, tmp_path: Path, spark: Any) -
     try:
         _wait(
             "the snapshot completed",
-            lambda: _dbz(_scrape(capture_port), "SnapshotCompleted", "snapshot") == 1,
+            lambda: _dbz(_scrape(port), "SnapshotCompleted", "snapshot") == 1,
             agent,
         )
-        pg.sql(f"INSERT INTO {s}.t VALUES (4, 'd'), (5, 'e')")
-        pg.sql(f"UPDATE {s}.t SET v = 'A' WHERE id = 1")
-        pg.sql(f"DELETE FROM {s}.t WHERE id = 2")
+        _workload(pg)
         _wait(
             "the three transactions landed",
-            lambda: _dbz(_scrape(capture_port), "NumberOfCommittedTransactions", "streaming") == 3,
+            lambda: _dbz(_scrape(port), "NumberOfCommittedTransactions", "streaming") == 3,
             agent,
         )
         time.sleep(0.5)  # one more poll: nothing else may arrive
-        got = _scrape(capture_port)
+        got = _scrape(port)
         bronze = _bronze(lake, "pg")
-        data = bronze.filter(pc.equal(bronze.column("kind"), "data")).to_pylist()
+        data = _data_events(lake, "pg")
         streamed = [r for r in data if r["snapshot"] in (None, "false")]
         assert _dbz(got, "TotalNumberOfEventsSeen", "snapshot") == len(data) - len(streamed) == 3
         assert _dbz(got, "TotalNumberOfEventsSeen", "streaming") == len(streamed) == 4
@@ -193,36 +189,45 @@ def test_scraped_metrics_match_what_landed(pg: Pg, tmp_path: Path, spark: Any) -
         assert _get(got, "medallion_capture_landed_events_total", source="pg") == bronze.num_rows
         _wait(  # the lake is read at most every MIN_INTERVAL_S seconds
             "bronze's rows in the lake metrics",
-            lambda: (
-                _get(_scrape(capture_port), "medallion_bronze_rows", source="pg") == bronze.num_rows
-            ),
+            lambda: _get(_scrape(port), "medallion_bronze_rows", source="pg") == bronze.num_rows,
         )
         _wait(  # asked at most every 5 s: the first answer may predate the slot
             "the slot's status",
-            lambda: (
-                _get(_scrape(capture_port), "medallion_source_log_up", source="pg", log=pg.slot)
-                == 1
-            ),
+            lambda: _get(_scrape(port), "medallion_source_log_up", source="pg", log=pg.slot) == 1,
         )
-        got = _scrape(capture_port)
+        got = _scrape(port)
         assert _get(got, "medallion_source_log_retained_bytes", source="pg", log=pg.slot) >= 0
+        _every_command_prints_one_document(CliRunner(), config_path)
+    finally:
+        agent.terminate()
+        _out, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err
 
-        # The pipeline, continuously, with its own endpoint; a bad record of another source.
-        config = load_config(config_path)
-        runner = CliRunner()
-        captured = runner.invoke(
-            cli, ["--config", str(config_path), "--output", "json", "capture", "-s", "files"]
-        )
-        doc = document(captured.stdout)
-        assert (doc["exit_code"], doc["outcome"]) == (0, "ok"), captured.output
-        assert (
-            doc["results"][0]["rows"][0]["quarantined"] == 1 and "land" in doc["timings"]["capture"]
-        )
-        _run_continuously(config, lake, run_port, spark, len(data))
+
+@pytest.mark.spark
+def test_scraping_a_running_pipeline(pg: Pg, tmp_path: Path, spark: Any) -> None:
+    from pipeline.orchestration import land_sources
+
+    s = pg.schema
+    pg.sql(
+        f"CREATE TABLE {s}.t (id int PRIMARY KEY, v text)",
+        f"INSERT INTO {s}.t VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+    )
+    config_path = _config(pg, tmp_path)
+    config = load_config(config_path)
+    lake = tmp_path / "lake"
+    land_sources(config, ["pg"])
+    _workload(pg)
+    land_sources(config)  # the three transactions, and the bad record of 'files'
+    data = _data_events(lake, "pg")
+    assert len(data) == 7
+    port = _port()
+    try:
+        _run_continuously(config, lake, port, spark, len(data))
         ran = _wait(  # the lake is read at most every MIN_INTERVAL_S seconds
             "the lake metrics saw gold's cut",
             lambda: (
-                (found := _scrape(run_port))
+                (found := _scrape(port))
                 and _get(found, "medallion_gold_cut_silver_batch", source="pg") >= 0
                 and found
             ),
@@ -233,28 +238,19 @@ def test_scraped_metrics_match_what_landed(pg: Pg, tmp_path: Path, spark: Any) -
         table = f"pg__{s}__t"
         assert _get(ran, "medallion_silver_table_events_total", table=table) == len(data)
         assert _get(ran, "medallion_silver_merge_duration_seconds_count", table=table) >= 1
-        assert (
-            _get(
-                ran,
-                "medallion_quarantined_rows",
-                layer="bronze",
-                source="files",
-                reason=_error_class(lake),
-            )
-            == 1
+        reason = _error_class(lake)
+        quarantined = _get(
+            ran, "medallion_quarantined_rows", layer="bronze", source="files", reason=reason
         )
+        assert quarantined == 1
         for stage in ("source_bronze", "bronze_silver", "silver_gold"):
             assert _get(ran, "medallion_lag_seconds", source="pg", stage=stage) >= 0
         assert _get(ran, "medallion_lag_seconds", source="pg", stage="silver_gold") == 0
         assert 0 <= _get(ran, "medallion_gold_cut_age_seconds", source="pg") < 24 * 3600
         assert _get(ran, "medallion_gold_held", source="pg") == 0
-
-        _every_command_prints_one_document(runner, config_path)
+        assert _get(ran, "medallion_bronze_rows", source="pg") == _bronze(lake, "pg").num_rows
     finally:
         metrics.stop()
-        agent.terminate()
-        _out, err = agent.communicate(timeout=60)
-    assert agent.returncode == 0, err
 
 
 def _error_class(lake: Path) -> str:
@@ -299,6 +295,10 @@ def _every_command_prints_one_document(runner: CliRunner, config: Path) -> None:
     """The commands not run above (``quality``'s document is read in test_demo, ``run``'s in
     test_cli); a reconciliation that cannot start and a usage error print one too."""
     base = ["--config", str(config), "--output", "json"]
+    captured = runner.invoke(cli, [*base, "capture", "-s", "files"])
+    doc = document(captured.stdout)
+    assert (doc["exit_code"], doc["outcome"]) == (0, "ok"), captured.output
+    assert doc["results"][0]["rows"][0]["quarantined"] == 1 and "land" in doc["timings"]["capture"]
     status = document(runner.invoke(cli, [*base, "status"]).stdout)
     assert status["exit_code"] == 0 and "read" in status["timings"]["status"]
     sources = {r["source"]: r for r in status["results"][0]["rows"]}

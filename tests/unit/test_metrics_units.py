@@ -203,3 +203,30 @@ def test_grafana_dashboard_names_only_served_metrics() -> None:
         if not n.endswith(("_sum", "_count")) or n.endswith("_bucket")
     }
     assert not {n for n in families if n not in used and f"{n}_bucket" not in used}
+
+
+@pytest.mark.delta
+def test_lake_metrics_read_bronze_from_statistics_and_files_that_mix_sources(
+    tmp_path: Path,
+) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from pipeline.metrics_lake import read_lake
+
+    events = tmp_path / "bronze" / "events"
+    one = pa.table({"source": ["a", "a"], "source_ts_ms": [5, 9]})
+    write_deltalake(str(events), one)
+    write_deltalake(
+        str(events), pa.table({"source": ["b", "a"], "source_ts_ms": [7, 11]}), mode="append"
+    )
+    quarantine = tmp_path / "bronze" / "quarantine"
+    write_deltalake(
+        str(quarantine), pa.table({"source": ["a"], "error_class": ["JSONDecodeError"]})
+    )
+    snap = read_lake(tmp_path)
+    assert snap.errors == 0
+    assert snap.bronze_rows == {"a": 3, "b": 1}
+    assert snap.bronze_ts_ms == {"a": 11, "b": 7}
+    assert snap.quarantined == {("bronze", "a", "JSONDecodeError"): 1}
+    assert read_lake(tmp_path / "nothing").bronze_rows == {}
