@@ -61,7 +61,9 @@ def _config(pg: Pg, tmp_path: Path) -> Path:
     document = yaml.safe_load(path.read_text(encoding="utf-8"))
     document["sources"][0]["signal.file"] = "signals.jsonl"
     document["sources"].append({"name": "files", "connector": "debezium_json", "path": "inbox"})
-    document["quality"] = {"reconcile.interval.seconds": None}
+    document["quality"] = {"enabled": False, "reconcile.interval.seconds": None}
+    # One table: a worker session of its own would only add Spark jobs.
+    document["silver"] = {"apply.parallelism": 1}
     (tmp_path / "inbox").mkdir()
     (tmp_path / "inbox" / "bad.jsonl").write_bytes(b"{oops\n")
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
