@@ -255,8 +255,9 @@ def start(config: Any, address: str, sources: tuple[str, ...] = ()) -> MetricsSe
 
 
 def stop() -> None:
-    """Stop serving, turn the hooks off and forget this process's values (a test that served
-    metrics in-process leaves the next one as it found it)."""
+    """Stop serving, turn the hooks off and forget the per-source and per-table values (a test
+    that served metrics in-process leaves the next one without its sources; the two unlabelled
+    histograms keep counting, as prometheus-client cannot reset them)."""
     global _enabled, _server
     _enabled = False
     if _server is not None:
