@@ -175,7 +175,7 @@ class _LogCollector(Collector):
     """The database log behind each source that reports one, asked at most every
     ``interval_s`` (one short query; the agent's own connection is never used)."""
 
-    def __init__(self, config: Any, names: tuple[str, ...], interval_s: float = 5.0) -> None:
+    def __init__(self, config: Any, names: tuple[str, ...], interval_s: float = 2.0) -> None:
         self.config = config
         self.names = names
         self.interval_s = interval_s

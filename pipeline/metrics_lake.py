@@ -37,7 +37,7 @@ __all__ = ["LAKE_METRICS", "MIN_INTERVAL_S", "LakeCollector", "LakeSnapshot", "r
 
 logger = logging.getLogger(__name__)
 
-MIN_INTERVAL_S = 5.0
+MIN_INTERVAL_S = 2.0
 """Scrapes within this many seconds of a lake read reuse it."""
 
 LAKE_METRICS: dict[str, str] = {

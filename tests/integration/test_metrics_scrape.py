@@ -193,7 +193,7 @@ def test_scraping_a_running_capture_agent(pg: Pg, tmp_path: Path) -> None:
             "bronze's rows in the lake metrics",
             lambda: _get(_scrape(port), "medallion_bronze_rows", source="pg") == bronze.num_rows,
         )
-        _wait(  # asked at most every 5 s: the first answer may predate the slot
+        _wait(  # asked at most every 2 s: the first answer may predate the slot
             "the slot's status",
             lambda: _get(_scrape(port), "medallion_source_log_up", source="pg", log=pg.slot) == 1,
         )
