@@ -331,8 +331,10 @@ def on_batch_committed(source: Any, batch: Any, offset: Mapping[str, Any], resul
     :class:`bronze.writer.CommitResult`) and acknowledged."""
     if not _enabled:
         return
-    rows = batch.builder.column_values(*COLUMNS)
-    DEBEZIUM.source(source.name, str(source.KIND)).committed(rows, result.quarantined, offset)
+    builder = batch.builder
+    stats = DEBEZIUM.source(source.name, str(source.KIND))
+    rows = builder.column_values(*COLUMNS)
+    stats.committed(rows, result.quarantined, offset, builder.partial_transactions)
     CAPTURE_BATCHES.labels(source.name).inc()
     CAPTURE_LANDED.labels(source.name).inc(result.events)
     CAPTURE_QUARANTINED.labels(source.name).inc(result.quarantined)

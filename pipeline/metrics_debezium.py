@@ -121,7 +121,11 @@ class SourceStats:
             self.queued = events
 
     def committed(
-        self, rows: Iterable[tuple[Any, ...]], quarantined: int, offset: Mapping[str, Any] | None
+        self,
+        rows: Iterable[tuple[Any, ...]],
+        quarantined: int,
+        offset: Mapping[str, Any] | None,
+        partial: frozenset[str] = frozenset(),
     ) -> None:
         """Count one committed batch.
 
@@ -131,6 +135,8 @@ class SourceStats:
             quarantined: Records of the batch quarantined in bronze.
             offset: The offset the batch committed (a database agent's ``snapshot`` progress
                 while its snapshot runs).
+            partial: Transactions the batch cut (``max.transaction.size``): they are counted
+                in the batch that holds their end.
         """
         now = time.time()
         now_ms = int(now * 1000)
@@ -153,7 +159,7 @@ class SourceStats:
                 continue
             stream_events += 1
             ops[op] += 1
-            if tx_id is not None:
+            if tx_id is not None and tx_id not in partial:
                 transactions.add(tx_id)
             if source_ts_ms is not None:
                 last_stream_ts = source_ts_ms

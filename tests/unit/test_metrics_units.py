@@ -92,6 +92,12 @@ def test_debezium_metrics_follow_the_snapshot_then_the_stream() -> None:
         for op in ("Create", "Update", "Delete")
     ] == [1, 1, 1]
     assert _value(after, "NumberOfCommittedTransactions", "streaming") == 2
+    cut = [_row("c", "public.a", None, "tx3", started + 30)] * 2
+    stats.committed(cut, quarantined=0, offset=None, partial=frozenset({"tx3"}))
+    assert _value(_scrape(collector), "NumberOfCommittedTransactions", "streaming") == 2
+    stats.committed(cut[:1], quarantined=0, offset=None)  # the rest of tx3, with its end
+    assert _value(_scrape(collector), "NumberOfCommittedTransactions", "streaming") == 3
+    after = _scrape(collector)
     assert _value(after, "MilliSecondsBehindSource", "streaming") > 0
     assert _value(after, "QueueRemainingCapacity", "streaming") == 100
     assert _value(after, "Connected", "streaming") == 1
