@@ -21,6 +21,7 @@ from gold.cuts import Cut, consistent_cuts
 from gold.derived import DerivedResult, build_derived_tables
 from gold.outcome import CheckOutcome
 from gold.publish import PUBLISHED, publish, published_cuts
+from pipeline import metrics
 
 if TYPE_CHECKING:
     from gold.quality import Gate
@@ -143,4 +144,5 @@ def refresh_gold(
         ", ".join(sorted(held)) or "none",
         ", ".join(f"{k} {v:.2f}" for k, v in spent.items()),
     )
+    metrics.on_gold_refreshed(spent, held, current)
     return GoldRefresh(moving, held, current, quality_run, tuple(derived), tuple(views))

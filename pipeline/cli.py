@@ -7,7 +7,6 @@ into a one-line message, a hint and a non-zero exit code instead of a stack trac
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import sys
 import traceback
@@ -18,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from pipeline import run_report
 from pipeline.errors import ConfigError, NotBuiltError, PipelineError, Retryable, Terminal
 from pipeline.shutdown import DropRequestedShutdown, Shutdown, ShutdownRequested
 
@@ -69,15 +69,17 @@ class TextOutput(Output):
 
 
 class JsonOutput(Output):
-    """One JSON document per result, for scripts."""
+    """One JSON document per command, for schedulers: the results and messages are kept and
+    printed at the end with the exit code, its meaning and the per-stage timings
+    (:mod:`pipeline.run_report`)."""
 
     def result(self, title: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Print rows as JSON."""
-        click.echo(json.dumps({"title": title, "rows": list(rows)}, default=str))
+        """Keep rows for the document."""
+        run_report.add_result(title, rows)
 
     def message(self, text: str) -> None:
-        """Print a message as JSON."""
-        click.echo(json.dumps({"message": text}))
+        """Keep a message for the document."""
+        run_report.add_message(text)
 
 
 def _cell(value: Any) -> str:
@@ -110,31 +112,58 @@ def reconcile_wanted(flag: bool | None, config: Any) -> bool:
     return config.quality.reconcile_interval_seconds is not None
 
 
+def _run_command(func: Callable[..., Any], args: Any, kwargs: Any) -> tuple[int, str | None]:
+    """Run a command: ``(exit code, error message)``; a PipelineError's message and hint go to
+    stderr."""
+    try:
+        func(*args, **kwargs)
+    except SystemExit as exc:
+        from pipeline.process_exit import exit_code_of
+
+        return exit_code_of(exc), None
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code, exc.format_message()
+    except ShutdownRequested as exc:
+        logger.warning("stopped on %s", exc.signal_name)
+        return exc.exit_code, f"stopped on {exc.signal_name}"
+    except ConfigError as exc:
+        click.echo(f"configuration error: {exc}", err=True)
+        return EXIT_CONFIG, f"configuration error: {exc}"
+    except NotBuiltError as exc:
+        click.echo(f"not built yet: {exc}", err=True)
+        return EXIT_NOT_BUILT, f"not built yet: {exc}"
+    except PipelineError as exc:
+        click.echo(f"error: {exc}", err=True)
+        cause = exc.__cause__
+        if cause is not None and not isinstance(cause, PipelineError):
+            click.echo(f"  caused by {type(cause).__name__}: {cause}", err=True)
+        if is_retryable(exc):
+            click.echo("  this error is transient: run the command again", err=True)
+            return EXIT_RETRYABLE, f"error: {exc}"
+        return EXIT_ERROR, f"error: {exc}"
+    return 0, None
+
+
 def catch_exception(func: F) -> F:
-    """Report PipelineErrors as a message and an exit code instead of a traceback."""
+    """Report PipelineErrors as a message and an exit code instead of a traceback; with
+    ``--output json``, print the command's one JSON document (even when it failed)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context(silent=True)
+        report = run_report.begin(ctx.info_name if ctx and ctx.info_name else func.__name__)
+        as_json = bool(args) and isinstance(getattr(args[0], "output", None), JsonOutput)
         try:
-            return func(*args, **kwargs)
-        except ShutdownRequested as exc:
-            logger.warning("stopped on %s", exc.signal_name)
-            sys.exit(exc.exit_code)
-        except ConfigError as exc:
-            click.echo(f"configuration error: {exc}", err=True)
-            sys.exit(EXIT_CONFIG)
-        except NotBuiltError as exc:
-            click.echo(f"not built yet: {exc}", err=True)
-            sys.exit(EXIT_NOT_BUILT)
-        except PipelineError as exc:
-            click.echo(f"error: {exc}", err=True)
-            cause = exc.__cause__
-            if cause is not None and not isinstance(cause, PipelineError):
-                click.echo(f"  caused by {type(cause).__name__}: {cause}", err=True)
-            if is_retryable(exc):
-                click.echo("  this error is transient: run the command again", err=True)
-                sys.exit(EXIT_RETRYABLE)
-            sys.exit(EXIT_ERROR)
+            code, error = _run_command(func, args, kwargs)
+        except Exception as exc:  # a bug: the document says so, then its traceback
+            if as_json:
+                click.echo(report.render(EXIT_ERROR, f"{type(exc).__name__}: {exc}"))
+            raise
+        if as_json:
+            click.echo(report.render(code, error))
+        if code:
+            sys.exit(code)
 
     return wrapper  # type: ignore[return-value]
 
@@ -203,17 +232,32 @@ def cli(ctx: click.Context, config_path: str | None, log_level: str | None, outp
 @click.option("--source", "-s", "sources", multiple=True, help="Source name(s); default: all.")
 @click.option("--follow", is_flag=True, help="Keep polling for new records.")
 @click.option("--max-batches", type=int, default=None, help="Stop after this many batches.")
+@click.option(
+    "--metrics-address",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (default: the config's "
+    "metrics.address; none). Only with --follow.",
+)
 @click.pass_obj
 @catch_exception
-def capture(state: _State, sources: tuple[str, ...], follow: bool, max_batches: int | None) -> None:
+def capture(
+    state: _State,
+    sources: tuple[str, ...],
+    follow: bool,
+    max_batches: int | None,
+    metrics_address: str | None,
+) -> None:
     """Land change records from the configured sources into bronze, exactly once."""
     from pipeline.orchestration import land_sources
 
+    _serve_metrics(state, metrics_address, "--follow", follow, sources or None)
     SHUTDOWN.cooperative = True
     try:
-        results = land_sources(
-            state.config, sources, follow=follow, max_batches=max_batches, stop=SHUTDOWN.stop
-        )
+        with run_report.stage("capture", "land"):
+            results = land_sources(
+                state.config, sources, follow=follow, max_batches=max_batches, stop=SHUTDOWN.stop
+            )
     finally:
         SHUTDOWN.cooperative = False
     if SHUTDOWN.received is not None:
@@ -255,7 +299,8 @@ def status(state: _State) -> None:
     """
     from pipeline.status import pipeline_status
 
-    sources, tables = pipeline_status(state.config)
+    with run_report.stage("status", "read"):
+        sources, tables = pipeline_status(state.config)
     state.output.result("sources", sources)
     state.output.result("tables", tables)
 
@@ -271,13 +316,23 @@ def status(state: _State) -> None:
     help="Seconds between micro-batches with --continuous.",
 )
 @click.option("--no-quality", is_flag=True, help="Publish gold without running the checks.")
+@click.option(
+    "--metrics-address",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (default: the config's "
+    "metrics.address; none). Only with --continuous.",
+)
 @click.pass_obj
 @catch_exception
-def run_cmd(state: _State, mode: str, interval: float, no_quality: bool) -> None:
+def run_cmd(
+    state: _State, mode: str, interval: float, no_quality: bool, metrics_address: str | None
+) -> None:
     """Bronze -> silver (MERGE, exactly once, in source order) -> gold at the newest consistent
     cut that passes its blocking quality checks."""
     from pipeline.orchestration import run_pipeline
 
+    _serve_metrics(state, metrics_address, "--continuous", mode == "continuous", ())
     rows, gold = run_pipeline(
         state.config,
         continuous=mode == "continuous",
@@ -287,6 +342,36 @@ def run_cmd(state: _State, mode: str, interval: float, no_quality: bool) -> None
     state.output.result("silver", rows)
     if gold is not None:
         _print_gold(state.output, gold)
+
+
+def _serve_metrics(
+    state: _State,
+    flag: str | None,
+    mode: str,
+    long_running: bool,
+    logs_of: tuple[str, ...] | None,
+) -> None:
+    """Start the Prometheus endpoint of a long-running command: ``--metrics-address``, else the
+    config's ``metrics.address``; a one-shot command serves none (it would be gone before the
+    first scrape), and the flag without ``mode`` is a usage error.
+
+    Args:
+        state: The command's state.
+        flag: ``--metrics-address``.
+        mode: The option that makes the command long-running.
+        long_running: Whether it was given.
+        logs_of: Sources whose database log to report (None: every configured source; the
+            capture agent reports them, ``run`` reports none).
+    """
+    if flag is not None and not long_running:
+        raise click.UsageError(f"--metrics-address serves a long-running command: add {mode}")
+    address = flag if flag is not None else state.config.metrics.address
+    if address is None or not long_running:
+        return
+    from pipeline import metrics
+
+    logs = state.config.source_names if logs_of is None else logs_of
+    metrics.start(state.config, address, tuple(logs))
 
 
 def _print_gold(output: Output, gold: Any) -> None:
@@ -366,7 +451,8 @@ def quality(state: _State, sources: tuple[str, ...], reconcile: bool | None) -> 
     from pipeline.orchestration import run_quality_now
 
     wanted = reconcile_wanted(reconcile, state.config)
-    run = run_quality_now(state.config, sources, reconcile=wanted)
+    with run_report.stage("quality", "reconcile and checks" if wanted else "checks"):
+        run = run_quality_now(state.config, sources, reconcile=wanted)
     _print_quality(state.output, run)
     if run.blocking_failures:
         sys.exit(EXIT_ERROR)
@@ -403,7 +489,8 @@ def reconcile(state: _State, source: str, ranges: int, repair: bool, agent_wait:
     if repair:
         from gold.reconcile_repair import repair_now
 
-        repaired = repair_now(state.config, source, ranges=ranges, agent_wait_s=agent_wait)
+        with run_report.stage("reconcile", "repair"):
+            repaired = repair_now(state.config, source, ranges=ranges, agent_wait_s=agent_wait)
         state.output.result(f"reconcile {source}", repaired.before.rows())
         state.output.result(f"reconcile {source}: repair", repaired.rows())
         if repaired.landed_by:
@@ -413,7 +500,8 @@ def reconcile(state: _State, source: str, ranges: int, repair: bool, agent_wait:
         if not repaired.success:
             sys.exit(EXIT_ERROR)
         return
-    result = reconcile_now(state.config, source, ranges=ranges)
+    with run_report.stage("reconcile", "compare"):
+        result = reconcile_now(state.config, source, ranges=ranges)
     state.output.result(f"reconcile {source}", result.rows())
     state.output.result(f"reconcile {source}: values", result.value_rows())
     if not result.success:
@@ -459,7 +547,8 @@ def signal(
     when it reads it (see docs/signals.md)."""
     from capture.signals_send import send
 
-    where = send(state.config, source, action, tables, kind, condition, message)
+    with run_report.stage("signal", "send"):
+        where = send(state.config, source, action, tables, kind, condition, message)
     state.output.message(f"signal {action} sent to {source} through the {where}")
 
 

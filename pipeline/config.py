@@ -181,6 +181,7 @@ SILVER = "silver"
 GOLD = "gold"
 QUALITY = "quality"
 LOGGING = "logging"
+METRICS = "metrics"
 SOURCES = "sources"
 
 # --- lake -----------------------------------------------------------------------------------
@@ -250,6 +251,10 @@ LOG_LEVEL = "level"
 LOG_LEVEL_DEFAULT = "INFO"
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+# --- metrics --------------------------------------------------------------------------------
+METRICS_ADDRESS = "address"
+METRICS_ADDRESS_DEFAULT = None
 
 
 def _upper(value: Any) -> Any:
@@ -560,6 +565,25 @@ class LoggingConfig(ConfigModel):
     """Root log level: DEBUG, INFO, WARNING, ERROR or CRITICAL."""
 
 
+def _metrics_address(value: str | None) -> str | None:
+    if value is None:
+        return None
+    from pipeline.metrics_server import parse_address
+
+    parse_address(value)  # raises ValueError naming what is wrong
+    return value
+
+
+class MetricsConfig(ConfigModel):
+    """Where ``capture --follow`` and ``run --continuous`` serve Prometheus metrics."""
+
+    address: Annotated[str | None, AfterValidator(_metrics_address)] = config_key(
+        METRICS_ADDRESS_DEFAULT, METRICS_ADDRESS
+    )
+    """``host:port`` of the ``/metrics`` endpoint (``127.0.0.1:9464``, ``[::1]:9464``,
+    ``0.0.0.0:9464`` for every interface); None (the default) serves nothing."""
+
+
 # --- sources: composed from the connector table ------------------------------------------
 # Each connector owns its model (capture/<connector>/config.py) and registers it once, in
 # capture.registry.CONNECTORS; nothing here names a connector.
@@ -600,6 +624,8 @@ class PipelineConfig(ConfigModel):
     """Data-quality checks."""
     logging: LoggingConfig = Field(default_factory=dict, validate_default=True)
     """Log level."""
+    metrics: MetricsConfig = Field(default_factory=dict, validate_default=True)
+    """The Prometheus endpoint of the long-running commands."""
     sources: tuple[SourceConfig, ...] = ()
     """Configured sources, in file order."""
 
@@ -682,6 +708,7 @@ _SECTION_MODELS: Mapping[str, type[ConfigModel]] = {
     GOLD: GoldConfig,
     QUALITY: QualityConfig,
     LOGGING: LoggingConfig,
+    METRICS: MetricsConfig,
 }
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from bronze.writer import BronzeWriter, CommitResult, agent_app_id
 from capture.base import CaptureSource, SourceBatch
+from pipeline import metrics
 from pipeline.errors import StageFailed
 from pipeline.faults import FaultInjector
 
@@ -154,6 +155,7 @@ class LandingAgent:
             offset = committed.offset if committed is not None else None
             source.bind_lake(writer.tables.events.parent)
             source.open(offset)
+            metrics.on_capture_opened(source, self.max_events)
             if committed is not None:
                 source.acknowledge(committed.offset)
             until = writer.pending_batch_end(agent)
@@ -210,6 +212,7 @@ class LandingAgent:
             # (a batch committed but not acknowledged here is acknowledged at the next start).
             committer.shutdown(wait=True)
             source.close()
+            metrics.on_capture_closed(source)
         logger.info(
             "source %s: %s batches, %s read = %s landed + %s quarantined",
             source.name,
@@ -227,6 +230,7 @@ class LandingAgent:
         """Hand ``batch`` to the commit thread; its offset is copied, so that reading the next
         batch cannot change what this one commits and acknowledges."""
         offset = copy.deepcopy(batch.offset)
+        metrics.on_batch_queued(self.source, batch)
         return _InFlight(seq, batch, offset, committer.submit(self._commit, seq, batch, offset))
 
     def _commit(self, seq: int, batch: SourceBatch, offset: dict[str, Any]) -> CommitResult:
@@ -255,6 +259,7 @@ class LandingAgent:
         tally.read += counts.read
         tally.landed += result.events
         tally.quarantined += result.quarantined
+        metrics.on_batch_committed(self.source, flight.batch, flight.offset, result)
         return flight.offset
 
     def _abandon(self, flight: _InFlight) -> None:

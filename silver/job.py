@@ -58,6 +58,7 @@ from pyspark.sql.types import DataType, MapType, StringType, StructField, Struct
 from bronze import schema as B
 from bronze.envelope import HEADER_NEW_KEY as NEW_KEY_HEADER
 from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
+from pipeline import metrics
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import PipelineError, SchemaEvolutionError
 from pipeline.sql import quote_identifier
@@ -546,6 +547,7 @@ class SilverJob:
         if jobs_before is not None and jobs_after is not None:
             timings.jobs = jobs_after - jobs_before
         logger.info("%s", timings.describe(self._result.read - read_before))
+        metrics.on_silver_batch(timings, self._result)
 
     def _purge_due(self) -> None:
         now = dt.datetime.now(dt.UTC).timestamp()

@@ -77,11 +77,11 @@ def test_capture_then_status(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(cli, ["--config", str(config), "--output", "json", "capture"])
     assert result.exit_code == 0, result.output
-    landed = json.loads(result.output.strip().splitlines()[-1])["rows"][0]
+    landed = titled(result.stdout, "landed")[0]
     assert landed["read"] == landed["landed"] + landed["quarantined"]
     assert landed["quarantined"] == 1 and landed["batches"] > 1
     again = runner.invoke(cli, ["--config", str(config), "--output", "json", "capture"])
-    assert json.loads(again.output.strip().splitlines()[-1])["rows"][0]["read"] == 0
+    assert titled(again.stdout, "landed")[0]["read"] == 0
     status = runner.invoke(cli, ["--config", str(config), "--output", "json", "status"])
     assert status.exit_code == 0, status.output
     row = titled(status.stdout, "sources")[0]
@@ -160,11 +160,18 @@ def test_capture_then_run_fills_silver(spark: object, tmp_path: Path) -> None:
     assert titled(again.stdout, "gold")[0]["status"] == "unchanged"
 
 
+def document(output: str) -> dict[str, Any]:
+    """The one JSON document a command printed with ``--output json``."""
+    found = [json.loads(line) for line in output.splitlines() if line.startswith('{"command"')]
+    assert len(found) == 1, f"expected one JSON document in {output!r}"
+    return dict(found[0])
+
+
 def titled(output: str, title: str) -> list[dict[str, Any]]:
     """The rows of the JSON result called ``title`` in a command's output."""
-    for line in output.strip().splitlines():
-        if line.startswith("{") and json.loads(line).get("title") == title:
-            return list(json.loads(line)["rows"])
+    for result in document(output)["results"]:
+        if result["title"] == title:
+            return list(result["rows"])
     raise AssertionError(f"no result '{title}' in {output!r}")
 
 

@@ -26,12 +26,17 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 def results(output: str) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for line in output.splitlines():
-        if line.startswith("{"):
-            doc = json.loads(line)
-            found[doc.get("title") or doc.get("message", "")[:12]] = doc
+    doc = document(output)
+    found: dict[str, Any] = {r["title"]: r for r in doc["results"]}
+    found.update({m[:12]: {"message": m} for m in doc["messages"]})
     return found
+
+
+def document(output: str) -> dict[str, Any]:
+    """The one JSON document of ``--output json``."""
+    found = [json.loads(line) for line in output.splitlines() if line.startswith('{"command"')]
+    assert len(found) == 1, output
+    return dict(found[0])
 
 
 def test_committed_notebooks_have_no_outputs() -> None:
@@ -73,7 +78,7 @@ def test_demo_runs_end_to_end(demo_lake: Path) -> None:
     }
     assert all(r["equal"] and r["gold"] > 0 for r in layers), layers
     assert any(r["silver_tombstones"] > 0 for r in layers)
-    messages = [json.loads(line).get("message", "") for line in output.splitlines()]
+    messages = document(output)["messages"]
     quality = next(m for m in messages if m.startswith("10. quality"))
     assert " 0 blocking failures" in quality
     report = Path(quality.rsplit("report: ", 1)[1])
@@ -133,11 +138,12 @@ def test_quality_command_on_the_demo_lake(demo_lake: Path) -> None:
     args = ["--config", str(demo_lake / "pipeline.yaml"), "--output", "json", "quality"]
     result = CliRunner().invoke(cli, [*args, "--no-reconcile"])
     assert result.exit_code == 0, result.output
-    lines = [json.loads(line) for line in result.stdout.splitlines()]
-    failed = next(doc for doc in lines if doc.get("title", "").startswith("quality run"))
+    doc = document(result.stdout)
+    failed = next(r for r in doc["results"] if r["title"].startswith("quality run"))
     assert failed["rows"] == []  # the rows listed are the failures
-    summary = lines[-1]["message"]
+    summary = doc["messages"][-1]
     assert summary.startswith("checks: ") and "0 failed (block)" in summary
+    assert (doc["exit_code"], doc["outcome"]) == (0, "ok") and doc["timings"]["quality"]
     results = DeltaTable(str(demo_lake / "gold" / "_quality")).to_pandas()
     assert results["run_id"].nunique() == runs_before + 1
 
@@ -157,7 +163,7 @@ def test_reconciliation_against_a_database_that_is_gone_fails_the_check_not_the_
         ],
     )
     assert result.exit_code == 0, result.output  # reconcile is a warn check by default
-    lines = [json.loads(line) for line in result.stdout.splitlines()]
-    failed = next(doc for doc in lines if doc.get("title", "").startswith("quality run"))["rows"]
+    doc = document(result.stdout)
+    failed = next(r for r in doc["results"] if r["title"].startswith("quality run"))["rows"]
     assert [(r["check"], r["severity"], r["ok"]) for r in failed] == [("reconcile", "warn", False)]
     assert "not reconciled" in failed[0]["observed"] and "cannot connect" in failed[0]["observed"]
