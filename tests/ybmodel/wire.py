@@ -247,6 +247,10 @@ class YbPeer:
         """Stop listening and break every connection."""
         listener, self._listener = self._listener, None
         if listener is not None:
+            # shutdown() wakes the thread blocked in accept(); close() alone would leave the
+            # port listening until it returns, and a restart could not bind it again.
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 listener.close()
         with self.lock:
@@ -410,6 +414,8 @@ class _Proxy:
             threading.Thread(target=self._from_server, args=(server,), daemon=True).start()
             self._from_client(server)
         finally:
+            with self.peer.lock:
+                self.peer._sockets.discard(server)
             with contextlib.suppress(OSError):
                 server.close()
 

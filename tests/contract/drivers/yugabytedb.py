@@ -158,6 +158,16 @@ class YugabyteDbDriver(SqlDriver):
 
     def close(self) -> None:
         """Stop the peer; drop the publication and schema."""
+        self.peer.close()
+        # A backend of a proxied connection outlives the peer until it notices its socket went;
+        # one left in a transaction (a killed agent's snapshot) would block DROP SCHEMA.
+        self.pg.query(
+            "SELECT pg_terminate_backend(pid) FROM (SELECT DISTINCT l.pid FROM pg_locks l"
+            " JOIN pg_class c ON c.oid = l.relation"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND l.pid <> pg_backend_pid()) held",
+            (self.pg.schema,),
+        )
         self._corner.close()
 
 
