@@ -495,6 +495,7 @@ class _Proxy:
         return bool(
             _UNSUPPORTED.search(query)
             or "pg_replication_slots" in query
+            or "pg_drop_replication_slot" in query
             or "yb_read_time" in query
             or query.strip() == _VERSION_QUERY
         )
@@ -509,7 +510,7 @@ class _Proxy:
             read_time = _READ_TIME.match(query)
             if read_time:
                 return f"SET TRANSACTION SNAPSHOT '{self.peer.exported(int(read_time[1]))}'"
-            columns, rows, tag = self._evaluate(query, [])
+            columns, rows, tag = self._evaluate(query, [], execute=True)
             return result(columns, rows, tag) + ready(self.status)
         except SqlError as exc:
             return error_response(exc.code, str(exc)) + ready(self._failed())
@@ -519,7 +520,9 @@ class _Proxy:
         self.peer.queries.append(batch.query)
         out = b""
         try:
-            columns, rows, tag = self._evaluate(batch.query, batch.params)
+            # A Parse (and Describe) without an Execute prepares: columns, no effects.
+            execute = any(kind == b"E" for kind, _ in batch.messages)
+            columns, rows, tag = self._evaluate(batch.query, batch.params, execute=execute)
             for kind, body in batch.messages:
                 if kind == b"P":
                     out += message(b"1")
@@ -545,7 +548,7 @@ class _Proxy:
         return b"E" if self.status in (b"T", b"E") else b"I"
 
     def _evaluate(
-        self, query: str, params: list[str | None]
+        self, query: str, params: list[str | None], *, execute: bool
     ) -> tuple[list[tuple[str, int]], list[list[str | None]], str]:
         unsupported = _UNSUPPORTED.search(query)
         if unsupported:
@@ -553,16 +556,18 @@ class _Proxy:
         if query.strip() == _VERSION_QUERY:
             columns = [("current_setting", TEXT_OID), ("version", TEXT_OID)]
             return columns, [[YB_VERSION_NUM, YB_VERSION]], "SELECT 1"
-        drop = _DROP_SLOT.match(query)
-        if drop and len(params) == 1 and params[0] is not None:
-            rows = self.peer.drop_slot(params[0], missing_ok="pg_replication_slots" in query)
+        slot = params[0] if len(params) == 1 else None
+        if _DROP_SLOT.match(query) and (slot is not None or not execute):
+            rows: list[list[str | None]] = []
+            if execute and slot is not None:
+                rows = self.peer.drop_slot(slot, missing_ok="pg_replication_slots" in query)
             return [("pg_drop_replication_slot", VOID_OID)], rows, f"SELECT {len(rows)}"
         slots = _SLOTS_QUERY.match(query)
-        if slots and len(params) == 1 and params[0] is not None:
+        if slots and (slot is not None or not execute):
             names = [c.strip() for c in slots["columns"].split(",")]
             plain = [n.removesuffix("::text").strip() for n in names]
-            rows = self.peer.slot_rows(plain, params[0])
             columns = [(n, BOOL_OID if n == "active" else TEXT_OID) for n in plain]
+            rows = self.peer.slot_rows(plain, slot) if execute and slot is not None else []
             return columns, rows, f"SELECT {len(rows)}"
         raise SqlError("0A000", f"the YugabyteDB peer does not model this query: {query}")
 
