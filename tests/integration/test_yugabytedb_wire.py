@@ -24,22 +24,22 @@ def peer(pg_dsn: str) -> Iterator[YbPeer]:
     started.close()
 
 
-def connect(peer: YbPeer, pg_dsn: str, **kwargs: str) -> psycopg.Connection:
+def connect(peer: YbPeer, pg_dsn: str, *, replication: bool = False) -> psycopg.Connection:
     info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
-    return psycopg.connect(
+    conninfo = psycopg.conninfo.make_conninfo(
         host="127.0.0.1",
-        port=peer.port,
+        port=str(peer.port),
         user=str(info.get("user", "postgres")),
         dbname=str(info.get("dbname", "postgres")),
-        autocommit=True,
-        **kwargs,
+        **({"replication": "database"} if replication else {}),
     )
+    return psycopg.connect(conninfo, autocommit=True)
 
 
 def test_the_walsender_serves_the_replication_commands_and_refuses_the_rest(
     peer: YbPeer, pg_dsn: str
 ) -> None:
-    with connect(peer, pg_dsn, replication="database") as repl:
+    with connect(peer, pg_dsn, replication=True) as repl:
         system = repl.execute("IDENTIFY_SYSTEM").fetchone()
         assert system is not None and system[3] == repl.info.dbname
         row = repl.execute('CREATE_REPLICATION_SLOT "s1" LOGICAL "yboutput" HYBRID_TIME').fetchone()
@@ -60,10 +60,8 @@ def test_the_walsender_serves_the_replication_commands_and_refuses_the_rest(
             repl.execute("START_REPLICATION SLOT nope LOGICAL 0/0 (proto_version '1')")
 
 
-def test_the_proxy_answers_what_yugabytedb_answers_differently(
-    peer: YbPeer, pg_dsn: str
-) -> None:
-    with connect(peer, pg_dsn, replication="database") as repl:
+def test_the_proxy_answers_what_yugabytedb_answers_differently(peer: YbPeer, pg_dsn: str) -> None:
+    with connect(peer, pg_dsn, replication=True) as repl:
         repl.execute("CREATE_REPLICATION_SLOT s2 LOGICAL pgoutput")
     with connect(peer, pg_dsn) as conn:
         assert conn.execute("SELECT 41 + 1").fetchone() == (42,)  # the real server
