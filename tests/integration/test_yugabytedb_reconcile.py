@@ -118,11 +118,12 @@ def test_yugabytedb_reconcile_is_clean_and_finds_a_damaged_silver_row(
         pg,
         [
             ("insert", ROWS[2]),
-            ("update", {"id": 2, "tz": "2000-01-01 00:00:00+02", "iv": "00:00:00.000001"}),
+            # the text the walsender writes: the agent's session has IntervalStyle iso_8601
+            ("update", {"id": 2, "tz": "2000-01-01 00:00:00+02", "iv": "PT0.000001S"}),
             ("update", {"id": 1, "amount": "99999999.99", "raw": "\\x"}),
         ],
     )
-    land(raw, lake)  # streamed: CHANGE sends the changed columns and the key only
+    assert land(raw, lake).quarantined == 0  # streamed: CHANGE sends changed columns and key
     assert any("yb_read_time" in q for q in peer.queries)
     config = PipelineConfig.model_validate({"lake": {"root": str(lake)}, "sources": [raw]})
     SilverJob(spark, lake).run_once()
