@@ -313,7 +313,8 @@ class YbPeer:
 
     def export_snapshot(self, consistent_ht: int) -> None:
         """Hold a real snapshot of now for reads at ``consistent_ht`` (under :attr:`lock`)."""
-        conn = psycopg.connect(self.upstream_dsn)
+        # autocommit: the BEGIN below is the transaction's own (psycopg would open one first).
+        conn = psycopg.connect(self.upstream_dsn, autocommit=True)
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         row = conn.execute("SELECT pg_export_snapshot()").fetchone()
         assert row is not None
