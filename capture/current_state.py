@@ -97,7 +97,7 @@ class CurrentStateReader(Protocol):
 
 
 READS_CURRENT_STATE: Final = frozenset(
-    {"postgresql", "mysql", "mariadb", "sqlserver", "oracle", "db2"}
+    {"postgresql", "mysql", "mariadb", "sqlserver", "oracle", "db2", "yugabytedb"}
 )
 """Connector kinds whose agent is a :class:`CurrentStateReader`. Known without importing the
 agents (and so their drivers); :func:`gold.reconcile.reconcile_source` checks the agent it gets."""

@@ -145,6 +145,12 @@ class PostgresAgent(IncrementalSnapshots):
         s = self.settings
         return pg_slot.slot_state(self._side(), self.name, s.slot_name, s.dbname)
 
+    def _slot_is_ours(self) -> bool:
+        """Whether the existing, inactive slot was created by this agent (a hook: PostgreSQL
+        peeks for the marker message, YugabyteDB reads the record it keeps beside bronze)."""
+        s = self.settings
+        return pg_slot.slot_is_ours(self._side(), self.name, s.slot_name, s.publication_name)
+
     def _drop_slot(self) -> None:
         self._repl_close()
         pg_slot.drop_slot(self._side(), self.settings.slot_name)

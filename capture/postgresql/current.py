@@ -146,11 +146,7 @@ class CurrentReader(PostgresAgent):
         try:
             conn.autocommit = False
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            # The snapshot is taken by this first statement, so the LSN is where it stands.
-            row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
-            if row is None:
-                raise InternalError("capture.postgresql.current: expected row is not None")
-            lsn = parse_lsn(row[0])
+            lsn = self._read_point(conn)
             for schema, table in self._captured_tables(conn):
                 if (schema, table) == self.signals.table:
                     continue  # its rows are signals, never data
@@ -184,6 +180,15 @@ class CurrentReader(PostgresAgent):
             if self._sql is not None:
                 self._sql.close()
                 self._sql = None
+
+    def _read_point(self, conn: psycopg.Connection[Any]) -> Any:
+        """The log point of the read, taken by the transaction's first statement (a hook:
+        YugabyteDB has no WAL position and returns None)."""
+        # The snapshot is taken by this first statement, so the LSN is where it stands.
+        row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        if row is None:
+            raise InternalError("capture.postgresql.current: expected row is not None")
+        return parse_lsn(row[0])
 
     def point_text(self, point: int) -> str:
         """A WAL LSN :meth:`read_current` yielded, as PostgreSQL prints it (``0/16B3748``)."""

@@ -147,9 +147,7 @@ class PostgresSource(SnapshotReader, IncrementalReader, CurrentReader, SlotStatu
                 return
             if slot is not None:
                 # A slot without a bronze offset cannot provide the snapshot's consistent point.
-                if slot.active or not pg_slot.slot_is_ours(
-                    self._side(), self.name, s.slot_name, s.publication_name
-                ):
+                if slot.active or not self._slot_is_ours():
                     raise CaptureError(
                         f"source {self.name}: replication slot {s.slot_name!r} already exists "
                         "but bronze holds no offset for this source, and the slot was not "

@@ -17,15 +17,26 @@ Identifiers are composed with ``psycopg.sql``, never formatted in.
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
+import orjson
 import psycopg
 from psycopg import sql
 
 from capture.postgresql.slot import SlotState, parse_lsn
 from pipeline.errors import CaptureError, InternalError
 
-__all__ = ["create_slot", "read_time_literal", "restart_read_time", "slot_state", "slot_status"]
+__all__ = [
+    "create_slot",
+    "read_time_literal",
+    "record_slot",
+    "recorded_slot",
+    "restart_read_time",
+    "slot_state",
+    "slot_status",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -125,3 +136,25 @@ def slot_status(conn: psycopg.Connection[Any], slot: str) -> dict[str, Any] | No
         "retained_wal_bytes": None,
         "safe_wal_bytes": None,
     }
+
+
+def record_slot(path: Path, slot: str, hybrid_time: str) -> None:
+    """Record that the agent created ``slot`` with its consistent point at ``hybrid_time``
+    (written whole, then renamed: a reader never sees half a record)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_bytes(orjson.dumps({"slot": slot, "consistent_ht": str(hybrid_time)}))
+    os.replace(partial, path)
+
+
+def recorded_slot(path: Path, slot: str) -> str | None:
+    """The consistent point recorded for ``slot`` by :func:`record_slot` (None: no record of
+    that slot, or a record that cannot be read, which proves nothing)."""
+    try:
+        record = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(record, dict) or record.get("slot") != slot:
+        return None
+    found = record.get("consistent_ht")
+    return None if found is None else str(found)

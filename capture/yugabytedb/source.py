@@ -42,6 +42,7 @@ import logging
 import struct
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import psycopg
@@ -49,6 +50,7 @@ from psycopg import sql
 
 from bronze.batch import BatchBuilder
 from capture.captured_table import CapturedTable
+from capture.current_state import LogCheck
 from capture.postgresql.pgoutput import (
     Begin,
     Commit,
@@ -168,6 +170,13 @@ class YugabyteDbSource(PostgresSource):
         super().__init__(name, settings)
         self._replaying = False
         """Inside a transaction bronze already holds (skipped until its Commit)."""
+        self._slot_record: Path | None = None
+        """Where the agent records the slot it created (:meth:`bind_lake`; None: nowhere)."""
+
+    def bind_lake(self, bronze_root: Path) -> None:
+        """Also keep the record of the slot this agent creates beside bronze (``slots/``)."""
+        super().bind_lake(bronze_root)
+        self._slot_record = Path(bronze_root) / SLOT_RECORDS / f"{self.name}.json"
 
     # --- hooks of the PostgreSQL agent -----------------------------------------------------------
 
@@ -203,9 +212,25 @@ class YugabyteDbSource(PostgresSource):
     def _create_slot(self, *, export: bool) -> tuple[int, str | None]:
         self._repl = self._connect(replication=True)
         s = self.settings
-        return yb_slot.create_slot(
+        point, hybrid_time = yb_slot.create_slot(
             self._repl, self.name, s.slot_name, s.plugin_name, s.slot_lsn_type
         )
+        if self._slot_record is not None and hybrid_time is not None:
+            yb_slot.record_slot(self._slot_record, s.slot_name, hybrid_time)
+        return point, hybrid_time
+
+    def _slot_is_ours(self) -> bool:
+        """The record says this agent created the slot, and the slot was never confirmed since
+        (its restart hybrid time is still the consistent point the record holds): nobody has
+        consumed from it, so dropping and recreating it loses nothing. YugabyteDB has no slot
+        peek for PostgreSQL's marker message."""
+        if self._slot_record is None:
+            return False
+        s = self.settings
+        recorded = yb_slot.recorded_slot(self._slot_record, s.slot_name)
+        if recorded is None:
+            return False
+        return yb_slot.restart_read_time(self._side(), self.name, s.slot_name) == recorded
 
     def _read_at_point(self, conn: psycopg.Connection[Any], name: str | None) -> None:
         if name is None:
@@ -225,6 +250,17 @@ class YugabyteDbSource(PostgresSource):
 
     def _nudge_idle_wal(self) -> None:
         """No marker: YugabyteDB has no WAL messages to write (heartbeats land when it moves)."""
+
+    # --- reconciliation (CurrentStateReader) -----------------------------------------------------
+
+    def _read_point(self, conn: psycopg.Connection[Any]) -> Any:
+        """None: YugabyteDB has no WAL position to name the read's point by, so gold cannot ask
+        the log whether the source is ahead of the cut (bronze still can tell)."""
+        return None
+
+    def changes_after(self, position: bytes, point: Any) -> LogCheck:
+        """Unknown: YugabyteDB cannot peek a slot (no ``pg_logical_slot_peek_binary_changes``)."""
+        return LogCheck(None, "YugabyteDB cannot peek a replication slot")
 
     @staticmethod
     def _slot_lag_query(conn: psycopg.Connection[Any], slot: str) -> dict[str, Any] | None:
@@ -275,6 +311,9 @@ class YugabyteDbSource(PostgresSource):
         self._replaying = False
         super()._open(offset)
 
+
+SLOT_RECORDS = "slots"
+"""Beside bronze: ``<source>.json``, the slot the agent created and its consistent point."""
 
 _SET_READ_TIME = sql.SQL("SET LOCAL yb_read_time TO {}")
 """Read the snapshot transaction at a hybrid time (spec B4); a superuser's setting."""

@@ -181,12 +181,19 @@ def _load_db2() -> SourceReader:
     return read_tables
 
 
+def _load_yugabytedb() -> SourceReader:
+    from gold.source_read.yugabytedb import read_tables
+
+    return read_tables
+
+
 SOURCE_READERS: dict[str, Callable[[], SourceReader]] = {
     "postgresql": _load_pg,
     "mysql": _load_mysql,
     "mariadb": _load_mysql,
     "oracle": _load_oracle,
     "db2": _load_db2,
+    "yugabytedb": _load_yugabytedb,
 }
 """Connector -> loader of its independent reader (drivers are imported lazily)."""
 

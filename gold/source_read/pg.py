@@ -10,7 +10,7 @@ since PostgreSQL 14), never from the agent's decoders.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from gold.source_read import (
 )
 from pipeline.errors import SourceUnavailable
 
-__all__ = ["read_tables", "column_for"]
+__all__ = ["column_for", "connect_as", "read_tables"]
 
 logger = logging.getLogger(__name__)
 
@@ -153,20 +153,35 @@ def _none(name: str, type_text: str, what: str) -> SourceColumn:
     )
 
 
+SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=1"
+"""UTC: timestamptz text and epochs are instants either way, but fix it for examples."""
+
+
 def _connect(config: Any) -> Any:
+    return connect_as(
+        config, config.database_hostname, config.database_port, SESSION_OPTIONS, "PostgreSQL"
+    )
+
+
+def connect_as(config: Any, host: str, port: int, options: str, product: str) -> Any:
+    """The reader's own connection to ``host:port`` with the config's user, database and
+    password, and the session ``options``.
+
+    Raises:
+        SourceUnavailable: The server cannot be reached (``product`` names it).
+    """
     import psycopg
 
     from pipeline.config_model import reveal
 
     kwargs: dict[str, Any] = {
-        "host": config.database_hostname,
-        "port": config.database_port,
+        "host": host,
+        "port": port,
         "user": config.database_user,
         "dbname": config.database_dbname,
         "application_name": f"medallion-reconcile-{config.name}",
         "connect_timeout": 10,
-        # UTC: timestamptz text and epochs are instants either way, but fix it for examples.
-        "options": "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=1",
+        "options": options,
     }
     password = reveal(config.database_password)
     if password is not None:
@@ -176,12 +191,21 @@ def _connect(config: Any) -> Any:
     except psycopg.OperationalError as exc:
         # libpq messages name host and port, never the password.
         raise SourceUnavailable(
-            f"source {config.name}: cannot connect to PostgreSQL {config.database_hostname}:"
-            f"{config.database_port}/{config.database_dbname}: {str(exc).strip()}"
+            f"source {config.name}: cannot connect to {product} {host}:{port}/"
+            f"{config.database_dbname}: {str(exc).strip()}"
         ) from None
 
 
-def _read_one(conn: Any, collection: str, work: Path, index: int, fetch: int) -> SourceTable:
+def _read_one(
+    conn: Any,
+    collection: str,
+    work: Path,
+    index: int,
+    fetch: int,
+    *,
+    column: Callable[[str, str, str, str, str | None, int], tuple[SourceColumn, str]] = column_for,
+) -> SourceTable:
+    """Stage one table; ``column`` chooses each column's canon and SQL (a YugabyteDB hook)."""
     from psycopg import sql
 
     schema, _, table = collection.partition(".")
@@ -192,8 +216,8 @@ def _read_one(conn: Any, collection: str, work: Path, index: int, fetch: int) ->
     selects: list[sql.Composable] = []
     keys: list[tuple[int, str]] = []
     for name, type_text, typname, typtype, element, typmod, key_at in catalog:
-        column, template = column_for(name, type_text, typname, typtype, element, typmod)
-        columns.append(column)
+        described, template = column(name, type_text, typname, typtype, element, typmod)
+        columns.append(described)
         selects.append(sql.SQL(template).format(c=sql.Identifier(name)))
         if key_at:
             keys.append((key_at, name))

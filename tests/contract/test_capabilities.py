@@ -32,6 +32,10 @@ EXPECTED = {
     # The ASN model (tests/db2model): CD tables are read, never consumed; no snapshot
     # isolation, so no handover test with writers during the snapshot (Db2Driver's docstring).
     "db2": {"restart"},
+    # A wire peer (tests/ybmodel/wire.py) over the Virtual WAL model and the real PostgreSQL:
+    # restart = every connection broken; the slot is confirmed per transaction; status reports
+    # the slot (without WAL sizes); no signals (seed 004 documents none).
+    "yugabytedb": {"snapshot", "restart", "acknowledges", "reports_log"},
 }
 """Per connector, the guarantees beyond those every connector keeps (commit order, exactly
 once at every fault point, resume, quarantine, status, silver equals the source)."""
@@ -49,6 +53,7 @@ MINIMAL = {
     "oracle": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
     "mongodb": {"mongodb.connection.string": "mongodb://localhost/?replicaSet=rs0"},
     "db2": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
+    "yugabytedb": {"database.hostname": "localhost", "database.user": "u", "database.dbname": "d"},
 }
 """Just enough config to build each source (building one connects to nothing)."""
 

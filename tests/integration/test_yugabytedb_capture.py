@@ -31,7 +31,7 @@ from silver.merge import DELETED
 from tests.contract.harness import SEED
 from tests.contract.history import Change, History, Transaction, expected_events
 from tests.integration.test_pg_capture import Pg, pg_corner
-from tests.ybmodel.agent import model_source
+from tests.ybmodel.agent import close_peers, model_source, read_times
 from tests.ybmodel.vwal import INT4_OID, TEXT_OID, ModelError, Table, YbModel
 
 pytestmark = [pytest.mark.postgres, pytest.mark.delta]
@@ -41,7 +41,10 @@ VARCHAR_OID = 1043
 
 @pytest.fixture
 def pg(pg_dsn: str) -> Iterator[Pg]:
-    yield from pg_corner(pg_dsn)
+    corner = pg_corner(pg_dsn)
+    yield next(corner)
+    close_peers()  # the wire peers of the test's models, before the corner goes
+    next(corner, None)
 
 
 def yb_config(pg: Pg, **extra: Any) -> YugabyteDbSourceConfig:
@@ -306,7 +309,7 @@ def test_silver_equals_the_model_across_tablets_cuts_and_restarts(
     config = yb_config(pg, **{"slot.lsn.type": "HYBRID_TIME", "provide.transaction.metadata": True})
     first = model_source(config, model)
     land(first, tmp_path, max_events=3)  # the snapshot, in batches
-    assert first.read_times == [str(model.slots[pg.slot].consistent_ht)]
+    assert read_times(model) == [str(model.slots[pg.slot].consistent_ht)]
     for tx in HISTORY[:3]:
         model.commit(tx)
     land(model_source(config, model), tmp_path, max_events=3)  # cuts inside transactions
@@ -352,10 +355,10 @@ def test_a_resumed_snapshot_reads_at_the_slots_hybrid_time_again(pg: Pg, tmp_pat
     first = model_source(config, model)
     land(first, tmp_path, max_events=3, max_batches=1)  # stops inside the snapshot
     point = str(model.slots[pg.slot].consistent_ht)
-    assert first.read_times == [point]
+    assert read_times(model) == [point]
     second = model_source(config, model)
     land(second, tmp_path, max_events=3)
-    assert second.read_times == [point]  # the slot's restart hybrid time, not "now"
+    assert read_times(model) == [point, point]  # the slot's restart hybrid time, not "now"
     snapshot = [e["value"]["after"] for e in events(tmp_path) if e["value"]["op"] == "r"]
     ids = sorted((e["id"]["value"], e["a"]["value"]) for e in snapshot)
     assert ids == sorted((r["id"], r["a"]) for t in ("items", "orders") for r in model.truth(t))

@@ -71,9 +71,15 @@ def test_the_agents_reconciliation_reads_are_declared() -> None:
     from capture.oracle.source import OracleSource
     from capture.postgresql.source import PostgresSource
     from capture.sqlserver.source import SqlServerSource
+    from capture.yugabytedb.source import YugabyteDbSource
 
-    assert {"postgresql", "mysql", "mariadb", "sqlserver", "oracle", "db2"} == READS_CURRENT_STATE
-    for agent in (PostgresSource, MySqlSource, SqlServerSource, OracleSource, Db2Source):
+    assert {
+        "postgresql", "mysql", "mariadb", "sqlserver", "oracle", "db2", "yugabytedb"
+    } == READS_CURRENT_STATE  # fmt: skip
+    agents = (
+        PostgresSource, MySqlSource, SqlServerSource, OracleSource, Db2Source, YugabyteDbSource
+    )  # fmt: skip
+    for agent in agents:
         for member in ("read_current", "point_text", "changes_after"):
             assert callable(getattr(agent, member, None)), (agent.__name__, member)
     reconcile = (CAPTURE.parent / "gold" / "reconcile.py").read_text(encoding="utf-8")

@@ -1,30 +1,32 @@
-"""The YugabyteDB agent wired to the model's replication side, with real PostgreSQL for YSQL.
+"""The YugabyteDB agent on the model: through the wire peer, or its stream without a socket.
 
-YugabyteDB's query layer is PostgreSQL's: the catalog the agent reads for a Relation message,
-the publication and the snapshot's ``SELECT``s run on the session's real PostgreSQL, where the
-test keeps the same tables and rows as the model. What no PostgreSQL can do comes from
-:class:`~tests.ybmodel.vwal.YbModel`: the slot (``yboutput``, LSN types, ``CHANGE``), the
-Virtual WAL's frames and the restart from the confirmed flush. :class:`ModelSource` is the real
-:class:`~capture.yugabytedb.source.YugabyteDbSource` with only those seams replaced;
-:class:`ModelStream` is the real :class:`~capture.yugabytedb.source.YbReplicationStream` (its
-keepalive-based catch-up and pending messages included) with the socket replaced.
+:func:`model_source` is the real, unmodified :class:`~capture.yugabytedb.source.YugabyteDbSource`
+connected to a :class:`~tests.ybmodel.wire.YbPeer` serving a model (its SQL side proxied to the
+session's real PostgreSQL, where the test keeps the same tables and rows). :class:`ModelStream`
+is what the peer cannot give a unit test: the real
+:class:`~capture.yugabytedb.source.YbReplicationStream` (its keepalive-based catch-up and
+pending messages) with the socket replaced, so the read-ahead is tested message by message
+without a connection or timing.
 """
 
 from __future__ import annotations
 
 import collections
+import re
 import time
+import weakref
 from typing import Any
 
 import psycopg
 
-from capture.postgresql.replication import ReplicationStream
-from capture.postgresql.slot import SlotState
+from capture.registry import create_source
+from capture.yugabytedb.config import YugabyteDbSourceConfig
 from capture.yugabytedb.source import YbReplicationStream, YugabyteDbSource
-from pipeline.errors import CaptureError, SourceUnavailable
-from tests.ybmodel.vwal import ModelError, YbModel, keepalive, xlog_data
+from pipeline.errors import SourceUnavailable
+from tests.ybmodel.vwal import YbModel, keepalive, xlog_data
+from tests.ybmodel.wire import YbPeer
 
-__all__ = ["ModelSource", "ModelStream", "model_source"]
+__all__ = ["ModelStream", "close_peers", "model_source", "read_times"]
 
 
 class ModelStream(YbReplicationStream):
@@ -86,54 +88,37 @@ class ModelStream(YbReplicationStream):
         self.conn.close()
 
 
-class ModelSource(YugabyteDbSource):
-    """The YugabyteDB agent with the model's slot and stream (see the module docstring)."""
-
-    model: YbModel
-    read_times: list[str]
-
-    def _stream_class(self) -> type[ReplicationStream]:
-        model = self.model
-
-        class Bound(ModelStream):
-            pass
-
-        Bound.model = model
-        return Bound
-
-    def _connect(self, *, replication: bool = False) -> psycopg.Connection[Any]:
-        # The model's stream needs no server connection; the SQL side is the real PostgreSQL.
-        return super()._connect(replication=False)
-
-    def _slot(self) -> SlotState | None:
-        slot = self.model.slots.get(self.settings.slot_name)
-        if slot is None:
-            return None
-        return SlotState(slot.confirmed_flush, None, False)
-
-    def _create_slot(self, *, export: bool) -> tuple[int, str | None]:
-        s = self.settings
-        try:
-            return self.model.create_slot(s.slot_name, s.plugin_name, s.slot_lsn_type)
-        except ModelError as exc:
-            # What the server answers to CREATE_REPLICATION_SLOT: terminal, as psycopg's
-            # error would be classified.
-            raise CaptureError(f"source {self.name}: {exc}") from exc
-
-    def _read_at_point(self, conn: psycopg.Connection[Any], name: str | None) -> None:
-        # PostgreSQL cannot read at a hybrid time; the test changes nothing between the slot's
-        # creation and the snapshot, so the present is the consistent point.
-        self.read_times.append(str(name))
-
-    def _reread_at_point(self, conn: psycopg.Connection[Any]) -> None:
-        slot = self.model.slots[self.settings.slot_name]
-        self.read_times.append(str(slot.consistent_ht))
+_PEERS: weakref.WeakKeyDictionary[YbModel, YbPeer] = weakref.WeakKeyDictionary()
+_READ_TIME = re.compile(r"SET LOCAL yb_read_time TO '(\d+) ht'")
 
 
-def model_source(config: Any, model: YbModel) -> ModelSource:
-    """A :class:`ModelSource` for a validated ``yugabytedb`` config, bound to ``model``."""
-    source = ModelSource.from_config(config)
-    assert isinstance(source, ModelSource)
-    source.model = model
-    source.read_times = []
+def model_source(config: YugabyteDbSourceConfig, model: YbModel) -> YugabyteDbSource:
+    """The real agent of a validated ``yugabytedb`` config whose host is the real PostgreSQL,
+    pointed at a wire peer (:class:`tests.ybmodel.wire.YbPeer`, one per model, proxying to
+    that PostgreSQL) serving ``model``."""
+    peer = _PEERS.get(model)
+    if peer is None:
+        upstream = psycopg.conninfo.make_conninfo(
+            host=str(config.database_hostname),
+            port=str(config.database_port),
+            user=str(config.database_user),
+            dbname=str(config.database_dbname),
+        )
+        peer = _PEERS[model] = YbPeer(model, upstream).start()
+    moved = config.model_copy(update={"database_hostname": "127.0.0.1", "database_port": peer.port})
+    source = create_source(moved)
+    assert isinstance(source, YugabyteDbSource)
     return source
+
+
+def read_times(model: YbModel) -> list[str]:
+    """The hybrid times the agents of ``model`` set ``yb_read_time`` to, in order."""
+    peer = _PEERS[model]
+    return [m[1] for q in peer.queries if (m := _READ_TIME.search(q))]
+
+
+def close_peers() -> None:
+    """Close every peer :func:`model_source` started (their exported snapshots too)."""
+    while _PEERS:
+        _, peer = _PEERS.popitem()
+        peer.close()

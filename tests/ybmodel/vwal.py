@@ -88,6 +88,8 @@ class Slot:
     """Index of the first transaction after the consistent point."""
     confirmed_flush: int = 0
     acks: list[int] = field(default_factory=list)
+    database: str = ""
+    """The database of the replication connection that created it (the wire peer sets it)."""
 
 
 class YbModel:
@@ -221,21 +223,35 @@ class YbModel:
             for ht, xid in sorted(by_tx)
         ]
 
+    def _numbered(self, slot: Slot) -> Iterator[tuple[_Tx, list[int], int]]:
+        """Each transaction with the LSNs of its records (BEGIN, changes, COMMIT) and its end."""
+        lsn = 1
+        for tx in self._transactions(slot):
+            n = 2 + len(tx.changes)
+            if slot.lsn_type == "HYBRID_TIME":
+                yield tx, [tx.commit_ht] * n, tx.commit_ht
+            else:
+                yield tx, list(range(lsn + 1, lsn + 1 + n)), lsn + n + 1
+                lsn += n
+
+    def restart_commit_ht(self, slot_name: str) -> int:
+        """The slot's ``yb_restart_commit_ht``: the commit hybrid time of the last confirmed
+        transaction, the consistent point's while nothing is confirmed."""
+        slot = self.slots[slot_name]
+        found = slot.consistent_ht
+        for tx, _, end_lsn in self._numbered(slot):
+            if end_lsn > slot.confirmed_flush:
+                break
+            found = tx.commit_ht
+        return found
+
     def frames(self, slot_name: str, *, after_commit: int = -1) -> Iterator[tuple[int, bytes]]:
         """``(LSN, pgoutput message)`` of every transaction committed after ``after_commit``
         (a commit LSN), with a Relation message before each table's first change."""
         slot = self.slots[slot_name]
-        lsn = 1
         sent: set[str] = set()
-        for tx in self._transactions(slot):
-            n = 2 + len(tx.changes)
-            if slot.lsn_type == "HYBRID_TIME":
-                lsns = [tx.commit_ht] * n
-            else:
-                lsns = list(range(lsn + 1, lsn + 1 + n))
-                lsn += n
+        for tx, lsns, end_lsn in self._numbered(slot):
             commit_lsn = lsns[-1]
-            end_lsn = commit_lsn if slot.lsn_type == "HYBRID_TIME" else commit_lsn + 1
             if commit_lsn <= after_commit:
                 continue
             time_us = (tx.commit_ht >> HT_LOGICAL_BITS) - PG_EPOCH_SHIFT_US

@@ -10,6 +10,7 @@ from tests.contract.drivers.mysql import MySqlDriver
 from tests.contract.drivers.oracle import OracleDriver
 from tests.contract.drivers.postgresql import PostgresDriver
 from tests.contract.drivers.sqlserver import SqlServerDriver
+from tests.contract.drivers.yugabytedb import YugabyteDbDriver
 
 __all__ = ["DRIVERS", "Capability", "ContractDriver"]
 
@@ -23,6 +24,7 @@ DRIVERS: dict[str, type[ContractDriver]] = {
         OracleDriver,
         MongoDbDriver,
         Db2Driver,
+        YugabyteDbDriver,
     )
 }
 """Every connector the suite runs, by its ``connector`` name."""

@@ -60,6 +60,9 @@ class ContractDriver(ABC):
     """The session fixture of the shared server, if the connector has one."""
     RESTARTABLE_SERVER_FIXTURE: ClassVar[str | None] = None
     """A fixture of a server this driver may restart, when the shared one must not be."""
+    LOG_IN_BYTES: ClassVar[bool] = True
+    """With ``REPORTS_LOG``: the log's lag and retention are measured in bytes (YugabyteDB's
+    LSNs are not byte offsets: its status shows the slot without byte counts)."""
 
     def __init__(self, server: Any, workdir: Path) -> None:
         self.server = server
