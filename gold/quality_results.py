@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from bronze.storage import LakePath, lake_path, open_delta, storage_options
 from gold.cuts import Cut
 from pipeline.config import Severity
 
@@ -171,12 +172,12 @@ class QualityRun:
         return not self.blocking_failures
 
 
-def results_path(lake_root: Path) -> Path:
+def results_path(lake_root: LakePath) -> LakePath:
     """``<lake>/gold/_quality``."""
-    return Path(lake_root) / "gold" / QUALITY_TABLE
+    return lake_path(lake_root) / "gold" / QUALITY_TABLE
 
 
-def append_results(lake_root: Path, run: QualityRun) -> int:
+def append_results(lake_root: LakePath, run: QualityRun) -> int:
     """Append a run's results to ``gold/_quality`` in one commit.
 
     A run already in the table (a retried write) is not appended again.
@@ -195,10 +196,10 @@ _APPENDS = threading.Lock()
 a time, so the check for a retried run and the append cannot interleave."""
 
 
-def _append(lake_root: Path, run: QualityRun) -> int:
+def _append(lake_root: LakePath, run: QualityRun) -> int:
     path = results_path(lake_root)
     try:
-        existing = DeltaTable(str(path))
+        existing = open_delta(path)
     except TableNotFoundError:
         existing = None
     if existing is not None:
@@ -209,11 +210,11 @@ def _append(lake_root: Path, run: QualityRun) -> int:
             logger.info("quality: run %s already in %s", run.run_id, path)
             return 0
     table = pa.Table.from_pylist([r.to_row() for r in run.results], schema=RESULTS_SCHEMA)
-    write_deltalake(str(path), table, mode="append")
+    write_deltalake(str(path), table, mode="append", storage_options=storage_options(path))
     return table.num_rows
 
 
-def quality_history(lake_root: Path) -> list[dict[str, Any]]:
+def quality_history(lake_root: LakePath) -> list[dict[str, Any]]:
     """Every recorded check result, oldest run first (rows of ``gold/_quality``).
 
     Args:
@@ -223,7 +224,7 @@ def quality_history(lake_root: Path) -> list[dict[str, Any]]:
         One dict per result with the columns of :data:`RESULTS_SCHEMA`; empty before any run.
     """
     try:
-        table = DeltaTable(str(results_path(lake_root)))
+        table = open_delta(results_path(lake_root))
     except TableNotFoundError:
         return []
     rows: list[dict[str, Any]] = table.to_pyarrow_table().to_pylist()

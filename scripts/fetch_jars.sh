@@ -34,6 +34,8 @@ log() { printf 'fetch_jars: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 [ -x "$PYTHON" ] || die "no Python at $PYTHON; run 'make bootstrap' (it creates .venv first)"
+# Hadoop's S3A connector, for a lake on object storage (its own directory and manifest).
+PYTHON="$PYTHON" bash "$ROOT/scripts/fetch_s3a_jars.sh" "$@"
 read -r SPARK_VERSION SPARK_JARS PY_DELTA_VERSION < <("$PYTHON" - <<'PY'
 import importlib.metadata as md
 import os

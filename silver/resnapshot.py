@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from pyspark.sql import SparkSession
 
+from bronze.storage import LakePath, lake_path, open_delta
 from silver.defaults import AddedColumn
 
 __all__ = ["RESNAPSHOT_TABLE", "Resnapshot", "record_unreproducible", "needing_resnapshot"]
@@ -58,14 +59,11 @@ class Resnapshot:
     silver_batch: int
 
 
-def _recorded(path: Path) -> set[tuple[str, str, bytes]]:
-    from deltalake import DeltaTable
+def _recorded(path: LakePath) -> set[tuple[str, str, bytes]]:
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        rows = DeltaTable(str(path)).to_pyarrow_table(
-            columns=["silver_table", "column", "position"]
-        )
+        rows = open_delta(path).to_pyarrow_table(columns=["silver_table", "column", "position"])
     except TableNotFoundError:
         return set()
     return {(r["silver_table"], r["column"], bytes(r["position"])) for r in rows.to_pylist()}
@@ -117,13 +115,12 @@ def record_unreproducible(
     return len(rows)
 
 
-def needing_resnapshot(lake_root: Path) -> list[Resnapshot]:
+def needing_resnapshot(lake_root: LakePath) -> list[Resnapshot]:
     """Every recorded column, oldest first (read with deltalake, no Spark job)."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = DeltaTable(str(Path(lake_root) / "silver" / RESNAPSHOT_TABLE)).to_pyarrow_table()
+        table = open_delta(lake_path(lake_root) / "silver" / RESNAPSHOT_TABLE).to_pyarrow_table()
     except TableNotFoundError:
         return []
     return sorted(
