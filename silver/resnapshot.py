@@ -18,7 +18,6 @@ import datetime as dt
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from pyspark.sql import SparkSession
@@ -71,7 +70,7 @@ def _recorded(path: LakePath) -> set[tuple[str, str, bytes]]:
 
 def record_unreproducible(
     spark: SparkSession,
-    silver_root: Path,
+    silver_root: LakePath,
     columns: Sequence[AddedColumn],
     *,
     source: str,
@@ -84,7 +83,7 @@ def record_unreproducible(
     Returns:
         Rows appended.
     """
-    path = Path(silver_root) / RESNAPSHOT_TABLE
+    path = lake_path(silver_root) / RESNAPSHOT_TABLE
     done = _recorded(path)
     now = dt.datetime.now(dt.UTC)
     rows: list[tuple[Any, ...]] = [
