@@ -5,7 +5,8 @@ When the lake root is an ``s3://bucket/prefix`` location (:class:`bronze.storage
 
 * Hadoop's S3A connector: ``hadoop-aws`` of the exact Hadoop version PySpark ships and its AWS SDK
   bundle, from ``.cache/s3a-jars`` (``scripts/fetch_s3a_jars.sh``, run by ``make bootstrap``).
-  They go on ``spark.jars`` only for such a lake: a local lake never loads the SDK.
+  They go on the driver's and executors' class path only for such a lake: a local lake never
+  loads the SDK.
 * ``s3://`` served by S3A (``fs.s3.impl``), so delta-rs (which writes bronze) and Spark (silver,
   gold) name every table by the same URI.
 * The bucket's endpoint, region, plain HTTP and path-style access as per-bucket S3A settings
@@ -41,6 +42,8 @@ _REPO_ROOT = Path(__file__).resolve().parents[1]
 _S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 _S3A_ABSTRACT = "org.apache.hadoop.fs.s3a.S3A"
 _HADOOP = "spark.hadoop."
+_DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
+_EXECUTOR_CLASS_PATH = "spark.executor.extraClassPath"
 
 
 def default_s3a_jars_dir() -> Path:
@@ -109,7 +112,8 @@ def with_object_store(
         jars_dir: Directory of the S3A jars; default :func:`default_s3a_jars_dir`.
 
     Returns:
-        A new mapping: the S3A jars appended to ``spark.jars`` and :func:`object_store_settings`.
+        A new mapping: the S3A jars appended to the driver's and executors' class path
+        (``spark.{driver,executor}.extraClassPath``) and :func:`object_store_settings`.
 
     Raises:
         NotInstalledError: The lake is on object storage and the S3A jars are missing.
@@ -117,8 +121,14 @@ def with_object_store(
     merged = dict(settings)
     if not isinstance(lake_root, ObjectPath):
         return merged
-    jars = _s3a_jars(jars_dir if jars_dir is not None else default_s3a_jars_dir())
-    listed = [j for j in merged.get("spark.jars", "").split(",") if j]
-    merged["spark.jars"] = ",".join(listed + [str(jar) for jar in jars])
+    jars = [
+        str(jar) for jar in _s3a_jars(jars_dir if jars_dir is not None else default_s3a_jars_dir())
+    ]
+    # On the class path, not spark.jars: a jar on spark.jars is copied to every executor (in
+    # local mode too, into the executor's directory), and the SDK bundle is over 600 MB. The
+    # executors of a cluster need the same files at the same path.
+    for key in (_DRIVER_CLASS_PATH, _EXECUTOR_CLASS_PATH):
+        listed = [j for j in merged.get(key, "").split(os.pathsep) if j]
+        merged[key] = os.pathsep.join(listed + jars)
     merged.update(object_store_settings(lake_root))
     return merged

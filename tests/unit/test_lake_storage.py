@@ -128,9 +128,16 @@ def test_spark_gets_s3a_for_an_s3_lake_and_nothing_for_a_local_one(tmp_path: Pat
         with_object_store(base, root, jars_dir=tmp_path)
     (tmp_path / "hadoop-aws-3.5.0.jar").write_bytes(b"")
     (tmp_path / "bundle-2.35.4.jar").write_bytes(b"")
-    merged = with_object_store(base, root, jars_dir=tmp_path)
-    assert merged["spark.jars"].split(",") == [
-        "/jars/delta.jar",
+    merged = with_object_store(
+        {**base, "spark.driver.extraClassPath": "/opt/extra.jar"}, root, jars_dir=tmp_path
+    )
+    assert merged["spark.jars"] == "/jars/delta.jar"  # never copied to executors
+    assert merged["spark.driver.extraClassPath"].split(":") == [
+        "/opt/extra.jar",
+        str(tmp_path / "bundle-2.35.4.jar"),
+        str(tmp_path / "hadoop-aws-3.5.0.jar"),
+    ]
+    assert merged["spark.executor.extraClassPath"].split(":") == [
         str(tmp_path / "bundle-2.35.4.jar"),
         str(tmp_path / "hadoop-aws-3.5.0.jar"),
     ]
