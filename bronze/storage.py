@@ -27,6 +27,7 @@ table could overwrite each other's commit. No DynamoDB lock is needed (delta-rs 
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -97,19 +98,25 @@ class ObjectStoreOptions:
         return options
 
     def arrow_filesystem(self) -> pafs.S3FileSystem:
-        """A pyarrow S3 filesystem for listings (credentials: these, else the environment's)."""
-        import pyarrow.fs as pafs
+        """A pyarrow S3 filesystem for listings (credentials: these, else the environment's);
+        one per set of options, reused."""
+        return _arrow_filesystem(self)
 
-        kwargs: dict[str, Any] = {}
-        if self.endpoint:
-            scheme, _, host = self.endpoint.partition("://")
-            kwargs["endpoint_override"] = host or scheme
-            kwargs["scheme"] = scheme if host else "https"
-        kwargs["region"] = self.region or os.environ.get("AWS_REGION") or "us-east-1"
-        if self.access_key_id is not None and self.secret_access_key is not None:
-            kwargs["access_key"] = self.access_key_id.get_secret_value()
-            kwargs["secret_key"] = self.secret_access_key.get_secret_value()
-        return pafs.S3FileSystem(**kwargs)
+
+@functools.cache
+def _arrow_filesystem(options: ObjectStoreOptions) -> pafs.S3FileSystem:
+    import pyarrow.fs as pafs
+
+    kwargs: dict[str, Any] = {}
+    if options.endpoint:
+        scheme, _, host = options.endpoint.partition("://")
+        kwargs["endpoint_override"] = host or scheme
+        kwargs["scheme"] = scheme if host else "https"
+    kwargs["region"] = options.region or os.environ.get("AWS_REGION") or "us-east-1"
+    if options.access_key_id is not None and options.secret_access_key is not None:
+        kwargs["access_key"] = options.access_key_id.get_secret_value()
+        kwargs["secret_key"] = options.secret_access_key.get_secret_value()
+    return pafs.S3FileSystem(**kwargs)
 
 
 @dataclass(frozen=True, slots=True)

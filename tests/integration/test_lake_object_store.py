@@ -124,7 +124,6 @@ def test_postgres_to_gold_on_object_storage_equals_the_source(
         check=False,
     )
     assert run.returncode == 0, (run.stdout[-3000:], run.stderr[-5000:])
-    print("LAKESTORE-TIMING", run.stderr[-20000:])
     assert s3.secret_key not in run.stdout + run.stderr
 
     name = f"pg__{s}__accounts"
