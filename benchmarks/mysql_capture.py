@@ -68,51 +68,8 @@ TX_PER_ROUND_TRIP = 250
 """Workload transactions sent in one multi-statement query."""
 CLIENTS = 2
 
-DRIVER = r"""
-import json, os, sys, time
-from pathlib import Path
-from bronze.writer import BronzeTables, BronzeWriter
-from capture.registry import create_source
-from capture.mysql.config import MySqlSourceConfig
-from pipeline.landing import LandingAgent
-raw = {k: os.path.expandvars(v) if isinstance(v, str) else v
-       for k, v in json.loads(sys.argv[1]).items()}
-config = MySqlSourceConfig.model_validate(raw)
-writer = BronzeWriter(BronzeTables.under(Path(sys.argv[2])))
-commit_cpu = [0.0]  # CPU of the commits (on the commit thread: what read-ahead overlaps)
-plain_commit = writer.commit
-def timed_commit(**kwargs):
-    t = time.thread_time()
-    try:
-        return plain_commit(**kwargs)
-    finally:
-        commit_cpu[0] += time.thread_time() - t
-writer.commit = timed_commit
-agent = LandingAgent(create_source(config), writer,
-                     max_events=int(sys.argv[3]), max_transaction_events=100_000,
-                     read_ahead=os.environ.get("MEDALLION_BENCH_READ_AHEAD", "1") != "0")
-profile = sys.argv[4] == "1"
-if profile:
-    import cProfile, pstats
-    profiler = cProfile.Profile()
-    profiler.enable()
-t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
-result = agent.run()
-elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-agent_thread_cpu = time.thread_time() - m0  # the reads; the rest ran beside them
-if profile:
-    profiler.disable()
-    stats = pstats.Stats(profiler, stream=sys.stderr)
-    stats.sort_stats(os.environ.get("MEDALLION_PROFILE_SORT", "cumulative"))
-    stats.print_stats(int(os.environ.get("MEDALLION_PROFILE_TOP", "15")))
-hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status")
-               if line.startswith("VmHWM:"))
-print(json.dumps({"landed": result.landed, "read": result.read,
-                  "quarantined": result.quarantined, "batches": result.batches, "seconds": elapsed,
-                  "cpu_seconds": cpu, "commit_cpu_seconds": commit_cpu[0],
-                  "agent_thread_cpu_seconds": agent_thread_cpu,
-                  "peak_rss_mib": hwm_kib / 1024}))
-"""
+CHILD = ROOT / "benchmarks" / "capture_child.py"
+"""The agent run in a child process (its figures as one JSON line)."""
 
 
 def _free_port() -> int:
@@ -148,7 +105,7 @@ def _run_agent(
     env.pop("MEDALLION_FAULTS", None)
     argv = [json.dumps(raw), str(lake), str(max_events), str(int(profile))]
     out = subprocess.run(
-        [sys.executable, "-c", DRIVER, *argv],
+        [sys.executable, str(CHILD), *argv],
         env=env,
         capture_output=True,
         text=True,

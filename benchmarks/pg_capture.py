@@ -44,38 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PG_BIN = Path(os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin"))
 RESULTS = ROOT / "benchmarks" / "results" / "pg_capture.json"
 
-DRIVER = r"""
-import json, os, sys, time
-from pathlib import Path
-from bronze.writer import BronzeTables, BronzeWriter
-from capture.registry import create_source
-from capture.postgresql.config import PostgresSourceConfig
-from pipeline.landing import LandingAgent
-config = PostgresSourceConfig.model_validate(json.loads(sys.argv[1]))
-writer = BronzeWriter(BronzeTables.under(Path(sys.argv[2])))
-commit_cpu = [0.0]  # CPU of the commits (on the commit thread: what read-ahead overlaps)
-plain_commit = writer.commit
-def timed_commit(**kwargs):
-    t = time.thread_time()
-    try:
-        return plain_commit(**kwargs)
-    finally:
-        commit_cpu[0] += time.thread_time() - t
-writer.commit = timed_commit
-agent = LandingAgent(create_source(config), writer,
-                     max_events=int(sys.argv[3]), max_transaction_events=100_000,
-                     read_ahead=os.environ.get("MEDALLION_BENCH_READ_AHEAD", "1") != "0")
-t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
-result = agent.run()
-elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-agent_thread_cpu = time.thread_time() - m0  # the reads; the rest ran beside them
-hwm_kib = next(int(line.split()[1]) for line in open("/proc/self/status")
-               if line.startswith("VmHWM:"))
-print(json.dumps({"landed": result.landed, "batches": result.batches, "seconds": elapsed,
-                  "cpu_seconds": cpu, "commit_cpu_seconds": commit_cpu[0],
-                  "agent_thread_cpu_seconds": agent_thread_cpu,
-                  "peak_rss_mib": hwm_kib / 1024}))
-"""
+CHILD = ROOT / "benchmarks" / "capture_child.py"
+"""The agent run in a child process (its figures as one JSON line)."""
 
 
 def _free_port() -> int:
@@ -88,7 +58,7 @@ def _run_agent(raw: dict[str, Any], lake: Path, max_events: int) -> dict[str, An
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("MEDALLION_FAULTS", None)
     out = subprocess.run(
-        [sys.executable, "-c", DRIVER, json.dumps(raw), str(lake), str(max_events)],
+        [sys.executable, str(CHILD), json.dumps(raw), str(lake), str(max_events)],
         env=env,
         capture_output=True,
         text=True,

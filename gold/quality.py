@@ -24,6 +24,7 @@ of that check with the error as the observed value, never skipped silently.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import time
@@ -48,6 +49,8 @@ from gold.quality_results import (
     results_path,
 )
 from gold.report import write_report
+from gold.report_history import report_history
+from gold.report_measures import TableFacts, run_measures, table_facts
 from pipeline.config import PipelineConfig, Severity
 
 __all__ = [
@@ -174,6 +177,7 @@ def _table_checks(
     metadata: Mapping[str, X.TableMetadata],
     context: Any,
     gate: Gate | None = None,
+    measured: dict[str, TableFacts] | None = None,
 ) -> tuple[list[tuple[CheckOutcome, Severity | None]], dict[str, int | None]]:
     """GX suite and ``types`` per table of the cut, and each table's newest change time.
 
@@ -209,7 +213,13 @@ def _table_checks(
         if cached:
             full = full.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            if gate is None or _blocking(C.FRESHNESS, config):
+            if gate is None:
+                # The same one aggregate, which also counts rows and finds the last change.
+                facts = table_facts(full)
+                newest[table.collection] = facts.newest_source_ts_ms
+                if measured is not None:
+                    measured[table.collection] = facts
+            elif _blocking(C.FRESHNESS, config):
                 newest[table.collection] = full.agg(F.max("_cdc_source_ts")).collect()[0][0]
             gold = full.select(*view_columns(full.columns))
             if gate is None or _blocking(X.TYPES, config):
@@ -255,6 +265,7 @@ def _source_checks(
     quarantined: Mapping[tuple[str | None, bool], Any],
     context: Any,
     gate: Gate | None = None,
+    measured: dict[str, TableFacts] | None = None,
 ) -> list[tuple[CheckOutcome, Severity | None]]:
     """Every check of one source at its cut (with a ``gate``: the blocking ones).
 
@@ -267,7 +278,9 @@ def _source_checks(
     try:
         latest = C.latest_schemas(events) if gate is None else gate.latest.latest(lake_root, cut)
         metadata = X.table_metadata(lake_root, cut, latest)
-        outcomes, newest = _table_checks(spark, config, lake_root, cut, metadata, context, gate)
+        outcomes, newest = _table_checks(
+            spark, config, lake_root, cut, metadata, context, gate, measured
+        )
         ctx = C.CheckContext(spark, config, lake_root, cut, now, events, quarantined, newest)
         for name, check in cdc:
             started = time.monotonic()
@@ -329,10 +342,19 @@ def run_quality(
     rules = [e for listed in config.quality.expectations.values() for e in listed]
     gx_needed = gate is None or any(e.severity is Severity.BLOCK for e in rules)
     context = X.gx_context() if gx_needed and any(c.tables for c in cuts.values()) else None
+    facts: dict[str, dict[str, TableFacts]] = {}
     for source, cut in sorted(cuts.items()):
         stamped.extend(
             _source_checks(
-                spark, config, lake_root, cut, clock, quarantined.get(source, {}), context, gate
+                spark,
+                config,
+                lake_root,
+                cut,
+                clock,
+                quarantined.get(source, {}),
+                context,
+                gate,
+                facts.setdefault(source, {}),
             )
         )
     stamped.extend((o, None) for o in extra)
@@ -355,14 +377,23 @@ def run_quality(
         )
         for o, explicit in stamped
     )
-    run = QualityRun(run_id, started, dt.datetime.now(dt.UTC), dict(cuts), results)
+    full = gate is None
+    measures = run_measures(lake_root, facts, clock) if full else ()
+    run = QualityRun(
+        run_id,
+        started,
+        dt.datetime.now(dt.UTC),
+        dict(cuts),
+        results,
+        measures=measures,
+        full=full,
+    )
     if write:
         append_results(lake_root, run)
-        if gate is None:
-            path = write_report(run, report_dir(config, lake_root))
-            run = QualityRun(
-                run.run_id, run.started_at, run.finished_at, run.cuts, run.results, path
-            )
+        if full:
+            history = report_history(lake_root, config.quality.report_history_runs)
+            path = write_report(run, report_dir(config, lake_root), history=history)
+            run = dataclasses.replace(run, report_path=path)
     if gate is not None:
         gate.record(run)
     for r in run.results:

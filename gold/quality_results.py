@@ -4,6 +4,12 @@
 the severity and the cut it was measured at; :class:`QualityRun` is a whole run. Results are
 appended to ``gold/_quality`` with deltalake, one commit per run, so a notebook can follow a
 table's quality over time (:func:`quality_history`) without Spark.
+
+A full run (every check, not the blocking gate of ``run --continuous``) also appends one row to
+``<lake>/gold/_quality_runs``: its time, the cut of each source (silver batch and when silver
+recorded it) and the :class:`Measure` values the report plots over runs (row counts, lag per
+stage, freshness). That small table is the index of the history: the report reads the last N
+rows of it, then only the ``gold/_quality`` files of those runs (:mod:`gold.report_history`).
 """
 
 from __future__ import annotations
@@ -27,11 +33,15 @@ from pipeline.config import Severity
 __all__ = [
     "QUALITY_TABLE",
     "RESULTS_SCHEMA",
+    "RUNS_SCHEMA",
+    "RUNS_TABLE",
     "CheckResult",
+    "Measure",
     "QualityRun",
     "append_results",
     "quality_history",
     "results_path",
+    "runs_path",
 ]
 
 logger = logging.getLogger(__name__)
@@ -58,6 +68,57 @@ RESULTS_SCHEMA = pa.schema(
     ]
 )
 """Columns of ``gold/_quality``: one row per :class:`CheckResult`."""
+
+RUNS_TABLE = "_quality_runs"
+"""Directory of the full runs' index under ``<lake>/gold``."""
+
+_TS = pa.timestamp("us", tz="UTC")
+RUNS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("started_at", _TS),
+        ("finished_at", _TS),
+        (
+            "cuts",
+            pa.list_(
+                pa.struct(
+                    [("source", pa.string()), ("silver_batch", pa.int64()), ("recorded_at", _TS)]
+                )
+            ),
+        ),
+        (
+            "measures",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("source", pa.string()),
+                        ("table", pa.string()),
+                        ("name", pa.string()),
+                        ("value", pa.float64()),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
+"""Columns of ``gold/_quality_runs``: one row per full run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """A number a full run measured, plotted over runs by the report.
+
+    Attributes:
+        source: The source name.
+        table: The source table; None for a source-wide value.
+        name: What was measured (:mod:`gold.report_measures` names them).
+        value: The value (seconds for lags and ages, a count for rows).
+    """
+
+    source: str
+    table: str | None
+    name: str
+    value: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +193,9 @@ class QualityRun:
         cuts: The cut checked, per source.
         results: Every check's result.
         report_path: The HTML report written for this run (None when not written).
+        measures: What the run measured besides its checks (full runs only).
+        full: Every check ran (not only the blocking ones): the run joins the history index
+            ``gold/_quality_runs``.
     """
 
     run_id: str
@@ -140,6 +204,8 @@ class QualityRun:
     cuts: Mapping[str, Cut]
     results: tuple[CheckResult, ...]
     report_path: Path | None = None
+    measures: tuple[Measure, ...] = ()
+    full: bool = False
 
     @property
     def blocking_failures(self) -> tuple[CheckResult, ...]:
@@ -177,10 +243,17 @@ def results_path(lake_root: LakePath) -> LakePath:
     return lake_path(lake_root) / "gold" / QUALITY_TABLE
 
 
+def runs_path(lake_root: LakePath) -> LakePath:
+    """``<lake>/gold/_quality_runs``."""
+    return lake_path(lake_root) / "gold" / RUNS_TABLE
+
+
 def append_results(lake_root: LakePath, run: QualityRun) -> int:
     """Append a run's results to ``gold/_quality`` in one commit.
 
-    A run already in the table (a retried write) is not appended again.
+    A full run (:attr:`QualityRun.full`) then adds its row to ``gold/_quality_runs``, after its
+    results, so an indexed run always has them. A run already in a table (a retried write) is
+    not appended to it again.
 
     Returns:
         Rows written (0 when the run was already there or had no results).
@@ -188,7 +261,10 @@ def append_results(lake_root: LakePath, run: QualityRun) -> int:
     if not run.results:
         return 0
     with _APPENDS:
-        return _append(lake_root, run)
+        written = _append(lake_root, run)
+        if run.full:
+            _append_run(lake_root, run)
+        return written
 
 
 _APPENDS = threading.Lock()
@@ -196,22 +272,51 @@ _APPENDS = threading.Lock()
 a time, so the check for a retried run and the append cannot interleave."""
 
 
-def _append(lake_root: LakePath, run: QualityRun) -> int:
-    path = results_path(lake_root)
+def _holds(path: LakePath, run_id: str) -> bool:
+    """Whether the Delta table at ``path`` has rows of ``run_id`` (False: no table yet)."""
     try:
         existing = open_delta(path)
     except TableNotFoundError:
-        existing = None
-    if existing is not None:
-        # Only the files whose statistics may hold this run are read: the gate appends a run
-        # per micro-batch, so reading every run id would grow with the table's age.
-        found = existing.to_pyarrow_table(columns=["run_id"], filters=[("run_id", "=", run.run_id)])
-        if found.num_rows:
-            logger.info("quality: run %s already in %s", run.run_id, path)
-            return 0
+        return False
+    # Only the files whose statistics may hold this run are read: the gate appends a run per
+    # micro-batch, so reading every run id would grow with the table's age.
+    found = existing.to_pyarrow_table(columns=["run_id"], filters=[("run_id", "=", run_id)])
+    return bool(found.num_rows)
+
+
+def _append(lake_root: LakePath, run: QualityRun) -> int:
+    path = results_path(lake_root)
+    if _holds(path, run.run_id):
+        logger.info("quality: run %s already in %s", run.run_id, path)
+        return 0
     table = pa.Table.from_pylist([r.to_row() for r in run.results], schema=RESULTS_SCHEMA)
     write_deltalake(str(path), table, mode="append", storage_options=storage_options(path))
     return table.num_rows
+
+
+def _append_run(lake_root: LakePath, run: QualityRun) -> None:
+    path = runs_path(lake_root)
+    if _holds(path, run.run_id):
+        return
+    row = {
+        "run_id": run.run_id,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "cuts": [
+            {"source": c.source, "silver_batch": c.silver_batch, "recorded_at": c.recorded_at}
+            for c in sorted(run.cuts.values(), key=lambda c: c.source)
+        ],
+        "measures": [
+            {"source": m.source, "table": m.table, "name": m.name, "value": m.value}
+            for m in run.measures
+        ],
+    }
+    write_deltalake(
+        str(path),
+        pa.Table.from_pylist([row], schema=RUNS_SCHEMA),
+        mode="append",
+        storage_options=storage_options(path),
+    )
 
 
 def quality_history(lake_root: LakePath) -> list[dict[str, Any]]:

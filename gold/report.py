@@ -2,9 +2,12 @@
 
 :func:`render_report` returns the page: a summary (passed, warned, blocking failures, and per
 source the cut checked: silver batch, position, source time), then one section per source and
-table with every check's severity, observed value and sample, failures first. CSS is inline and
-nothing is fetched (no scripts, fonts or images), so the file opens from disk, from a CI
-artifact or an e-mail. Every value is escaped with :func:`html.escape`.
+table with every check's severity, observed value and sample, failures first. Given the history
+(:func:`gold.report_history.read_history`), the page opens with what changed: the checks newly
+failing since the last run, a run-by-run strip per check and plots over runs per table
+(:mod:`gold.report_sections`, inline SVG). CSS is inline and nothing is fetched (no scripts,
+fonts or images), so the file opens from disk, from a CI artifact or an e-mail. Every value is
+escaped with :func:`html.escape`.
 
 :func:`write_report` writes it as ``run-<run id>.html`` and copies it to ``index.html``, so the
 newest run is always at the same address.
@@ -19,6 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gold.quality_results import CheckResult, QualityRun
+from gold.report_history import History
+from gold.report_sections import HISTORY_CSS, render_history
 from pipeline.config import Severity
 
 __all__ = ["render_report", "write_report", "INDEX", "run_file_name"]
@@ -101,11 +106,12 @@ _HEADER = (
 )
 
 
-def render_report(run: QualityRun) -> str:
+def render_report(run: QualityRun, history: History | None = None) -> str:
     """The report of one run as a self-contained HTML page.
 
     Args:
         run: The run.
+        history: The last full runs, this one last; None: the run alone.
 
     Returns:
         The page (UTF-8 text).
@@ -119,10 +125,12 @@ def render_report(run: QualityRun) -> str:
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>medallion quality {_e(run.run_id)}</title><style>{_CSS}</style></head><body>",
+        f"<title>medallion quality {_e(run.run_id)}</title>"
+        f"<style>{_CSS}{HISTORY_CSS if history is not None else ''}</style></head><body>",
         "<h1>medallion data quality</h1>",
         f"<p class='meta'>run <code>{_e(run.run_id)}</code>, started "
         f"{_e(run.started_at.isoformat())}, finished {_e(run.finished_at.isoformat())}</p>",
+        render_history(history) if history is not None else "",
         "<div class='summary' id='summary'>",
         f"<div class='tile ok'><b id='passed'>{run.passed}</b>passed</div>",
         f"<div class='tile warn'><b id='warned'>{run.warned}</b>warned</div>",
@@ -170,15 +178,20 @@ def render_report(run: QualityRun) -> str:
     return "".join(parts)
 
 
-def write_report(run: QualityRun, directory: Path) -> Path:
+def write_report(run: QualityRun, directory: Path, history: History | None = None) -> Path:
     """Write the run's report as ``run-<id>.html`` and ``index.html`` in ``directory``.
+
+    Args:
+        run: The run.
+        directory: The report directory.
+        history: The history to draw above the run (see :func:`render_report`).
 
     Returns:
         The path of ``index.html``.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    page = render_report(run)
+    page = render_report(run, history)
     (directory / run_file_name(run.run_id)).write_text(page, encoding="utf-8")
     index = directory / INDEX
     # Written beside and renamed, so a reader never sees half a page.

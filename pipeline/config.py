@@ -255,6 +255,8 @@ QUALITY_RECONCILE_REPAIR = "reconcile.repair"
 QUALITY_INTERVAL_SECONDS = "interval.seconds"
 QUALITY_INTERVAL_SECONDS_DEFAULT = 300.0
 QUALITY_REPORT_DIR = "report.dir"
+QUALITY_REPORT_HISTORY_RUNS = "report.history.runs"
+QUALITY_REPORT_HISTORY_RUNS_DEFAULT = 30
 QUALITY_SEVERITY = "severity"
 QUALITY_EXPECTATIONS = "expectations"
 QUALITY_EXPECTATION_TYPE = "type"
@@ -607,6 +609,11 @@ class QualityConfig(ConfigModel):
     report_dir: OptionalConfigPath = config_key(None, QUALITY_REPORT_DIR)
     """Directory of the HTML report (``index.html``, one file per run); null:
     ``<lake>/reports/quality``."""
+    report_history_runs: PositiveInt = config_key(
+        QUALITY_REPORT_HISTORY_RUNS_DEFAULT, QUALITY_REPORT_HISTORY_RUNS
+    )
+    """The report's history (run-by-run strips, plots over runs) shows this many full runs,
+    the newest last."""
     severity: Annotated[Mapping[str, Severity], AfterValidator(_frozen_tables)] = config_key(
         FrozenDict(), QUALITY_SEVERITY
     )

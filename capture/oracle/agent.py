@@ -13,11 +13,12 @@ catalog and the snapshot.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import importlib
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar
@@ -32,7 +33,16 @@ from capture.oracle.types import OracleColumn, column_type
 from capture.server_errors import ServerErrors
 from pipeline.errors import CaptureError, NotInstalledError
 
-__all__ = ["CONNECTOR", "DBAPI_ENV", "OracleAgent", "OracleTx", "dbapi", "ora_code", "quote"]
+__all__ = [
+    "CONNECTOR",
+    "DBAPI_ENV",
+    "OracleAgent",
+    "OracleTx",
+    "dbapi",
+    "exact_numbers",
+    "ora_code",
+    "quote",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +60,9 @@ SESSION_NLS = (
 """The formats LogMiner then prints ``TO_DATE``/``TO_TIMESTAMP`` literals in (what the redo
 parser reads)."""
 
+SESSION_UTC = "ALTER SESSION SET TIME_ZONE = '+00:00'"
+"""The side session's zone (the snapshot's ``TIMESTAMP WITH LOCAL TIME ZONE`` values)."""
+
 COLUMNS_SQL = (
     "SELECT COLUMN_NAME, DATA_TYPE, DATA_PRECISION, DATA_SCALE, NULLABLE FROM ALL_TAB_COLUMNS "
     "WHERE OWNER = :1 AND TABLE_NAME = :2 ORDER BY COLUMN_ID"
@@ -63,6 +76,28 @@ TABLES_SQL = (
     "SELECT OWNER, TABLE_NAME FROM ALL_TABLES WHERE NESTED = 'NO' AND TEMPORARY = 'N' "
     "ORDER BY OWNER, TABLE_NAME"
 )
+
+
+def exact_numbers(driver: ModuleType) -> Callable[[Any, Any], Any]:
+    """The output type handler that fetches ``NUMBER`` as ``decimal.Decimal``.
+
+    python-oracledb fetches a ``NUMBER`` whose scale is not 0 (and an unconstrained one with a
+    fraction) as a binary ``float``, which keeps about 15 significant digits; its documented
+    remedy is this handler. ``NUMBER(P,0)`` stays an ``int`` (exact, and the snapshot's saved
+    key stays the number it always was). Set on the snapshot's cursor only: the ``V$`` views'
+    unconstrained ``NUMBER`` columns (SCNs, thread numbers) stay the ints the agent expects.
+
+    Args:
+        driver: The DB-API module (its ``DB_TYPE_NUMBER``).
+    """
+    number = getattr(driver, "DB_TYPE_NUMBER", None)
+
+    def handler(cursor: Any, metadata: Any) -> Any:
+        if number is not None and metadata.type_code is number and metadata.scale != 0:
+            return cursor.var(decimal.Decimal, arraysize=cursor.arraysize)
+        return None
+
+    return handler
 
 
 def dbapi() -> ModuleType:
@@ -168,6 +203,10 @@ class OracleAgent(DatabaseSource):
             conn = self._connect()
             if self.settings.pdb:
                 conn.cursor().execute(f"ALTER SESSION SET CONTAINER = {quote(self.settings.pdb)}")
+            # python-oracledb hands TIMESTAMP WITH LOCAL TIME ZONE over in the session's zone,
+            # as a naive datetime: in UTC, it is the instant the converters take it for. Set
+            # in the container the snapshot reads from.
+            conn.cursor().execute(SESSION_UTC)
             self._side_conn = conn
         return self._side_conn
 

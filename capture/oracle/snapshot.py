@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from functools import partial
 from typing import Any
 
@@ -23,12 +24,13 @@ import orjson
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
 from capture.database_source import SnapshotProgress, SnapshotRow
-from capture.oracle.agent import TABLES_SQL, OracleTable, ora_code, quote
+from capture.oracle.agent import TABLES_SQL, OracleTable, exact_numbers, ora_code, quote
 from capture.oracle.position import OraclePosition
 from capture.oracle.stream import _ALL, StreamReader
+from capture.oracle.types import OracleColumn
 from pipeline.errors import CaptureError, InternalError
 
-__all__ = ["PENDING_SQL", "SnapshotReader"]
+__all__ = ["PENDING_SQL", "SnapshotReader", "select_item"]
 
 PENDING_SQL = (
     "SELECT d.CURRENT_SCN, RAWTOHEX(t.XID), t.START_SCN FROM V$DATABASE d "
@@ -36,6 +38,25 @@ PENDING_SQL = (
 )
 FETCH_ROWS = 10_000
 """``snapshot.fetch.size``."""
+
+
+def select_item(column: OracleColumn) -> str:
+    """The column in the snapshot's select list. ``TIMESTAMP WITH TIME ZONE`` is read as
+    ``SYS_EXTRACT_UTC(...)``: python-oracledb hands the column itself over as a naive datetime
+    in the value's own zone with the offset dropped (oracle/python-oracledb#274, #373), which
+    is not an instant; its UTC wall clock is, and is what the redo's ``TO_TIMESTAMP_TZ`` gives."""
+    name = quote(column.name)
+    zoned = column.data_type.endswith(" WITH TIME ZONE") and "LOCAL" not in column.data_type
+    return f"SYS_EXTRACT_UTC({name})" if zoned else name
+
+
+def _key_value(value: Any) -> Any:
+    """A key value as JSON keeps it exactly: an int (a ``Decimal`` with no fraction, as the
+    ``NUMBER`` handler hands an unconstrained ``NUMBER``, too, within a 64-bit integer: what
+    offsets saved before the handler hold), else text."""
+    if isinstance(value, Decimal) and value == value.to_integral_value() and abs(value) < 2**63:
+        return int(value)
+    return value if isinstance(value, int | str) else str(value)
 
 
 class SnapshotReader(StreamReader):
@@ -103,12 +124,13 @@ class SnapshotReader(StreamReader):
         names = [c.name for c in table.columns]
         keys = [captured.names[i] for i in captured.key_idx] or names
         sql = (
-            f"SELECT {', '.join(quote(n) for n in names)} FROM "
+            f"SELECT {', '.join(select_item(c) for c in table.columns)} FROM "
             f"{quote(captured.schema)}.{quote(captured.table)} AS OF SCN :1 "
             f"ORDER BY {', '.join(quote(k) for k in keys)}"
         )
         cursor = self._side().cursor()
         cursor.arraysize = FETCH_ROWS
+        cursor.outputtypehandler = exact_numbers(self.driver)
         try:
             cursor.execute(sql, [scn])
         except self.driver.DatabaseError as exc:
@@ -130,7 +152,7 @@ class SnapshotReader(StreamReader):
         """The row's key as the offset saves it (JSON: numbers that are not ints as text)."""
         if not table.key_idx:
             return [str(v) for v in row]
-        return [row[i] if isinstance(row[i], int | str) else str(row[i]) for i in table.key_idx]
+        return [_key_value(row[i]) for i in table.key_idx]
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot

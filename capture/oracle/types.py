@@ -9,7 +9,8 @@ representation:
 
 ======================================  ==========================================================
 NUMBER(P,S<=0)                          INT8 (P-S<3), INT16 (<5), INT32 (<10), INT64 (<19), else
-                                        ``Decimal`` bytes (``decimal.handling.mode``)
+                                        ``Decimal`` bytes, scale S (negative: Debezium's
+                                        schema) and precision P (``decimal.handling.mode``)
 NUMBER(P,S>0), INTEGER (=NUMBER(38,0))  ``org.apache.kafka.connect.data.Decimal`` (scale S)
 NUMBER, FLOAT(P)                        ``io.debezium.data.VariableScaleDecimal``
 BINARY_FLOAT / BINARY_DOUBLE            FLOAT32 / FLOAT64
@@ -36,7 +37,7 @@ import base64
 import datetime as dt
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from bronze import connect_schema as cs
@@ -135,12 +136,18 @@ def _numeric(column: OracleColumn, handling: OracleHandling) -> ColumnType:
         return ColumnType(cs.primitive("float64"), lambda v: float(_number(v)), name)
     if handling.decimal == "string":
         return ColumnType(cs.primitive("string"), lambda v: format(_number(v), "f"), name)
-    exponent = Decimal(1).scaleb(-max(scale, 0))
+    # Debezium declares NUMBER(P,S<0) as it is, Decimal scale S (negative) and precision P:
+    # unscaled values of P digits times 10^-S, which silver holds as decimal(P-S, 0).
+    exponent = Decimal(1).scaleb(-scale)
 
     def exact(value: Any) -> str:
-        return decimal_bytes(_number(value).quantize(exponent), max(scale, 0))
+        number = _number(value)
+        with localcontext() as context:
+            context.prec = max(context.prec, len(number.as_tuple().digits) + abs(scale) + 1)
+            fixed = number.quantize(exponent)
+        return decimal_bytes(fixed, scale)
 
-    return ColumnType(cs.decimal(max(scale, 0), precision=precision), exact, name, is_binary=True)
+    return ColumnType(cs.decimal(scale, precision=precision), exact, name, is_binary=True)
 
 
 def _variable_scale(handling: OracleHandling, name: str) -> ColumnType:

@@ -183,8 +183,26 @@ class SqlServerAgent(DatabaseSource):
         for name in captured:
             # A column dropped since the instance was created keeps its captured type.
             fact = facts.get(name) or ColumnFacts(name, str(kinds.get(name, "sql_variant")))
+            converted = column_type(fact, s.handling)
+            if converted is None:
+                if name in keys:
+                    raise CaptureError(
+                        f"source {self.name}: {db}.{schema}.{table}: key column {name} is of "
+                        f"type {fact.data_type}, which neither Debezium nor pyodbc maps; "
+                        "give the capture instance another unique index (@index_name)"
+                    )
+                logger.warning(
+                    "source %s: %s.%s.%s.%s: type %s is not captured (as in Debezium)",
+                    self.name,
+                    db,
+                    schema,
+                    table,
+                    name,
+                    fact.data_type,
+                )
+                continue
             columns.append(CatalogColumn(name, 0, 0, not fact.nullable, name in keys))
-            types.append(column_type(fact, s.handling))
+            types.append(converted)
         return CapturedTable(
             f"{s.server_name}.{db}",  # topic <prefix>.<db>.<schema>.<table>, as Debezium's
             schema,

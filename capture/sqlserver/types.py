@@ -3,9 +3,10 @@
 ``shared/spec/mysql-and-sqlserver.md`` §2.7: ``bit`` BOOLEAN; ``tinyint`` INT16 (SQL Server's
 tinyint is unsigned 0-255); ``smallint`` INT16; ``int`` INT32; ``bigint`` INT64; ``real`` FLOAT32;
 ``float`` FLOAT64; character types STRING; ``xml`` STRING ``io.debezium.data.Xml``;
-``datetimeoffset`` STRING ``io.debezium.time.ZonedTimestamp`` (UTC); ``binary``/``varbinary``/
-``image`` per ``binary.handling.mode``; ``decimal``/``numeric``/``money``/``smallmoney`` per
-``decimal.handling.mode``; ``uniqueidentifier`` STRING. Temporal types per
+``datetimeoffset`` STRING ``io.debezium.time.ZonedTimestamp`` (UTC, to 100 ns);
+``binary``/``varbinary``/``image`` per ``binary.handling.mode``;
+``decimal``/``numeric``/``money``/``smallmoney`` per ``decimal.handling.mode``;
+``uniqueidentifier`` STRING. Temporal types per
 ``time.precision.mode``: ``adaptive``: ``date`` Date; ``time(0-3)`` Time (ms), ``time(4-6)``
 MicroTime, ``time(7)`` NanoTime; ``datetime``, ``smalldatetime``, ``datetime2(0-3)`` Timestamp,
 ``datetime2(4-6)`` MicroTimestamp, ``datetime2(7)`` NanoTimestamp; ``connect``: Connect's
@@ -17,6 +18,7 @@ time); no driver is imported here.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,18 +82,26 @@ def _time_micros(value: Any) -> int:
 
 
 def _zoned(value: Any) -> str:
-    """``datetimeoffset`` as UTC text; pyodbc gives a datetime with tzinfo through an output
-    converter, or the server's text ``2018-06-20 15:13:16.9451040 +02:00``."""
+    """``datetimeoffset`` as UTC text, to its 100 ns: the connection's output converter hands the
+    server's text (``2018-06-20 15:13:16.945104100 +02:00``, as FreeTDS with TDS < 7.3 does too,
+    with 7 digits), or a ``datetime`` with tzinfo (microseconds)."""
+    nanos = 0
     if isinstance(value, str):
         text = value.strip()
         stamp, _, offset = text.rpartition(" ")
         if "." in stamp:
             head, frac = stamp.split(".")
-            stamp = f"{head}.{frac[:6]}"
+            digits = (frac + "000000000")[:9]
+            stamp, nanos = f"{head}.{digits[:6]}", int(digits[6:])
         value = dt.datetime.fromisoformat(f"{stamp}{offset}")
     if not isinstance(value, dt.datetime) or value.tzinfo is None:
         raise TypeError(f"not a datetimeoffset: {value!r}")
-    return ct.format_utc(_micros_since_epoch(value.astimezone(dt.UTC)))
+    micros = _micros_since_epoch(value.astimezone(dt.UTC))
+    if not nanos:
+        return ct.format_utc(micros)
+    # java.time prints nine digits once the value has sub-microsecond digits
+    seconds, fraction = divmod(micros, 1_000_000)
+    return ct.format_utc(seconds * 1_000_000)[:-1] + f".{fraction * 1000 + nanos:09d}Z"
 
 
 def _epoch_days(value: Any) -> int:
@@ -147,11 +157,14 @@ _SIMPLE: dict[str, tuple[str, Callable[[Any], Any]]] = {
 _TEXT = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext", "sysname"})
 
 
-def column_type(facts: ColumnFacts, handling: SqlServerHandling) -> ColumnType:
-    """The Debezium representation of one column.
+def column_type(facts: ColumnFacts, handling: SqlServerHandling) -> ColumnType | None:
+    """The Debezium representation of one column; None for ``sql_variant``.
 
-    Unknown types (``sql_variant``, ``hierarchyid``, spatial types) land as their text, with
-    ``known`` False, rather than being dropped.
+    ``sql_variant`` has no mapping in Debezium (a JDBC type its converters do not know: the
+    column is ignored) nor in pyodbc (ODBC type -150); the agent leaves it out, with a warning.
+    The CLR types (``hierarchyid``, ``geometry``, ``geography``, user-defined ones; FreeTDS's
+    ``SQL_LONGVARBINARY``, Microsoft's driver's -151) are not in the seed's tables: they land as
+    their serialized bytes under ``binary.handling.mode``, with ``known`` False.
     """
     kind = facts.data_type.lower()
     if kind in _SIMPLE:
@@ -174,7 +187,9 @@ def column_type(facts: ColumnFacts, handling: SqlServerHandling) -> ColumnType:
         )
     if kind in ("binary", "varbinary", "image", "timestamp", "rowversion"):
         return ct.binary_column(handling.binary, facts.data_type)
-    return ColumnType(cs.primitive("string"), str, kind, known=False)
+    if kind == "sql_variant":
+        return None
+    return dataclasses.replace(ct.binary_column(handling.binary, facts.data_type), known=False)
 
 
 def _asdict(facts: ColumnFacts) -> dict[str, Any]:

@@ -36,6 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from tests.db2model.server import IBMSNAP, Column, Db2Model, decode
+from tests.sqlite_model import (
+    DatabaseError,
+    Error,
+    InterfaceError,
+    OperationalError,
+    ProgrammingError,
+    ResultCursor,
+)
 
 __all__ = [
     "Connection",
@@ -52,26 +60,6 @@ apilevel = "2.0"
 paramstyle = "qmark"
 
 _CLI = "[IBM][CLI Driver][DB2/LINUXX8664]"
-
-
-class Error(Exception):
-    """pyodbc.Error: ``args`` = (sqlstate, message)."""
-
-
-class DatabaseError(Error):
-    """pyodbc.DatabaseError."""
-
-
-class OperationalError(DatabaseError):
-    """pyodbc.OperationalError."""
-
-
-class ProgrammingError(DatabaseError):
-    """pyodbc.ProgrammingError."""
-
-
-class InterfaceError(Error):
-    """pyodbc.InterfaceError."""
 
 
 def _error(cls: type[Error], state: str, text: str) -> Error:
@@ -200,14 +188,12 @@ _WITH_ISOLATION = re.compile(r" WITH (UR|CS|RS|RR)$")
 _TIME_COLUMNS = frozenset({"IBMSNAP_LOGMARKER", "SYNCHTIME"})
 
 
-class Cursor:
+class Cursor(ResultCursor):
     """A cursor of a :class:`Connection`."""
 
     def __init__(self, conn: Connection) -> None:
+        super().__init__()
         self.connection = conn
-        self.description: list[tuple[Any, ...]] | None = None
-        self._rows: list[tuple[Any, ...]] = []
-        self._at = 0
 
     def execute(self, sql: str, *params: Any) -> Cursor:
         """Run one statement (parameters as arguments or one sequence)."""
@@ -246,10 +232,6 @@ class Cursor:
                 f"SQL0104N  The Db2 model does not know the statement {sql!r}.  SQLSTATE=42601",
             )
         return self
-
-    def _result(self, names: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
-        self.description = [(n, None, None, None, None, None, True) for n in names]
-        self._rows = rows
 
     def _run(self, lite: sqlite3.Connection, text: str, args: Sequence[Any]) -> sqlite3.Cursor:
         if self.connection.isolation in ("RR", "RS") and not lite.in_transaction:
@@ -345,29 +327,6 @@ class Cursor:
             for raw in self._run(lite, sql, args).fetchall()
         ]
         self._result([c.name for c in selected], rows)
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        """The next row, or None."""
-        if self._at >= len(self._rows):
-            return None
-        self._at += 1
-        return self._rows[self._at - 1]
-
-    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
-        """Up to ``size`` rows."""
-        rows = self._rows[self._at : self._at + size]
-        self._at += len(rows)
-        return rows
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        """The remaining rows."""
-        rows = self._rows[self._at :]
-        self._at = len(self._rows)
-        return rows
-
-    def close(self) -> None:
-        """Drop the result."""
-        self._rows = []
 
 
 def _name(quoted: str) -> str:

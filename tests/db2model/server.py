@@ -32,15 +32,16 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import os
 import pickle
 import sqlite3
-import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from tests import sqlite_model
+from tests.sqlite_model import Change, SqliteInstance
 
 __all__ = ["Column", "Db2Model", "LockTimeout", "ModelTx", "decode", "encode", "lsn_of"]
 
@@ -122,62 +123,18 @@ class Column:
         return base, args[0] if args else 1, 0
 
 
-@dataclass(slots=True)
-class _Change:
-    op: str  # insert, update, delete
-    schema: str
-    table: str
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-
-
-@dataclass(slots=True)
-class ModelTx:
+class ModelTx(sqlite_model.ModelTx):
     """Changes of one transaction, applied and logged when it commits (values as pyodbc
     sends them: int, str, Decimal, date, datetime, bytes...)."""
 
-    model: Db2Model
-    db: str
-    changes: list[_Change] = field(default_factory=list)
-    truth: dict[tuple[str, str], dict[Any, dict[str, Any]]] = field(default_factory=dict)
-
-    def _rows(self, schema: str, table: str) -> dict[Any, dict[str, Any]]:
-        if (schema, table) not in self.truth:
-            self.truth[(schema, table)] = self.model.truth(self.db, schema, table)
-        return self.truth[(schema, table)]
-
-    def insert(self, schema: str, table: str, row: Mapping[str, Any]) -> None:
-        """``INSERT`` one row (missing columns are NULL)."""
-        full = {c.name: row.get(c.name) for c in self.model.columns(self.db, schema, table)}
-        key = self.model.key_of(self.db, schema, table, full)
-        rows = self._rows(schema, table)
-        if key in rows:
-            raise ValueError(f"SQL0803N duplicate key {key!r} in {schema}.{table}")
-        rows[key] = full
-        self.changes.append(_Change("insert", schema, table, None, full))
-
-    def update(self, schema: str, table: str, key: Any, values: Mapping[str, Any]) -> None:
-        """``UPDATE ... SET values WHERE <primary key> = key``."""
-        rows = self._rows(schema, table)
-        before = rows.pop(key)
-        after = {**before, **values}
-        new_key = self.model.key_of(self.db, schema, table, after)
-        if new_key in rows:
-            raise ValueError(f"SQL0803N duplicate key {new_key!r} in {schema}.{table}")
-        rows[new_key] = after
-        self.changes.append(_Change("update", schema, table, before, after))
-
-    def delete(self, schema: str, table: str, key: Any) -> None:
-        """``DELETE ... WHERE <primary key> = key``."""
-        before = self._rows(schema, table).pop(key)
-        self.changes.append(_Change("delete", schema, table, before, None))
+    DUPLICATE = "SQL0803N duplicate key {key!r} in {schema}.{table}"
 
 
 class LockTimeout(RuntimeError):
     """A write met a lock a snapshot holds (SQL0911N reason 68; the model does not wait)."""
 
 
-class Db2Model:
+class Db2Model(SqliteInstance):
     """A modelled Db2 instance under ``root`` (see the module docstring).
 
     Args:
@@ -185,59 +142,8 @@ class Db2Model:
     """
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        if not self._server_file.exists():
-            _replace(
-                self._server_file,
-                {"refuse": False, "generation": 0, "capture": True, "databases": []},
-            )
-
-    # --- instance level ------------------------------------------------------------------------
-    @property
-    def _server_file(self) -> Path:
-        return self.root / "server.json"
-
-    def server_state(self) -> dict[str, Any]:
-        """``refuse`` (instance down), ``generation`` (restarts), ``capture`` (ASN capture
-        running), ``databases``."""
-        state: dict[str, Any] = json.loads(self._server_file.read_text())
-        return state
-
-    def _set(self, **changes: Any) -> None:
-        _replace(self._server_file, {**self.server_state(), **changes})
-
-    def set_down(self, down: bool) -> None:
-        """Make the instance refuse connections (``db2stop``) or accept them again."""
-        self._set(refuse=down)
-
-    def restart(self) -> None:
-        """Restart the instance: every open connection breaks (SQL30081N)."""
-        self._set(generation=int(self.server_state()["generation"]) + 1)
-
-    def path(self, db: str) -> Path:
-        """The SQLite file of database ``db``."""
-        return self.root / f"{db}.sqlite"
-
-    def open(self, db: str) -> sqlite3.Connection:
-        """A SQLite connection to ``db`` in autocommit mode (transactions are explicit)."""
-        conn = sqlite3.connect(self.path(db), isolation_level=None, timeout=30)
-        conn.execute("PRAGMA busy_timeout = 30000")
-        return conn
-
-    @contextlib.contextmanager
-    def _write(self, db: str) -> Iterator[sqlite3.Connection]:
-        conn = self.open(db)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        finally:
-            conn.close()
+        # ``capture``: ASN capture running; ``databases``: the instance's databases.
+        super().__init__(root, {"capture": True, "databases": []})
 
     def create_database(
         self, db: str, *, asn: bool = True, width: int = 16, log_start: int = FIRST_LSN
@@ -469,7 +375,7 @@ class Db2Model:
                 self._capture(conn)
         return commit_lsn
 
-    def _apply(self, conn: sqlite3.Connection, change: _Change) -> None:
+    def _apply(self, conn: sqlite3.Connection, change: Change) -> None:
         inner, columns = self.lookup(conn, change.schema, change.table)
         pk = [(i, c) for i, c in enumerate(columns) if c.pk]
         if change.before is not None:
@@ -543,35 +449,14 @@ class Db2Model:
             (self.wire(conn, end), dt.datetime.now().isoformat(sep=" ")),
         )
 
-    # --- locks ---------------------------------------------------------------------------------
-    def lock(self, db: str, schema: str, table: str, holder: str) -> None:
-        """A session holds a lock on a table that blocks writers until it commits."""
-        locks = self._locks()
-        locks[f"{db}\x00{schema}\x00{table}"] = holder
-        _replace(self.root / "locks.json", locks)
-
-    def release(self, holder: str) -> None:
-        """The session committed: its locks go."""
-        held = self._locks()
-        locks = {k: v for k, v in held.items() if v != holder}
-        if locks != held:
-            _replace(self.root / "locks.json", locks)
-
-    def _locks(self) -> dict[str, str]:
-        path = self.root / "locks.json"
-        return json.loads(path.read_text()) if path.exists() else {}
-
-    def _check_locks(self, db: str, tables: set[tuple[str, str]]) -> None:
-        locks = self._locks()
-        for schema, table in sorted(tables):
-            if f"{db}\x00{schema}\x00{table}" in locks:
-                raise LockTimeout(
-                    "SQL0911N The current transaction has been rolled back because of a deadlock "
-                    f'or timeout. Reason code "68". SQLSTATE=40001 ({schema}.{table})'
-                )
+    def _lock_timeout(self, schema: str, table: str, holder: str) -> Exception:
+        return LockTimeout(
+            "SQL0911N The current transaction has been rolled back because of a deadlock "
+            f'or timeout. Reason code "68". SQLSTATE=40001 ({schema}.{table})'
+        )
 
 
-def _cd_rows(change: _Change) -> list[tuple[str, dict[str, Any]]]:
+def _cd_rows(change: Change) -> list[tuple[str, dict[str, Any]]]:
     """The CD rows of one change (``CHG_UPD_TO_DEL_INS = 'Y'``)."""
     if change.op == "insert":
         assert change.after is not None
@@ -581,13 +466,6 @@ def _cd_rows(change: _Change) -> list[tuple[str, dict[str, Any]]]:
         return [("D", change.before)]
     assert change.before is not None and change.after is not None
     return [("D", change.before), ("I", change.after)]
-
-
-def _replace(path: Path, state: Mapping[str, Any]) -> None:
-    """Write ``path`` atomically: readers in other processes see the old or the new state."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(json.dumps(state))
-    os.replace(tmp, path)
 
 
 _CATALOG = """

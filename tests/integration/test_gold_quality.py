@@ -372,3 +372,104 @@ def test_severity_resolution_and_the_late_reason_silver_uses(tmp_path: Path) -> 
     assert severity_of("expectation:x", cfg, Severity.BLOCK) is Severity.BLOCK
     # The late-events check finds silver's refusals by this text; it must be what silver writes.
     assert f'"{LATE_REASON}: ' in inspect.getsource(merge)
+
+
+def test_the_history_of_real_runs_renders_in_headless_chromium(
+    spark: Any, good_lake: tuple[Path, Cut], browser: Any, tmp_path: Path
+) -> None:
+    """Real full runs on the good lake, ``freshness`` failing in the last (``gold/report*.py``).
+
+    The lake's history holds the first test's run (clock 10 s after the cut's source time; run
+    here when this test runs alone); two more runs follow at 30 s and two hours (SLO 60 s),
+    gold published after the first of them. The report of the last run, opened in Chromium,
+    must load without console errors and show ``freshness`` newly failing on both tables, a
+    strip with a cell per run for every check, and a point per run on every plot.
+    """
+    from selenium.webdriver.common.by import By
+
+    from gold.publish import publish
+    from gold.report_history import read_history
+    from gold.report_measures import BRONZE_TO_SILVER, FRESHNESS, SOURCE_TO_BRONZE
+    from tests.fix_browser import ARTIFACTS
+
+    lake = tmp_path / "lake"
+    shutil.copytree(good_lake[0], lake)
+    cut = good_lake[1]
+    assert cut.source_time is not None
+    cfg = config(lake)
+    clocks = [30, 7200] if read_history(lake, 30).runs else [10, 30, 7200]
+    runs = []
+    for seconds in clocks:
+        now = cut.source_time + dt.timedelta(seconds=seconds)
+        runs.append(run_quality(spark, cfg, lake, {"shop": cut}, now=now))
+        if len(runs) == 1:
+            publish(lake, [cut], quality_run=runs[0].run_id)
+    tables = sorted({t.collection for t in cut.tables.values()})
+    failures = [
+        (i, r.table, r.check) for i, run in enumerate(runs) for r in run.results if not r.success
+    ]
+    assert failures == [(len(runs) - 1, t, "freshness") for t in tables]
+    history = read_history(lake, 30)
+    assert len(history.runs) == 3 and history.runs[-1].run_id == runs[-1].run_id
+    index = runs[-1].report_path
+    assert index is not None and index.name == "index.html"
+    page = index.read_text().replace("xmlns='http://www.w3.org/2000/svg'", "")
+    assert "http://" not in page and "https://" not in page  # nothing fetched
+    checks = {t: {r.check for r in runs[-1].results if r.table == t} for t in tables}
+
+    browser.get(index.as_uri())
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    newly = browser.find_elements(By.CSS_SELECTOR, "#newly-failing-list li")
+    assert sorted(li.text.split(" fails")[0] for li in newly) == [
+        f"freshness on shop.{t}" for t in tables
+    ]
+    assert all("first failure" in li.text and "(was: passed)" in li.text for li in newly)
+
+    for table in tables:
+        strips = browser.find_element(By.CSS_SELECTOR, f"table.strips[data-table='{table}']")
+        rows = strips.find_elements(By.TAG_NAME, "tr")
+        assert {row.find_element(By.TAG_NAME, "code").text for row in rows} == checks[table]
+        for row in rows:
+            assert len(row.find_elements(By.CSS_SELECTOR, "rect.cell")) == 3, row.text
+        # Failing now, so first: passed, passed, warned; the hover names the run and the lag.
+        assert rows[0].find_element(By.TAG_NAME, "code").text == "freshness"
+        statuses = browser.execute_script(
+            "return Array.from(arguments[0].querySelectorAll('rect.cell'))"
+            ".map(c => c.getAttribute('class'))",
+            rows[0],
+        )
+        assert statuses == ["cell pass", "cell pass", "cell warn"]
+        hover = browser.execute_script(
+            "return arguments[0].querySelector('rect.warn title').textContent", rows[0]
+        )
+        assert runs[-1].run_id in hover and "lag 7200.0 s" in hover
+
+        plots = browser.find_element(By.CSS_SELECTOR, f"div.plots[data-table='{table}']")
+
+        def heights(series: str, plots: Any = plots) -> list[float]:
+            found = plots.find_elements(By.CSS_SELECTOR, f"circle.pt[data-series='{series}']")
+            return [float(c.get_attribute("cy")) for c in found]
+
+        measured = {
+            name: [
+                m.value
+                for r in history.runs
+                for m in r.measures
+                if (m.table, m.name) == (table, name)
+            ]
+            for name in (SOURCE_TO_BRONZE, BRONZE_TO_SILVER, FRESHNESS)
+        }
+        rows_at = heights("rows")
+        assert len(rows_at) == 3 and len(set(rows_at)) == 1  # one cut, three runs
+        assert len(heights("quarantined")) == 3
+        assert len(heights("→gold")) == 3  # every run checked the cut gold shows
+        assert len(heights("→bronze")) == len(measured[SOURCE_TO_BRONZE]) == 3
+        assert len(heights("→silver")) == len(measured[BRONZE_TO_SILVER]) == 3
+        # Freshness grows with the clock: each point higher (a smaller y) than the one before.
+        fresh = heights("freshness")
+        assert len(fresh) == 3 and fresh[0] > fresh[1] > fresh[2]
+        assert measured[FRESHNESS][2] - measured[FRESHNESS][0] == pytest.approx(7190)
+
+    browser.set_window_size(1400, 1000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert browser.save_screenshot(str(ARTIFACTS / "quality-report-history.png"))

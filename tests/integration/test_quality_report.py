@@ -2,31 +2,26 @@
 
 A run with passing, warning and blocking results (and values that would break an unescaped
 page) is written with :func:`gold.report.write_report`, opened from disk in Chromium through
-Debian's chromedriver, checked for console errors and for what a person must see, and
-photographed to ``test-artifacts/quality-report.png``. No Spark: the report is a pure function
-of a :class:`~gold.quality.QualityRun`, and the end-to-end test in ``test_gold_quality.py``
-checks that ``run_quality`` writes it.
+Debian's chromedriver (``tests/fix_browser.py``), checked for console errors and for what a
+person must see, and photographed to ``test-artifacts/quality-report.png``. No Spark: the
+report is a pure function of a :class:`~gold.quality.QualityRun`. The end-to-end tests in
+``test_gold_quality.py`` check that ``run_quality`` writes it, and draw the history of real
+runs in Chromium (on that module's lake, built once).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from gold.cuts import Cut, TableAtCut
 from gold.quality import CheckResult, QualityRun
 from gold.report import run_file_name, write_report
 from pipeline.config import Severity
+from tests.fix_browser import ARTIFACTS
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 HOSTILE = "<script>document.title='pwned'</script>&\"'"
 
 
@@ -100,31 +95,6 @@ def sample_run() -> QualityRun:
         {"shop": cut},
         results,
     )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless Chromium through Debian's chromedriver; missing either fails the test."""
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing or shutil.which(str(CHROMEDRIVER)) is None:
-        pytest.fail(
-            f"{', '.join(missing) or CHROMEDRIVER} not installed: run `make bootstrap` "
-            "(installs Debian's chromium and chromium-driver)",
-            pytrace=False,
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def png_size(data: bytes) -> tuple[int, int]:

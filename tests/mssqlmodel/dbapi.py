@@ -23,6 +23,20 @@ Each statement is matched against the forms Microsoft documents for it:
 
 Errors carry pyodbc's ``(sqlstate, message)`` arguments: a server that is down or restarted is
 ``OperationalError('08S01', ...)``, as FreeTDS reports it.
+
+Columns of the types FreeTDS reports with an ODBC type pyodbc has no mapping for
+(``datetimeoffset``: -155 ``SQL_SS_TIMESTAMPOFFSET``; ``sql_variant``: 0 ``SQL_UNKNOWN_TYPE``,
+FreeTDS's ``data_variant_server_to_sql_type`` "TODO support it"; Microsoft's driver says -150)
+fail the fetch of a row with pyodbc's ``ProgrammingError('HY106', 'ODBC SQL type -155 is not
+yet supported.  column-index=N  type=-155')`` unless the connection registered an output
+converter for the type (``Connection.add_output_converter``, pyodbc wiki "Using an Output
+Converter function", mkleehammer/pyodbc#134, #404); the converter gets the value as the
+driver's ``SQL_C_BINARY`` bytes (``None`` for NULL): a ``datetimeoffset`` as FreeTDS's
+``odbc_convert_datetime_to_binary`` writes it, ``SQL_SS_TIMESTAMPOFFSET_STRUCT`` (``struct``
+``<6hI2h``: the local year, month, day, hour, minute, second, the fraction in nanoseconds, the
+offset's hours and minutes, both negative west of UTC). FreeTDS reports the CLR types
+(``hierarchyid``, ``geometry``, ``geography``) as ``SQL_LONGVARBINARY``: their bytes
+(Microsoft's driver says -151 ``SQL_SS_UDT``, for which the agent registers a converter too).
 """
 
 from __future__ import annotations
@@ -30,12 +44,21 @@ from __future__ import annotations
 import datetime as dt
 import re
 import sqlite3
+import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from tests.mssqlmodel.server import ZERO_LSN, Column, SqlServerModel, decode
+from tests.sqlite_model import (
+    DatabaseError,
+    Error,
+    InterfaceError,
+    OperationalError,
+    ProgrammingError,
+    ResultCursor,
+)
 
 __all__ = [
     "Connection",
@@ -50,26 +73,6 @@ __all__ = [
 
 apilevel = "2.0"
 paramstyle = "qmark"
-
-
-class Error(Exception):
-    """pyodbc.Error: ``args`` = (sqlstate, message)."""
-
-
-class DatabaseError(Error):
-    """pyodbc.DatabaseError."""
-
-
-class OperationalError(DatabaseError):
-    """pyodbc.OperationalError (``08S01``: the link to the server is gone)."""
-
-
-class ProgrammingError(DatabaseError):
-    """pyodbc.ProgrammingError (``42000``: a statement SQL Server rejects)."""
-
-
-class InterfaceError(Error):
-    """pyodbc.InterfaceError."""
 
 
 def connect(connection_string: str, *, autocommit: bool = False, timeout: int = 0) -> Connection:
@@ -121,6 +124,7 @@ class Connection:
         self._isolation = "READ COMMITTED"
         self._id = uuid.uuid4().hex
         self.statements: list[str] = []
+        self.converters: dict[int, Callable[[Any], Any]] = {}
 
     def cursor(self) -> Cursor:
         """A cursor."""
@@ -158,9 +162,17 @@ class Connection:
             self._sqlite = None
             self.model.release(self._id)
 
-    def add_output_converter(self, sqltype: int, func: Any) -> None:
-        """Accepted; the model returns values already converted."""
-        return None
+    def add_output_converter(self, sqltype: int, func: Callable[[Any], Any] | None) -> None:
+        """``pyodbc.Connection.add_output_converter``: ``func`` turns the driver's bytes of
+        ``sqltype`` columns into the value fetched (None removes it)."""
+        if func is None:
+            self.converters.pop(sqltype, None)
+        else:
+            self.converters[sqltype] = func
+
+    def get_output_converter(self, sqltype: int) -> Callable[[Any], Any] | None:
+        """The converter registered for ``sqltype``, or None."""
+        return self.converters.get(sqltype)
 
 
 _AGENT_QUERY = re.compile(
@@ -217,14 +229,94 @@ _HELP_COLUMNS = (
 _DATETIME_COLUMNS = frozenset({"tran_begin_time", "tran_end_time", "create_date"})
 
 
-class Cursor:
+SQL_UNKNOWN_TYPE = 0
+SQL_SS_TIMESTAMPOFFSET = -155
+_UNMAPPED = {"datetimeoffset": SQL_SS_TIMESTAMPOFFSET, "sql_variant": SQL_UNKNOWN_TYPE}
+"""SQL Server types pyodbc has no mapping for, by the ODBC type FreeTDS reports for them."""
+_CLR = frozenset({"hierarchyid", "geometry", "geography"})
+"""Reported as ``SQL_LONGVARBINARY`` by FreeTDS: pyodbc returns their bytes."""
+_OFFSET_TEXT = re.compile(
+    r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,7}))? ?([+-])(\d\d):(\d\d)$"
+)
+
+
+def offset_struct(value: Any) -> bytes:
+    """A stored ``datetimeoffset`` (text with up to 7 fraction digits, or an aware datetime) as
+    ``SQL_SS_TIMESTAMPOFFSET_STRUCT``."""
+    text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else str(value).strip()
+    match = _OFFSET_TEXT.match(text)
+    if match is None:
+        raise ValueError(f"not a datetimeoffset: {value!r}")
+    y, mo, d, h, mi, sec, fraction, sign, oh, om = match.groups()
+    nanos = int(((fraction or "") + "000000000")[:9])
+    factor = -1 if sign == "-" else 1
+    fields = (int(y), int(mo), int(d), int(h), int(mi), int(sec))
+    return struct.pack("<6hI2h", *fields, nanos, factor * int(oh), factor * int(om))
+
+
+def _driver_bytes(base: str, value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if base == "datetimeoffset":
+        return offset_struct(value)
+    return bytes(value) if isinstance(value, bytes | bytearray) else str(value).encode("utf-8")
+
+
+class Cursor(ResultCursor):
     """A cursor of a :class:`Connection`."""
 
     def __init__(self, conn: Connection) -> None:
+        super().__init__()
         self.connection = conn
-        self.description: list[tuple[Any, ...]] | None = None
-        self._rows: list[tuple[Any, ...]] = []
-        self._at = 0
+        self._unsupported: ProgrammingError | None = None
+
+    def _check_fetch(self) -> None:
+        # pyodbc fails on the first row it reads a column of an unmapped type from
+        if self._unsupported is not None and self._at < len(self._rows):
+            raise self._unsupported
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        """The next row, or None."""
+        self._check_fetch()
+        return super().fetchone()
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        """Up to ``size`` rows."""
+        self._check_fetch()
+        return super().fetchmany(size)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        """The remaining rows."""
+        self._check_fetch()
+        return super().fetchall()
+
+    def _typed(self, names: Sequence[str], types: dict[str, Column], raw: tuple[Any, ...]) -> Any:
+        """One row as pyodbc returns it; an unmapped type through the connection's converter
+        (without one, the fetch fails: :meth:`_check_fetch`)."""
+        out: list[Any] = []
+        for index, (name, value) in enumerate(zip(names, raw, strict=True)):
+            column = types.get(name)
+            code = None if column is None else _UNMAPPED.get(column.base)
+            if column is not None and code is not None:
+                convert = self.connection.converters.get(code)
+                if convert is None:
+                    self._unsupported = self._unsupported or ProgrammingError(
+                        "HY106",
+                        f"ODBC SQL type {code} is not yet supported.  column-index={index}  "
+                        f"type={code}",
+                    )
+                    out.append(None)
+                else:
+                    out.append(convert(_driver_bytes(column.base, value)))
+            elif column is not None and column.base in _CLR and value is not None:
+                out.append(_driver_bytes(column.base, value))
+            elif column is not None:
+                out.append(decode(column, value))
+            elif name in _DATETIME_COLUMNS and isinstance(value, str):
+                out.append(dt.datetime.fromisoformat(value))
+            else:
+                out.append(value)
+        return tuple(out)
 
     def execute(self, sql: str, *params: Any) -> Cursor:
         """Run one statement (pyodbc style: parameters as arguments or one sequence)."""
@@ -234,6 +326,7 @@ class Cursor:
         lite = conn._alive()
         conn.statements.append(sql)
         self._at = 0
+        self._unsupported = None
         if match := _ISOLATION.fullmatch(sql.strip()):
             conn._isolation = match.group(1).upper()
             self._result([], [])
@@ -258,10 +351,6 @@ class Cursor:
         else:
             raise ProgrammingError("42000", f"the SQL Server model does not know: {sql!r}")
         return self
-
-    def _result(self, names: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
-        self.description = [(n, None, None, None, None, None, True) for n in names]
-        self._rows = rows
 
     def _scalar(self, lite: sqlite3.Connection, name: str, params: Sequence[Any]) -> None:
         if name == "fn_cdc_get_max_lsn":
@@ -365,17 +454,8 @@ class Cursor:
         except sqlite3.Error as exc:
             raise ProgrammingError("42000", f"{exc} in {sql!r}") from None
         names = [d[0] for d in cursor.description or []]
-        rows = [
-            tuple(
-                decode(types[n], v)
-                if n in types
-                else dt.datetime.fromisoformat(v)
-                if n in _DATETIME_COLUMNS and isinstance(v, str)
-                else v
-                for n, v in zip(names, raw, strict=True)
-            )
-            for raw in cursor.fetchall()
-        ]
+        self._unsupported = None
+        rows = [self._typed(names, types, raw) for raw in cursor.fetchall()]
         self._result(names, rows)
 
     @staticmethod
@@ -396,29 +476,6 @@ class Cursor:
                 f"for the procedure or function cdc.fn_cdc_get_all_changes_{ci}. (313)",
             )
         return str(row[0]), str(row[1])
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        """The next row, or None."""
-        if self._at >= len(self._rows):
-            return None
-        self._at += 1
-        return self._rows[self._at - 1]
-
-    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
-        """Up to ``size`` rows."""
-        rows = self._rows[self._at : self._at + size]
-        self._at += len(rows)
-        return rows
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        """The remaining rows."""
-        rows = self._rows[self._at :]
-        self._at = len(self._rows)
-        return rows
-
-    def close(self) -> None:
-        """Drop the result."""
-        self._rows = []
 
 
 def _increment(lsn: bytes) -> bytes:

@@ -27,16 +27,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
-import os
 import pickle
 import sqlite3
-import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from tests import sqlite_model
+from tests.sqlite_model import Change, SqliteInstance
 
 __all__ = ["Column", "ModelTx", "SqlServerModel", "format_lsn", "lsn_of"]
 
@@ -89,62 +89,17 @@ class Column:
         return tuple(-1 if a.strip().lower() == "max" else int(a) for a in inner.split(","))
 
 
-@dataclass(slots=True)
-class _Change:
-    op: str  # insert, update, delete
-    schema: str
-    table: str
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-
-
-@dataclass(slots=True)
-class ModelTx:
+class ModelTx(sqlite_model.ModelTx):
     """Changes of one transaction, applied and logged when it commits.
 
     Obtained from :meth:`SqlServerModel.transaction`; values are what pyodbc would send
     (ints, str, Decimal, datetime, bytes...).
     """
 
-    model: SqlServerModel
-    db: str
-    changes: list[_Change] = field(default_factory=list)
-    truth: dict[tuple[str, str], dict[Any, dict[str, Any]]] = field(default_factory=dict)
-
-    def _rows(self, schema: str, table: str) -> dict[Any, dict[str, Any]]:
-        if (schema, table) not in self.truth:
-            self.truth[(schema, table)] = self.model.truth(self.db, schema, table)
-        return self.truth[(schema, table)]
-
-    def insert(self, schema: str, table: str, row: Mapping[str, Any]) -> None:
-        """``INSERT`` one row (every column; missing ones are NULL)."""
-        columns = self.model.columns(self.db, schema, table)
-        full = {c.name: row.get(c.name) for c in columns}
-        key = self.model.key_of(self.db, schema, table, full)
-        rows = self._rows(schema, table)
-        if key in rows:
-            raise ValueError(f"Violation of PRIMARY KEY constraint: duplicate key {key!r}")
-        rows[key] = full
-        self.changes.append(_Change("insert", schema, table, None, full))
-
-    def update(self, schema: str, table: str, key: Any, values: Mapping[str, Any]) -> None:
-        """``UPDATE ... SET values WHERE <primary key> = key``."""
-        rows = self._rows(schema, table)
-        before = rows.pop(key)
-        after = {**before, **values}
-        new_key = self.model.key_of(self.db, schema, table, after)
-        if new_key in rows:
-            raise ValueError(f"Violation of PRIMARY KEY constraint: duplicate key {new_key!r}")
-        rows[new_key] = after
-        self.changes.append(_Change("update", schema, table, before, after))
-
-    def delete(self, schema: str, table: str, key: Any) -> None:
-        """``DELETE ... WHERE <primary key> = key``."""
-        before = self._rows(schema, table).pop(key)
-        self.changes.append(_Change("delete", schema, table, before, None))
+    DUPLICATE = "Violation of PRIMARY KEY constraint: duplicate key {key!r}"
 
 
-class SqlServerModel:
+class SqlServerModel(SqliteInstance):
     """A modelled SQL Server under ``root`` (see the module docstring).
 
     Args:
@@ -152,69 +107,17 @@ class SqlServerModel:
     """
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        if not self._server_file.exists():
-            self._save_server({"agent_running": True, "databases": {}, "refuse": False})
+        # ``agent_running``: SQL Server Agent (the capture job); ``databases``: name -> CDC on.
+        super().__init__(root, {"agent_running": True, "databases": {}})
 
     # --- server level ------------------------------------------------------------------------
-    @property
-    def _server_file(self) -> Path:
-        return self.root / "server.json"
-
-    def server_state(self) -> dict[str, Any]:
-        """``agent_running``, ``databases`` (name -> CDC enabled), ``refuse`` (server down)."""
-        state: dict[str, Any] = json.loads(self._server_file.read_text())
-        return state
-
-    def _save_server(self, state: dict[str, Any]) -> None:
-        _replace(self._server_file, state)
-
     def set_agent(self, running: bool) -> None:
         """Start or stop SQL Server Agent (the capture job); a start harvests the waiting log."""
-        state = self.server_state()
-        state["agent_running"] = running
-        self._save_server(state)
+        self._set(agent_running=running)
         if running:
-            for db in state["databases"]:
+            for db in self.server_state()["databases"]:
                 with self._write(db) as conn:
                     self._capture_job(conn)
-
-    def set_down(self, down: bool) -> None:
-        """Make the server refuse connections (``down``) or accept them again."""
-        state = self.server_state()
-        state["refuse"] = down
-        self._save_server(state)
-
-    def restart(self) -> None:
-        """Restart the server: every open session's link breaks (``08S01``)."""
-        state = self.server_state()
-        state["generation"] = int(state.get("generation", 0)) + 1
-        self._save_server(state)
-
-    def path(self, db: str) -> Path:
-        """The SQLite file of database ``db``."""
-        return self.root / f"{db}.sqlite"
-
-    def open(self, db: str) -> sqlite3.Connection:
-        """A SQLite connection to ``db`` in autocommit mode (transactions are explicit)."""
-        conn = sqlite3.connect(self.path(db), isolation_level=None, timeout=30)
-        conn.execute("PRAGMA busy_timeout = 30000")
-        return conn
-
-    @contextlib.contextmanager
-    def _write(self, db: str) -> Iterator[sqlite3.Connection]:
-        conn = self.open(db)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        finally:
-            conn.close()
 
     def create_database(self, db: str, *, cdc: bool = True, log_start: bytes = FIRST_LSN) -> None:
         """``CREATE DATABASE``, and ``EXEC sys.sp_cdc_enable_db`` unless ``cdc`` is False; its
@@ -226,15 +129,11 @@ class SqlServerModel:
             conn.execute("INSERT OR IGNORE INTO [model.state] VALUES ('lsn', ?)", (log_start,))
         finally:
             conn.close()
-        state = self.server_state()
-        state["databases"][db] = cdc
-        self._save_server(state)
+        self._set(databases={**self.server_state()["databases"], db: cdc})
 
     def enable_cdc(self, db: str) -> None:
         """``EXEC sys.sp_cdc_enable_db``."""
-        state = self.server_state()
-        state["databases"][db] = True
-        self._save_server(state)
+        self._set(databases={**self.server_state()["databases"], db: True})
 
     # --- tables ------------------------------------------------------------------------------
     def create_table(self, db: str, schema: str, table: str, columns: Sequence[Column]) -> None:
@@ -436,7 +335,7 @@ class SqlServerModel:
                 self._capture_job(conn)
         return commit_lsn
 
-    def _apply(self, conn: sqlite3.Connection, db: str, change: _Change) -> None:
+    def _apply(self, conn: sqlite3.Connection, db: str, change: Change) -> None:
         columns = self.columns(db, change.schema, change.table)
         pk = [c for c in columns if c.pk]
         name = f"[{change.schema}.{change.table}]"
@@ -519,39 +418,10 @@ class SqlServerModel:
         ).fetchall()
         return [Column(n, t, bool(nl), bool(pk)) for n, t, nl, pk in rows]
 
-    # --- locks (repeatable_read / exclusive snapshots) ----------------------------------------
-    def lock(self, db: str, schema: str, table: str, holder: str) -> None:
-        """A session holds a lock on a table that blocks writers until it commits."""
-        locks = self._locks()
-        locks[f"{db}.{schema}.{table}"] = holder
-        _replace(self.root / "locks.json", locks)
-
-    def release(self, holder: str) -> None:
-        """The session committed: its locks go."""
-        held = self._locks()
-        locks = {k: v for k, v in held.items() if v != holder}
-        if locks != held:
-            _replace(self.root / "locks.json", locks)
-
-    def _locks(self) -> dict[str, str]:
-        path = self.root / "locks.json"
-        return json.loads(path.read_text()) if path.exists() else {}
-
-    def _check_locks(self, db: str, tables: set[tuple[str, str]]) -> None:
-        locks = self._locks()
-        for schema, table in tables:
-            if f"{db}.{schema}.{table}" in locks:
-                raise LockTimeout(
-                    f"Lock request time out period exceeded (1222): {schema}.{table} is locked "
-                    f"by {locks[f'{db}.{schema}.{table}']}"
-                )
-
-
-def _replace(path: Path, state: Mapping[str, Any]) -> None:
-    """Write ``path`` atomically: readers in other processes see the old or the new state."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(json.dumps(state))
-    os.replace(tmp, path)
+    def _lock_timeout(self, schema: str, table: str, holder: str) -> Exception:
+        return LockTimeout(
+            f"Lock request time out period exceeded (1222): {schema}.{table} is locked by {holder}"
+        )
 
 
 class LockTimeout(RuntimeError):
@@ -562,7 +432,7 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
-def _change_rows(change: _Change, keys: list[str]) -> list[tuple[int, dict[str, Any]]]:
+def _change_rows(change: Change, keys: list[str]) -> list[tuple[int, dict[str, Any]]]:
     """The change rows of one logged change: ``(__$operation, image)``."""
     if change.op == "insert":
         assert change.after is not None
@@ -577,7 +447,7 @@ def _change_rows(change: _Change, keys: list[str]) -> list[tuple[int, dict[str, 
     return [(3, change.before), (4, change.after)]
 
 
-def _update_mask(names: Sequence[str], change: _Change, op: int) -> bytes:
+def _update_mask(names: Sequence[str], change: Change, op: int) -> bytes:
     bits = 0
     for i, name in enumerate(names):
         if (

@@ -470,7 +470,7 @@ class OracleModel:
 
     def insert(self, xid: str, owner: str, name: str, row: dict[str, Any]) -> str:
         tx, table = self._started(xid), self.tables[(owner, name)]
-        row = {c.name: row.get(c.name) for c in table.columns}
+        row = _stored(table, {c.name: row.get(c.name) for c in table.columns})
         row_id = self._row_id(table)
         table.live[row_id] = row
         tx.changes.append(Change((owner, name), row_id, None, row))
@@ -483,7 +483,7 @@ class OracleModel:
         tx, table = self._started(xid), self.tables[(owner, name)]
         row_id = self.find(owner, name, key)
         before = table.live[row_id]
-        after = {**before, **values}
+        after = _stored(table, {**before, **values})
         table.live[row_id] = after
         tx.changes.append(Change((owner, name), row_id, before, after))
         self._redo_dml(tx, table, row_id, before, after)
@@ -666,6 +666,19 @@ class OracleModel:
     def committed_rows(self, owner: str, name: str) -> list[dict[str, Any]]:
         """The table's rows as committed now (the ground truth)."""
         return list(self.tables[(owner, name)].committed(self.scn).values())
+
+
+_EMPTY_IS_NULL = frozenset({"CHAR", "NCHAR", "VARCHAR2", "NVARCHAR2", "VARCHAR", "RAW"})
+"""Types whose empty value Oracle stores as NULL (a zero-length string is NULL; LOBs have
+``EMPTY_CLOB()``/``EMPTY_BLOB()``, which are not)."""
+
+
+def _stored(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` as Oracle stores it: ``''`` and ``b''`` in character and RAW columns are NULL."""
+    kinds = {c.name: c.data_type for c in table.columns}
+    return {
+        n: None if kinds.get(n) in _EMPTY_IS_NULL and v in ("", b"") else v for n, v in row.items()
+    }
 
 
 def _qualified(table: Table) -> str:

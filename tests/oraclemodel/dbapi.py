@@ -8,6 +8,14 @@ and the LogMiner session, which is private to the connection (``ADD_LOGFILE`` re
 ``START_LOGMNR`` checks that the registered logs cover the SCN range of every thread, the
 ``V$LOGMNR_CONTENTS`` query returns their rows). Errors carry Oracle's codes and texts.
 
+Fetched values are typed as python-oracledb types them (its documentation and sources, thin
+mode), not as a test stored them: ``NUMBER`` is an ``int`` when the column's scale is 0 (or the
+``NUMBER`` is unconstrained) and the value integral, else a binary ``float``, unless an output
+type handler (``Connection.outputtypehandler`` / ``Cursor.outputtypehandler``, the
+``(cursor, metadata)`` form) returns ``cursor.var(decimal.Decimal)``; ``TIMESTAMP WITH TIME
+ZONE`` is a naive ``datetime`` holding the value's own wall clock, its offset dropped
+(oracle/python-oracledb#274, #373); ``SYS_EXTRACT_UTC(...)`` is a naive ``TIMESTAMP`` in UTC.
+
 The agent picks this module instead of ``oracledb`` when ``MEDALLION_ORACLE_DBAPI`` names it.
 """
 
@@ -16,17 +24,23 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
 from tests.oraclemodel.database import (
     MAX_SCN,
+    Column,
     OracleModel,
     RedoRow,
 )
 
 __all__ = [
+    "DB_TYPE_NUMBER",
+    "DB_TYPE_TIMESTAMP",
+    "DB_TYPE_TIMESTAMP_TZ",
     "DatabaseError",
     "Error",
     "InterfaceError",
@@ -52,6 +66,127 @@ class OperationalError(DatabaseError):
 
 class InterfaceError(Error):
     """The connection was closed."""
+
+
+@dataclass(frozen=True)
+class DbType:
+    """A database type object (``oracledb.DB_TYPE_*``): compared by identity."""
+
+    name: str
+
+
+DB_TYPE_NUMBER = DbType("DB_TYPE_NUMBER")
+DB_TYPE_BINARY_FLOAT = DbType("DB_TYPE_BINARY_FLOAT")
+DB_TYPE_BINARY_DOUBLE = DbType("DB_TYPE_BINARY_DOUBLE")
+DB_TYPE_VARCHAR = DbType("DB_TYPE_VARCHAR")
+DB_TYPE_NVARCHAR = DbType("DB_TYPE_NVARCHAR")
+DB_TYPE_CHAR = DbType("DB_TYPE_CHAR")
+DB_TYPE_NCHAR = DbType("DB_TYPE_NCHAR")
+DB_TYPE_RAW = DbType("DB_TYPE_RAW")
+DB_TYPE_DATE = DbType("DB_TYPE_DATE")
+DB_TYPE_TIMESTAMP = DbType("DB_TYPE_TIMESTAMP")
+DB_TYPE_TIMESTAMP_TZ = DbType("DB_TYPE_TIMESTAMP_TZ")
+DB_TYPE_TIMESTAMP_LTZ = DbType("DB_TYPE_TIMESTAMP_LTZ")
+DB_TYPE_INTERVAL_DS = DbType("DB_TYPE_INTERVAL_DS")
+DB_TYPE_INTERVAL_YM = DbType("DB_TYPE_INTERVAL_YM")
+DB_TYPE_CLOB = DbType("DB_TYPE_CLOB")
+DB_TYPE_NCLOB = DbType("DB_TYPE_NCLOB")
+DB_TYPE_BLOB = DbType("DB_TYPE_BLOB")
+DB_TYPE_ROWID = DbType("DB_TYPE_ROWID")
+
+_DB_TYPES = {
+    "NUMBER": DB_TYPE_NUMBER,
+    "INTEGER": DB_TYPE_NUMBER,
+    "FLOAT": DB_TYPE_NUMBER,
+    "BINARY_FLOAT": DB_TYPE_BINARY_FLOAT,
+    "BINARY_DOUBLE": DB_TYPE_BINARY_DOUBLE,
+    "VARCHAR2": DB_TYPE_VARCHAR,
+    "VARCHAR": DB_TYPE_VARCHAR,
+    "NVARCHAR2": DB_TYPE_NVARCHAR,
+    "CHAR": DB_TYPE_CHAR,
+    "NCHAR": DB_TYPE_NCHAR,
+    "RAW": DB_TYPE_RAW,
+    "DATE": DB_TYPE_DATE,
+    "CLOB": DB_TYPE_CLOB,
+    "NCLOB": DB_TYPE_NCLOB,
+    "BLOB": DB_TYPE_BLOB,
+    "ROWID": DB_TYPE_ROWID,
+}
+
+
+def _db_type(data_type: str) -> DbType:
+    if data_type.startswith("TIMESTAMP"):
+        if "LOCAL" in data_type:
+            return DB_TYPE_TIMESTAMP_LTZ
+        return DB_TYPE_TIMESTAMP_TZ if "TIME ZONE" in data_type else DB_TYPE_TIMESTAMP
+    if data_type.startswith("INTERVAL"):
+        return DB_TYPE_INTERVAL_YM if "YEAR" in data_type else DB_TYPE_INTERVAL_DS
+    return _DB_TYPES.get(data_type, DB_TYPE_VARCHAR)
+
+
+@dataclass(frozen=True)
+class FetchInfo:
+    """The metadata python-oracledb hands a ``(cursor, metadata)`` output type handler."""
+
+    name: str
+    type_code: DbType
+    precision: int
+    scale: int
+    null_ok: bool
+
+
+def _fetch_info(name: str, column: Column, utc: bool) -> FetchInfo:
+    """As Oracle describes the select item: an unconstrained ``NUMBER`` and ``FLOAT(P)`` have
+    scale -127 (precision 0 and P), ``INTEGER`` is ``NUMBER(38,0)``; ``SYS_EXTRACT_UTC`` of a
+    zoned timestamp is a ``TIMESTAMP``."""
+    kind = column.data_type
+    precision, scale = column.precision or 0, column.scale or 0
+    if kind == "INTEGER":
+        precision, scale = 38, 0
+    elif kind == "FLOAT" or (kind == "NUMBER" and column.precision is None):
+        scale = -127
+    code = DB_TYPE_TIMESTAMP if utc else _db_type(kind)
+    return FetchInfo(name, code, precision, scale, column.nullable)
+
+
+@dataclass(frozen=True)
+class Var:
+    """What ``cursor.var(...)`` returns: the Python type fetched values take."""
+
+    type: Any
+    size: int = 0
+    arraysize: int = 1
+
+
+def _number_text(value: Any) -> str:
+    """A NUMBER as Oracle's text of it: no exponent, no trailing fractional zeros."""
+    number = value if isinstance(value, Decimal) else Decimal(str(value))
+    with localcontext() as context:
+        context.prec = len(number.as_tuple().digits) + 1  # normalize() rounds to the context
+        return format(number.normalize(), "f")
+
+
+def _fetched(info: FetchInfo, var: Var | None, value: Any) -> Any:
+    """``value`` as python-oracledb returns it for ``info`` (``var``: the handler's)."""
+    if value is None:
+        return None
+    if info.type_code is DB_TYPE_NUMBER:
+        text = _number_text(value)
+        if var is not None and var.type is Decimal:
+            return Decimal(text)
+        if var is not None and var.type is str:
+            return text
+        # get_preferred_num_type: int for scale 0 or an unconstrained NUMBER; an int only when
+        # the text has no decimal point, else float (thin and thick modes alike)
+        wants_int = info.scale == 0 or (info.scale == -127 and info.precision == 0)
+        if (var is not None and var.type is int) or (wants_int and "." not in text):
+            return int(Decimal(text))
+        return float(text)
+    if info.type_code in (DB_TYPE_BINARY_FLOAT, DB_TYPE_BINARY_DOUBLE):
+        return float(value)
+    if info.type_code is DB_TYPE_TIMESTAMP_TZ and isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None)  # the wall clock in its own zone, offset dropped
+    return value
 
 
 _SPACE = re.compile(r"\s+")
@@ -103,6 +238,7 @@ class Connection:
         self.logfiles: dict[str, tuple[int, int]] = {}
         """LogMiner's file list: name -> (thread, sequence) the file held when added."""
         self.mining: tuple[int, int] | None = None
+        self.outputtypehandler: Callable[..., Any] | None = None
 
     def model(self) -> OracleModel:
         if self.closed:
@@ -132,7 +268,12 @@ class Cursor:
         self.conn = conn
         self.arraysize = 100
         self.description: list[tuple[Any, ...]] | None = None
+        self.outputtypehandler: Callable[..., Any] | None = None
         self._rows: list[tuple[Any, ...]] = []
+
+    def var(self, typ: Any, size: int = 0, arraysize: int = 1, **_: Any) -> Var:
+        """``Cursor.var``: a variable fetching values as ``typ``."""
+        return Var(typ, size, arraysize)
 
     def __enter__(self) -> Cursor:
         return self
@@ -147,7 +288,7 @@ class Cursor:
         model = self.conn.model()
         text = _norm(sql)
         args = list(params.values()) if isinstance(params, dict) else list(params or ())
-        self._rows, names = _run(self.conn, model, text, args)
+        self._rows, names = _run(self.conn, model, text, args, self)
         self.description = [(n, None, None, None, None, None, None) for n in names]
 
     def fetchone(self) -> tuple[Any, ...] | None:
@@ -170,7 +311,7 @@ def _ora(code: str, text: str) -> DatabaseError:
     return DatabaseError(f"ORA-{code}: {text}")
 
 
-def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Result:
+def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any], cursor: Cursor) -> Result:
     upper = sql.upper()
     if upper.startswith("ALTER SESSION SET CONTAINER"):
         name = sql.split("=", 1)[1].strip().strip('"')
@@ -209,7 +350,7 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Res
         found = model.tables.get((args[0], args[1]))
         return [(k,) for k in ([] if found is None else found.key)], ["COLUMN_NAME"]
     if " AS OF SCN " in upper:
-        return _flashback(conn, model, sql, args)
+        return _flashback(conn, model, sql, args, cursor)
     if upper.startswith("SELECT MIN(FIRST_CHANGE#)"):
         firsts = [log.first_change for log in model.logs if log.online or not log.purged]
         return [(min(firsts),)], ["MIN(FIRST_CHANGE#)"]
@@ -297,7 +438,9 @@ _FLASHBACK = re.compile(
 )
 
 
-def _flashback(conn: Connection, model: OracleModel, sql: str, args: list[Any]) -> Result:
+def _flashback(
+    conn: Connection, model: OracleModel, sql: str, args: list[Any], cursor: Cursor
+) -> Result:
     match = _FLASHBACK.match(sql)
     if match is None:
         raise _ora("00900", f"invalid SQL statement: {sql[:120]}")
@@ -310,30 +453,41 @@ def _flashback(conn: Connection, model: OracleModel, sql: str, args: list[Any]) 
             "01555", 'snapshot too old: rollback segment number 7 with name "_SYSSMU7$" too small'
         )
     items = [_select_item(c.strip()) for c in match["cols"].split(",")]
-    names = [name for name, _ in items]
+    names = [name for name, _, _ in items]
+    columns = {c.name: c for c in table.columns}
+    infos = [_fetch_info(n, columns[n], utc) for n, _, utc in items]
+    handler = cursor.outputtypehandler or conn.outputtypehandler
+    variables = [None if handler is None else handler(cursor, info) for info in infos]
     rows = list(table.committed(scn).values())
     if match["order"]:
         order = [c.strip().strip('"') for c in match["order"].split(",")]
         rows.sort(key=lambda r: tuple(r[c] for c in order))
-    return [tuple(f(r[n]) for n, f in items) for r in rows], names
+    fetched = [
+        tuple(
+            _fetched(info, var, f(r[n]))
+            for (n, f, _), info, var in zip(items, infos, variables, strict=True)
+        )
+        for r in rows
+    ]
+    return fetched, names
 
 
 _UTC = re.compile(r'^SYS_EXTRACT_UTC\("(?P<name>[^"]+)"\)$', re.IGNORECASE)
 
 
-def _select_item(item: str) -> tuple[str, Any]:
+def _select_item(item: str) -> tuple[str, Any, bool]:
     """A select-list item: ``"COL"``, or ``SYS_EXTRACT_UTC("COL")`` (the instant in UTC, zone
-    dropped): the column and the function on its value."""
+    dropped): the column, the function on its value, and whether it is ``SYS_EXTRACT_UTC``."""
     match = _UTC.match(item)
     if match is None:
-        return item.strip('"'), lambda v: v
+        return item.strip('"'), lambda v: v, False
 
     def utc(value: Any) -> Any:
         if isinstance(value, dt.datetime) and value.tzinfo is not None:
             return value.astimezone(dt.UTC).replace(tzinfo=None)
         return value
 
-    return match["name"], utc
+    return match["name"], utc, True
 
 
 def _log_list(model: OracleModel, after_scn: int) -> Result:
