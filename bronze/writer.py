@@ -24,7 +24,6 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -35,6 +34,7 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from bronze import schema as S
 from bronze.batch import BatchBuilder
+from bronze.storage import LakePath, is_delta_table, lake_path, open_delta, storage_options
 from pipeline.errors import BronzeCommitConflict, BronzeError, OffsetError
 
 __all__ = ["BronzeTables", "BronzeWriter", "CommitResult", "CommittedBatch", "agent_app_id"]
@@ -63,19 +63,19 @@ class BronzeTables:
     """Locations of the three bronze tables.
 
     Attributes:
-        events: Path of ``bronze/events``.
-        quarantine: Path of ``bronze/quarantine``.
-        schemas: Path of ``bronze/schemas``.
+        events: Location of ``bronze/events``.
+        quarantine: Location of ``bronze/quarantine``.
+        schemas: Location of ``bronze/schemas``.
     """
 
-    events: Path
-    quarantine: Path
-    schemas: Path
+    events: LakePath
+    quarantine: LakePath
+    schemas: LakePath
 
     @classmethod
-    def under(cls, lake_root: Path) -> BronzeTables:
-        """The standard layout under a lake root."""
-        bronze = Path(lake_root) / "bronze"
+    def under(cls, lake_root: LakePath | str) -> BronzeTables:
+        """The standard layout under a lake root (a directory or an ``s3://`` location)."""
+        bronze = lake_path(lake_root) / "bronze"
         return cls(bronze / "events", bronze / "quarantine", bronze / "schemas")
 
 
@@ -136,16 +136,21 @@ class BronzeWriter:
             (self.tables.quarantine, S.QUARANTINE_SCHEMA, list(S.PARTITION_COLUMNS)),
             (self.tables.schemas, S.SCHEMAS_SCHEMA, None),
         ):
-            if DeltaTable.is_deltatable(str(path)):
+            if is_delta_table(path):
                 continue
             path.mkdir(parents=True, exist_ok=True)
             try:
                 DeltaTable.create(
-                    str(path), schema, partition_by=parts, mode="ignore", configuration=APPEND_ONLY
+                    str(path),
+                    schema,
+                    partition_by=parts,
+                    mode="ignore",
+                    configuration=APPEND_ONLY,
+                    storage_options=storage_options(path),
                 )
             except CommitFailedError:
                 # Another agent created it between our check and our commit; that is fine.
-                if not DeltaTable.is_deltatable(str(path)):
+                if not is_delta_table(path):
                     raise
             logger.info("created bronze table %s", path)
 
@@ -163,7 +168,7 @@ class BronzeWriter:
             OffsetError: The app transaction exists but its offset cannot be found.
         """
         try:
-            events = DeltaTable(str(self.tables.events))
+            events = open_delta(self.tables.events)
         except TableNotFoundError:
             return None
         version = events.transaction_version(agent_id)
@@ -202,7 +207,7 @@ class BronzeWriter:
     def committed_quarantine_version(self, agent_id: str) -> int | None:
         """Last batch of ``agent_id`` whose quarantine rows are committed."""
         try:
-            return DeltaTable(str(self.tables.quarantine)).transaction_version(agent_id)
+            return open_delta(self.tables.quarantine).transaction_version(agent_id)
         except TableNotFoundError:
             return None
 
@@ -221,7 +226,7 @@ class BronzeWriter:
         quarantined = self.committed_quarantine_version(agent_id)
         if quarantined is None or (committed is not None and quarantined <= committed):
             return None
-        for commit in DeltaTable(str(self.tables.quarantine)).history(HISTORY_SCAN_LIMIT):
+        for commit in open_delta(self.tables.quarantine).history(HISTORY_SCAN_LIMIT):
             if commit.get(META_AGENT) == agent_id and commit.get(META_BATCH_SEQ) == quarantined:
                 value: dict[str, Any] = orjson.loads(commit[META_OFFSET])
                 return value
@@ -231,7 +236,7 @@ class BronzeWriter:
 
     def _events_txn_version(self, agent_id: str) -> int | None:
         try:
-            return DeltaTable(str(self.tables.events)).transaction_version(agent_id)
+            return open_delta(self.tables.events).transaction_version(agent_id)
         except TableNotFoundError:
             return None
 
@@ -266,7 +271,7 @@ class BronzeWriter:
             BronzeError: Any other Delta failure.
         """
         ingest_ts = now or dt.datetime.now(dt.UTC)
-        events = DeltaTable(str(self.tables.events))
+        events = open_delta(self.tables.events)
         committed = events.transaction_version(agent_id)
         expected = 0 if committed is None else committed + 1
         if committed is not None and batch_seq <= committed:
@@ -310,6 +315,7 @@ class BronzeWriter:
                     custom_metadata=metadata,
                     app_transactions=[Transaction(app_id=agent_id, version=batch_seq)],
                 ),
+                storage_options=storage_options(self.tables.events),
             )
         except CommitFailedError as exc:
             raise BronzeCommitConflict(
@@ -319,7 +325,7 @@ class BronzeWriter:
             raise BronzeError(
                 f"bronze commit of {agent_id} batch {batch_seq} failed: {exc}"
             ) from exc
-        version = DeltaTable(str(self.tables.events)).version()
+        version = open_delta(self.tables.events).version()
         logger.info(
             "committed %s events (%s quarantined) of %s as batch %s, bronze version %s",
             counts.landed,
@@ -338,13 +344,18 @@ class BronzeWriter:
         if ids <= known:
             return 0
         table = batch.schemas_table(known=known, first_seen=now)
-        write_deltalake(str(self.tables.schemas), table, mode="append")
+        write_deltalake(
+            str(self.tables.schemas),
+            table,
+            mode="append",
+            storage_options=storage_options(self.tables.schemas),
+        )
         known.update(table.column(S.SCHEMA_ID).to_pylist())
         return table.num_rows
 
     def _schema_ids(self) -> set[str]:
         if self._known_schema_ids is None:
-            dataset = DeltaTable(str(self.tables.schemas)).to_pyarrow_dataset()
+            dataset = open_delta(self.tables.schemas).to_pyarrow_dataset()
             self._known_schema_ids = set(
                 dataset.to_table(columns=[S.SCHEMA_ID]).column(0).to_pylist()
             )
@@ -374,4 +385,5 @@ class BronzeWriter:
                 },
                 app_transactions=[Transaction(app_id=agent_id, version=batch_seq)],
             ),
+            storage_options=storage_options(self.tables.quarantine),
         )

@@ -13,10 +13,10 @@ import gc
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from bronze.batch import BatchBuilder
+from bronze.storage import LakePath
 
 __all__ = ["CaptureSource", "SourceBatch", "gc_paused"]
 
@@ -65,7 +65,7 @@ class CaptureSource(ABC):
         """Set by the agent when it keeps polling: the source may wait for data still being
         written (an unterminated line, an open transaction) instead of taking what is there."""
 
-    def bind_lake(self, bronze_root: Path) -> None:
+    def bind_lake(self, bronze_root: LakePath) -> None:
         """Tell the source where bronze lives; called by the landing agent before :meth:`open`.
 
         Sources that keep side tables beside bronze (the MySQL schema history) override it.

@@ -28,9 +28,9 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from bronze.storage import LakePath, lake_path
 from gold.cuts import Cut
 from gold.outcome import CheckOutcome
 from pipeline.config import PipelineConfig
@@ -97,7 +97,7 @@ class CheckContext:
 
     spark: Any
     config: PipelineConfig
-    lake_root: Path
+    lake_root: LakePath
     cut: Cut
     now: dt.datetime
     events: Any = None
@@ -110,11 +110,11 @@ class CheckContext:
         return sorted({t.collection for t in self.cut.tables.values()})
 
 
-def _exists(path: Path) -> bool:
+def _exists(path: LakePath) -> bool:
     return (path / "_delta_log").is_dir()
 
 
-def source_events(spark: Any, lake_root: Path, cut: Cut) -> Any:
+def source_events(spark: Any, lake_root: LakePath, cut: Cut) -> Any:
     """The source's bronze data events at or before the cut, keys canonical, persisted.
 
     Returns:
@@ -123,7 +123,7 @@ def source_events(spark: Any, lake_root: Path, cut: Cut) -> Any:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    path = Path(lake_root) / "bronze" / "events"
+    path = lake_path(lake_root) / "bronze" / "events"
     if not _exists(path):
         return None
     # One spelling per key, as silver's MERGE key: {schema, payload} wrappers unwrapped and every
@@ -179,7 +179,7 @@ def latest_schemas(events: Any) -> list[dict[str, Any]]:
 
 
 def quarantine_counts(
-    spark: Any, lake_root: Path, cuts: Mapping[str, Cut]
+    spark: Any, lake_root: LakePath, cuts: Mapping[str, Cut]
 ) -> dict[str, dict[tuple[str | None, bool], QuarantineCount]]:
     """Quarantined events per source, ``(collection, late)`` -> count, up to each cut.
 
@@ -192,7 +192,7 @@ def quarantine_counts(
     out: dict[str, dict[tuple[str | None, bool], QuarantineCount]] = {s: {} for s in cuts}
     if not cuts:
         return out
-    silver = Path(lake_root) / "silver" / "_quarantine"
+    silver = lake_path(lake_root) / "silver" / "_quarantine"
     if _exists(silver):
         within = None
         for source, cut in cuts.items():
@@ -216,7 +216,7 @@ def quarantine_counts(
             out[r["source"]][(r["collection"], bool(r["late"]))] = QuarantineCount(
                 int(r["n"]), tuple(r["sample"])
             )
-    bronze = Path(lake_root) / "bronze" / "quarantine"
+    bronze = lake_path(lake_root) / "bronze" / "quarantine"
     if _exists(bronze):
         rows = (
             spark.read.format("delta")

@@ -23,12 +23,11 @@ import datetime as dt
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from bronze.storage import LakePath, lake_path, open_delta
 from pipeline.errors import InternalError
 
 __all__ = ["Cut", "TableAtCut", "consistent_cuts", "latest_cut", "cut_at"]
@@ -106,9 +105,9 @@ class Cut:
         )
 
 
-def _rows(path: Path, columns: list[str]) -> list[dict[str, Any]]:
+def _rows(path: LakePath, columns: list[str]) -> list[dict[str, Any]]:
     try:
-        table = DeltaTable(str(path))
+        table = open_delta(path)
     except TableNotFoundError:
         return []
     present = set(table.schema().to_arrow().names)
@@ -117,7 +116,7 @@ def _rows(path: Path, columns: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def consistent_cuts(lake_root: Path, source: str | None = None) -> dict[str, list[Cut]]:
+def consistent_cuts(lake_root: LakePath, source: str | None = None) -> dict[str, list[Cut]]:
     """Every consistent cut recorded in a lake, oldest first, per source.
 
     Args:
@@ -127,7 +126,7 @@ def consistent_cuts(lake_root: Path, source: str | None = None) -> dict[str, lis
     Returns:
         Source name -> its consistent cuts in silver micro-batch order.
     """
-    silver = Path(lake_root) / "silver"
+    silver = lake_path(lake_root) / "silver"
     progress = _rows(
         silver / "_progress",
         [
@@ -183,14 +182,14 @@ def consistent_cuts(lake_root: Path, source: str | None = None) -> dict[str, lis
     return cuts
 
 
-def latest_cut(lake_root: Path, source: str) -> Cut | None:
+def latest_cut(lake_root: LakePath, source: str) -> Cut | None:
     """The newest consistent cut of ``source``, or None when it has none yet."""
     found = consistent_cuts(lake_root, source).get(source, [])
     return found[-1] if found else None
 
 
 def cut_at(
-    lake_root: Path,
+    lake_root: LakePath,
     source: str,
     *,
     position: bytes | None = None,

@@ -15,11 +15,11 @@ import importlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
+from bronze.storage import LakePath, lake_path, open_delta
 from gold.cuts import Cut
 from gold.views import gold_frames
 from pipeline.errors import GoldError
@@ -102,7 +102,7 @@ def _describe(spark: Any, path: str, description: str, cut_text: str) -> None:
 
 def build_derived_tables(
     spark: Any,
-    lake_root: Path,
+    lake_root: LakePath,
     tables: Mapping[str, Any],
     cuts: Mapping[str, Cut],
     publication: int,
@@ -129,7 +129,7 @@ def build_derived_tables(
     cut_text = orjson.dumps({s: c.to_json() for s, c in sorted(cuts.items())}).decode()
     results = []
     for name, table in sorted(tables.items()):
-        path = str(Path(lake_root).absolute() / "gold" / name)
+        path = str(lake_path(lake_root).absolute() / "gold" / name)
         app_id = f"medallion-gold:{name}"
         if DeltaTable.isDeltaTable(spark, path):
             from silver.merge import already_committed
@@ -146,9 +146,8 @@ def build_derived_tables(
             .option("userMetadata", cut_text)
             .save(path)
         )
-        from deltalake import DeltaTable as LogTable
 
-        log = LogTable(path)
+        log = open_delta(path)
         version = log.version()
         rows = 0
         for entry in log.history(1):

@@ -30,11 +30,11 @@ import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
 
+from bronze.storage import LakePath, lake_path, open_delta
 from gold.cuts import Cut
 from gold.outcome import CheckOutcome
 from pipeline.config import ExpectationConfig, Severity
@@ -97,15 +97,14 @@ def _row_struct(envelope: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def _schemas(lake_root: Path, ids: set[str]) -> dict[str, Any]:
+def _schemas(lake_root: LakePath, ids: set[str]) -> dict[str, Any]:
     """Connect schemas by id from ``bronze/schemas`` (small, written by deltalake)."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     if not ids:
         return {}
     try:
-        table = DeltaTable(str(Path(lake_root) / "bronze" / "schemas"))
+        table = open_delta(lake_path(lake_root) / "bronze" / "schemas")
     except TableNotFoundError:
         return {}
     rows = table.to_pyarrow_table(columns=["schema_id", "schema_json"]).to_pylist()
@@ -174,7 +173,7 @@ def metadata_from_schemas(
 
 
 def table_metadata(
-    lake_root: Path, cut: Cut, latest: Sequence[Mapping[str, Any]]
+    lake_root: LakePath, cut: Cut, latest: Sequence[Mapping[str, Any]]
 ) -> dict[str, TableMetadata]:
     """Metadata of every table of a cut.
 

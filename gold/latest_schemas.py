@@ -20,16 +20,15 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from bronze import schema as B
+from bronze.storage import LakePath, lake_path, open_delta
 from gold.cuts import Cut
 
 __all__ = ["LatestSchemas", "COLUMNS"]
@@ -62,7 +61,7 @@ class LatestSchemas:
     _states: dict[tuple[str, str], _SourceState] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def latest(self, lake_root: Path, cut: Cut) -> list[dict[str, Any]]:
+    def latest(self, lake_root: LakePath, cut: Cut) -> list[dict[str, Any]]:
         """What :func:`gold.checks.latest_schemas` returns for the source's events at ``cut``.
 
         Args:
@@ -73,12 +72,12 @@ class LatestSchemas:
             One dict per collection with data events at or before the cut: ``collection`` and
             :data:`COLUMNS` (None where no event of the table carries one).
         """
-        key = (str(Path(lake_root).absolute()), cut.source)
+        key = (str(lake_path(lake_root).absolute()), cut.source)
         with self._lock:
             state = self._states.get(key)
             if state is None or cut.position < state.position:
                 state = _SourceState(cut.position)
-            self._read_new_files(Path(lake_root), cut, state)
+            self._read_new_files(lake_path(lake_root), cut, state)
             state.position = cut.position
             self._states[key] = state
             return [
@@ -86,10 +85,10 @@ class LatestSchemas:
                 for collection, columns in state.newest.items()
             ]
 
-    def _read_new_files(self, lake_root: Path, cut: Cut, state: _SourceState) -> None:
+    def _read_new_files(self, lake_root: LakePath, cut: Cut, state: _SourceState) -> None:
         path = lake_root / "bronze" / "events"
         try:
-            dataset = DeltaTable(str(path)).to_pyarrow_dataset()
+            dataset = open_delta(path).to_pyarrow_dataset()
         except TableNotFoundError:
             return
         wanted = [B.COLLECTION, B.POSITION, *COLUMNS]
@@ -109,9 +108,9 @@ class LatestSchemas:
                 state.files.add(fragment.path)  # nothing in it can change for a later cut
             _merge(state, ds.dataset(table).to_table(columns=wanted, filter=rows_filter))
 
-    def forget(self, lake_root: Path) -> None:
+    def forget(self, lake_root: LakePath) -> None:
         """Drop what is known of a lake's sources (a lake rebuilt under the same path)."""
-        root = str(Path(lake_root).absolute())
+        root = str(lake_path(lake_root).absolute())
         with self._lock:
             for key in [k for k in self._states if k[0] == root]:
                 del self._states[key]

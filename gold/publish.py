@@ -11,13 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Iterable
-from pathlib import Path
 
 import orjson
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from bronze.storage import LakePath, lake_path, open_delta, storage_options
 from gold.cuts import Cut
 
 __all__ = ["PUBLISHED", "published_cuts", "publish", "publication_history"]
@@ -38,14 +38,14 @@ _SCHEMA = pa.schema(
 )
 
 
-def _path(lake_root: Path) -> Path:
-    return Path(lake_root) / "gold" / PUBLISHED
+def _path(lake_root: LakePath) -> LakePath:
+    return lake_path(lake_root) / "gold" / PUBLISHED
 
 
-def publication_history(lake_root: Path) -> list[tuple[Cut, str | None, dt.datetime]]:
+def publication_history(lake_root: LakePath) -> list[tuple[Cut, str | None, dt.datetime]]:
     """Every publication, oldest first: (cut, quality run id, published at)."""
     try:
-        table = DeltaTable(str(_path(lake_root)))
+        table = open_delta(_path(lake_root))
     except TableNotFoundError:
         return []
     rows = table.to_pyarrow_table(columns=["cut_json", "quality_run", "published_at"]).to_pylist()
@@ -56,7 +56,7 @@ def publication_history(lake_root: Path) -> list[tuple[Cut, str | None, dt.datet
     ]
 
 
-def published_cuts(lake_root: Path) -> dict[str, Cut]:
+def published_cuts(lake_root: LakePath) -> dict[str, Cut]:
     """The cut gold shows now, per source (sources never published are absent)."""
     latest: dict[str, Cut] = {}
     for cut, _run, _at in publication_history(lake_root):
@@ -64,7 +64,7 @@ def published_cuts(lake_root: Path) -> dict[str, Cut]:
     return latest
 
 
-def publish(lake_root: Path, cuts: Iterable[Cut], *, quality_run: str | None = None) -> None:
+def publish(lake_root: LakePath, cuts: Iterable[Cut], *, quality_run: str | None = None) -> None:
     """Record that gold now shows ``cuts`` (one per source), in one Delta commit."""
     cuts = list(cuts)
     now = dt.datetime.now(dt.UTC)
@@ -83,7 +83,10 @@ def publish(lake_root: Path, cuts: Iterable[Cut], *, quality_run: str | None = N
     if not rows:
         return
     write_deltalake(
-        str(_path(lake_root)), pa.Table.from_pylist(rows, schema=_SCHEMA), mode="append"
+        str(_path(lake_root)),
+        pa.Table.from_pylist(rows, schema=_SCHEMA),
+        mode="append",
+        storage_options=storage_options(_path(lake_root)),
     )
     for c in cuts:
         logger.info("gold: %s now at silver batch %s", c.source, c.silver_batch)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bronze.storage import LakePath, lake_path
 from gold import checks as C
 from gold import expectations as X
 from gold.cuts import Cut
@@ -139,10 +140,17 @@ def severity_of(check: str, config: PipelineConfig, explicit: Severity | None = 
     return CHECKS.get(check, Severity.WARN)
 
 
-def report_dir(config: PipelineConfig, lake_root: Path) -> Path:
-    """``quality.report.dir``, or ``<lake>/reports/quality``."""
+def report_dir(config: PipelineConfig, lake_root: LakePath) -> Path:
+    """``quality.report.dir``, or ``<lake>/reports/quality`` (for a lake on object storage,
+    ``reports/quality`` beside the config file: the HTML report is a local file)."""
     configured = config.quality.report_dir
-    return Path(configured) if configured is not None else Path(lake_root) / "reports" / "quality"
+    if configured is not None:
+        return Path(configured)
+    root = lake_path(lake_root)
+    if isinstance(root, Path):
+        return root / "reports" / "quality"
+    base = config.config_path.parent if config.config_path is not None else Path.cwd()
+    return base / "reports" / "quality"
 
 
 def _failure(check: str, source: str, table: str | None, exc: BaseException) -> CheckOutcome:
@@ -164,7 +172,7 @@ def _blocking(check: str, config: PipelineConfig) -> bool:
 def _table_checks(
     spark: Any,
     config: PipelineConfig,
-    lake_root: Path,
+    lake_root: LakePath,
     cut: Cut,
     metadata: Mapping[str, X.TableMetadata],
     context: Any,
@@ -251,7 +259,7 @@ def _table_checks(
 def _source_checks(
     spark: Any,
     config: PipelineConfig,
-    lake_root: Path,
+    lake_root: LakePath,
     cut: Cut,
     now: dt.datetime,
     quarantined: Mapping[tuple[str | None, bool], Any],
@@ -293,7 +301,7 @@ def _source_checks(
 def run_quality(
     spark: Any,
     config: PipelineConfig,
-    lake_root: Path,
+    lake_root: LakePath,
     cuts: Mapping[str, Cut],
     *,
     extra: Iterable[CheckOutcome] = (),

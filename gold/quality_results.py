@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from bronze.storage import LakePath, lake_path, open_delta, storage_options
 from gold.cuts import Cut
 from pipeline.config import Severity
 
@@ -237,17 +238,17 @@ class QualityRun:
         return not self.blocking_failures
 
 
-def results_path(lake_root: Path) -> Path:
+def results_path(lake_root: LakePath) -> LakePath:
     """``<lake>/gold/_quality``."""
-    return Path(lake_root) / "gold" / QUALITY_TABLE
+    return lake_path(lake_root) / "gold" / QUALITY_TABLE
 
 
-def runs_path(lake_root: Path) -> Path:
+def runs_path(lake_root: LakePath) -> LakePath:
     """``<lake>/gold/_quality_runs``."""
-    return Path(lake_root) / "gold" / RUNS_TABLE
+    return lake_path(lake_root) / "gold" / RUNS_TABLE
 
 
-def append_results(lake_root: Path, run: QualityRun) -> int:
+def append_results(lake_root: LakePath, run: QualityRun) -> int:
     """Append a run's results to ``gold/_quality`` in one commit.
 
     A full run (:attr:`QualityRun.full`) then adds its row to ``gold/_quality_runs``, after its
@@ -271,10 +272,10 @@ _APPENDS = threading.Lock()
 a time, so the check for a retried run and the append cannot interleave."""
 
 
-def _holds(path: Path, run_id: str) -> bool:
+def _holds(path: LakePath, run_id: str) -> bool:
     """Whether the Delta table at ``path`` has rows of ``run_id`` (False: no table yet)."""
     try:
-        existing = DeltaTable(str(path))
+        existing = open_delta(path)
     except TableNotFoundError:
         return False
     # Only the files whose statistics may hold this run are read: the gate appends a run per
@@ -283,17 +284,17 @@ def _holds(path: Path, run_id: str) -> bool:
     return bool(found.num_rows)
 
 
-def _append(lake_root: Path, run: QualityRun) -> int:
+def _append(lake_root: LakePath, run: QualityRun) -> int:
     path = results_path(lake_root)
     if _holds(path, run.run_id):
         logger.info("quality: run %s already in %s", run.run_id, path)
         return 0
     table = pa.Table.from_pylist([r.to_row() for r in run.results], schema=RESULTS_SCHEMA)
-    write_deltalake(str(path), table, mode="append")
+    write_deltalake(str(path), table, mode="append", storage_options=storage_options(path))
     return table.num_rows
 
 
-def _append_run(lake_root: Path, run: QualityRun) -> None:
+def _append_run(lake_root: LakePath, run: QualityRun) -> None:
     path = runs_path(lake_root)
     if _holds(path, run.run_id):
         return
@@ -310,10 +311,15 @@ def _append_run(lake_root: Path, run: QualityRun) -> None:
             for m in run.measures
         ],
     }
-    write_deltalake(str(path), pa.Table.from_pylist([row], schema=RUNS_SCHEMA), mode="append")
+    write_deltalake(
+        str(path),
+        pa.Table.from_pylist([row], schema=RUNS_SCHEMA),
+        mode="append",
+        storage_options=storage_options(path),
+    )
 
 
-def quality_history(lake_root: Path) -> list[dict[str, Any]]:
+def quality_history(lake_root: LakePath) -> list[dict[str, Any]]:
     """Every recorded check result, oldest run first (rows of ``gold/_quality``).
 
     Args:
@@ -323,7 +329,7 @@ def quality_history(lake_root: Path) -> list[dict[str, Any]]:
         One dict per result with the columns of :data:`RESULTS_SCHEMA`; empty before any run.
     """
     try:
-        table = DeltaTable(str(results_path(lake_root)))
+        table = open_delta(results_path(lake_root))
     except TableNotFoundError:
         return []
     rows: list[dict[str, Any]] = table.to_pyarrow_table().to_pylist()

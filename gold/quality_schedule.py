@@ -20,9 +20,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
+from bronze.storage import LakePath, lake_path
 from gold.cuts import Cut
 from gold.outcome import CheckOutcome
 
@@ -51,7 +51,7 @@ class BackgroundQuality:
         self,
         spark: Any,
         config: Any,
-        lake_root: Path,
+        lake_root: LakePath,
         gate: Any,
         *,
         interval_seconds: float,
@@ -59,7 +59,7 @@ class BackgroundQuality:
     ) -> None:
         self._spark = spark
         self._config = config
-        self._root = Path(lake_root)
+        self._root = lake_path(lake_root)
         self._gate = gate
         self.interval = interval_seconds
         self._extra = extra_checks

@@ -57,6 +57,7 @@ from typing import Any
 
 import orjson
 
+from bronze.storage import LakePath, lake_path, open_delta, storage_options
 from capture.current_state import READS_CURRENT_STATE, CurrentStateReader
 from gold.cuts import Cut, TableAtCut, latest_cut
 from gold.outcome import CheckOutcome
@@ -657,7 +658,7 @@ def _keyless_differences(
 
 def _compare(
     spark: Any,
-    lake_root: Path,
+    lake_root: LakePath,
     collection: str,
     staged: _Staged | None,
     table: TableAtCut | None,
@@ -738,7 +739,7 @@ def _compare(
 # --- is the source ahead of the cut? --------------------------------------------------------
 
 
-def _bronze_beyond(spark: Any, lake_root: Path, cut: Cut) -> bool | None:
+def _bronze_beyond(spark: Any, lake_root: LakePath, cut: Cut) -> bool | None:
     """Whether bronze holds data events of the source after the cut (landed, not yet in gold)."""
     from pyspark.sql import functions as F
 
@@ -771,11 +772,11 @@ def _connector_of(source_config: Any) -> str:
 # --- the record of runs ---------------------------------------------------------------------
 
 
-def _history_path(lake_root: Path) -> Path:
-    return Path(lake_root) / "gold" / RECONCILIATIONS
+def _history_path(lake_root: LakePath) -> LakePath:
+    return lake_path(lake_root) / "gold" / RECONCILIATIONS
 
 
-def _record(lake_root: Path, result: ReconcileResult) -> None:
+def _record(lake_root: LakePath, result: ReconcileResult) -> None:
     """Append the run to ``gold/_reconciliations`` (deltalake, one commit)."""
     import pyarrow as pa
     from deltalake import write_deltalake
@@ -803,17 +804,19 @@ def _record(lake_root: Path, result: ReconcileResult) -> None:
         "reconciled_at": dt.datetime.now(dt.UTC),
     }
     write_deltalake(
-        str(_history_path(lake_root)), pa.Table.from_pylist([row], schema=schema), mode="append"
+        str(_history_path(lake_root)),
+        pa.Table.from_pylist([row], schema=schema),
+        mode="append",
+        storage_options=storage_options(_history_path(lake_root)),
     )
 
 
-def reconciliation_history(lake_root: Path) -> list[dict[str, Any]]:
+def reconciliation_history(lake_root: LakePath) -> list[dict[str, Any]]:
     """Every recorded reconciliation, oldest first (``result_json`` holds the full result)."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = DeltaTable(str(_history_path(lake_root)))
+        table = open_delta(_history_path(lake_root))
     except TableNotFoundError:
         return []
     rows: list[dict[str, Any]] = table.to_pyarrow_table().to_pylist()
@@ -821,7 +824,7 @@ def reconciliation_history(lake_root: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def last_reconciled(lake_root: Path) -> dict[str, float]:
+def last_reconciled(lake_root: LakePath) -> dict[str, float]:
     """When each source was last reconciled, as Unix seconds (sources never reconciled absent)."""
     return {r["source"]: r["reconciled_at"].timestamp() for r in reconciliation_history(lake_root)}
 
@@ -859,7 +862,7 @@ def reconcilable(config: Any, source_name: str) -> Any:
 # --- the entry point ------------------------------------------------------------------------
 
 
-def _cut_for(lake_root: Path, source_name: str) -> Cut:
+def _cut_for(lake_root: LakePath, source_name: str) -> Cut:
     cut = published_cuts(lake_root).get(source_name) or latest_cut(lake_root, source_name)
     if cut is None:
         raise ReconcileError(
@@ -872,7 +875,7 @@ def _cut_for(lake_root: Path, source_name: str) -> Cut:
 def reconcile_source(
     spark: Any,
     config: Any,
-    lake_root: Path,
+    lake_root: LakePath,
     source_name: str,
     *,
     cut: Cut | None = None,
@@ -985,7 +988,7 @@ def reconcile_source(
 def _values(
     spark: Any,
     source_config: Any,
-    lake_root: Path,
+    lake_root: LakePath,
     source_name: str,
     collections: list[str],
     tables_at: dict[str, TableAtCut],

@@ -24,6 +24,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from bronze.storage import lake_path
 from gold.reconcile_lossy import lossy_by_config
 from gold.source_read import Canon, SourceColumn, SourceTable
 from pipeline.errors import InternalError
@@ -420,11 +421,10 @@ def _source_frame(spark: Any, source: SourceTable) -> Any:
 
 def _quarantined(spark: Any, lake_root: Any, source_name: str, collection: str) -> Any | None:
     """``silver/_quarantine`` rows of kind ``value`` for the table: (key JSON, column)."""
-    from pathlib import Path
 
     from pyspark.sql import functions as F
 
-    path = Path(lake_root) / "silver" / "_quarantine"
+    path = lake_path(lake_root) / "silver" / "_quarantine"
     if not (path / "_delta_log").exists():
         return None
     frame = spark.read.format("delta").load(str(path.absolute()))

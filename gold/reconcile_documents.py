@@ -39,6 +39,7 @@ from typing import Any
 
 import orjson
 
+from bronze.storage import LakePath
 from gold.cuts import Cut, TableAtCut
 from gold.documents_canon import Node, differences, normal_text, parse, render, without_path
 from gold.reconcile_compare import (
@@ -174,7 +175,7 @@ def _stage_silver(
 
 def _compare(
     spark: Any,
-    lake_root: Path,
+    lake_root: LakePath,
     collection: str,
     staged: StagedCollection | None,
     table: TableAtCut | None,
@@ -309,7 +310,7 @@ def _field_differences(source: str, silver: str) -> list[tuple[str, str, str, st
 def reconcile_documents(
     spark: Any,
     source_config: Any,
-    lake_root: Path,
+    lake_root: LakePath,
     source_name: str,
     cut: Cut,
     *,

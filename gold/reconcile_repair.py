@@ -37,11 +37,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from bronze.storage import LakePath
 from gold.reconcile import ReconcileResult, TableReconciliation
 from pipeline.errors import PipelineError, ReconcileError
 
@@ -350,7 +350,7 @@ def repair_now(
     source_name: str,
     *,
     ranges: int = 16,
-    lake_root: Path | None = None,
+    lake_root: LakePath | None = None,
     agent_wait_s: float = AGENT_WAIT_S,
 ) -> RepairResult:
     """``medallion reconcile <source> --repair``: :func:`repair_source` with the pipeline's own
@@ -391,7 +391,7 @@ def scheduled_repair(
     source_name: str,
     found: ReconcileResult,
     outcomes: Sequence[CheckOutcome],
-    lake_root: Path | None = None,
+    lake_root: LakePath | None = None,
 ) -> list[CheckOutcome]:
     """``quality.reconcile.repair``: after a scheduled reconciliation that found differences,
     request their repair from the running capture agent (:func:`request_repair`), and say so in

@@ -14,11 +14,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bronze.storage import LakePath, lake_path, open_delta
 from gold.cuts import Cut, consistent_cuts
 from gold.derived import DerivedResult, build_derived_tables
+from gold.materialize import materialize_gold
 from gold.outcome import CheckOutcome
 from gold.publish import PUBLISHED, publish, published_cuts
 from pipeline import metrics
@@ -56,13 +57,12 @@ class GoldRefresh:
     views: tuple[str, ...] = ()
 
 
-def _publication_number(lake_root: Path) -> int:
-    from deltalake import DeltaTable
+def _publication_number(lake_root: LakePath) -> int:
 
-    return int(DeltaTable(str(Path(lake_root) / "gold" / PUBLISHED)).version())
+    return int(open_delta(lake_path(lake_root) / "gold" / PUBLISHED).version())
 
 
-def register_published_views(spark: Any, lake_root: Path) -> list[str]:
+def register_published_views(spark: Any, lake_root: LakePath) -> list[str]:
     """Define the ``gold.*`` views at the cuts gold shows now (for notebooks and ad-hoc SQL)."""
     return register_views(spark, lake_root, published_cuts(lake_root))
 
@@ -70,7 +70,7 @@ def register_published_views(spark: Any, lake_root: Path) -> list[str]:
 def refresh_gold(
     spark: Any,
     config: Any,
-    lake_root: Path,
+    lake_root: LakePath,
     *,
     run_checks: bool | None = None,
     extra_checks: ExtraChecks | None = None,
@@ -92,7 +92,7 @@ def refresh_gold(
     Returns:
         What moved, what was held, and the quality run.
     """
-    root = Path(lake_root)
+    root = lake_path(lake_root)
     clock = time.monotonic()
     spent: dict[str, float] = {}
 
@@ -131,6 +131,7 @@ def refresh_gold(
     lap("publish")
     current = {**shown, **moving}
     views = register_views(spark, root, current)
+    materialize_gold(spark, config, root, current)  # gold.materialize: plain Delta copies
     lap("views")
     derived: list[DerivedResult] = []
     if current and config.gold.tables:

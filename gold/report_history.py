@@ -17,13 +17,13 @@ import datetime as dt
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from bronze.storage import LakePath, lake_path, open_delta
 from gold.quality_results import Measure, results_path, runs_path
 from gold.report_measures import SILVER_TO_GOLD
 from pipeline.config import Severity
@@ -139,9 +139,9 @@ class History:
         )
 
 
-def _open(path: Path) -> DeltaTable | None:
+def _open(path: LakePath) -> DeltaTable | None:
     try:
-        return DeltaTable(str(path))
+        return open_delta(path)
     except TableNotFoundError:
         return None
 
@@ -157,11 +157,11 @@ def _any_of(column: str, values: list[Any]) -> Any:
 
 
 def _gold_lags(
-    lake_root: Path, cuts: Mapping[str, list[tuple[str, int, dt.datetime]]]
+    lake_root: LakePath, cuts: Mapping[str, list[tuple[str, int, dt.datetime]]]
 ) -> dict[tuple[str, str], float]:
     """Per (run, source), seconds from silver recording the cut to gold first showing it."""
     recorded = [at for listed in cuts.values() for _s, _b, at in listed]
-    table = _open(Path(lake_root) / "gold" / "_published") if recorded else None
+    table = _open(lake_path(lake_root) / "gold" / "_published") if recorded else None
     if table is None:
         return {}
     rows = table.to_pyarrow_table(
@@ -185,7 +185,7 @@ def _gold_lags(
     return out
 
 
-def read_history(lake_root: Path, limit: int) -> History:
+def read_history(lake_root: LakePath, limit: int) -> History:
     """The last ``limit`` full runs and their results.
 
     Args:
@@ -255,7 +255,7 @@ def read_history(lake_root: Path, limit: int) -> History:
     return History(tuple(runs), tuple(results))
 
 
-def report_history(lake_root: Path, limit: int) -> History:
+def report_history(lake_root: LakePath, limit: int) -> History:
     """:func:`read_history` for the report: an unreadable history never fails a quality run.
 
     Returns:

@@ -26,13 +26,12 @@ import datetime as dt
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
-from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from bronze.storage import LakePath, lake_path, open_delta
 from gold.quality_results import Measure
 
 __all__ = [
@@ -129,7 +128,7 @@ def _batch(name: str | None) -> tuple[str, int] | None:
 
 
 def bronze_commit_times(
-    lake_root: Path, source: str, batches: set[tuple[str, int]]
+    lake_root: LakePath, source: str, batches: set[tuple[str, int]]
 ) -> dict[tuple[str, int], dt.datetime]:
     """``ingest_ts`` of the named bronze batches of a source (one pruned deltalake read).
 
@@ -144,7 +143,7 @@ def bronze_commit_times(
     if not batches:
         return {}
     try:
-        table = DeltaTable(str(Path(lake_root) / "bronze" / "events"))
+        table = open_delta(lake_path(lake_root) / "bronze" / "events")
     except TableNotFoundError:
         return {}
     wanted = None
@@ -162,7 +161,7 @@ def bronze_commit_times(
 
 
 def run_measures(
-    lake_root: Path, facts: Mapping[str, Mapping[str, TableFacts]], now: dt.datetime
+    lake_root: LakePath, facts: Mapping[str, Mapping[str, TableFacts]], now: dt.datetime
 ) -> tuple[Measure, ...]:
     """The measures of a full run from its tables' facts.
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
+from bronze.storage import LakePath, lake_path
 from gold.cuts import Cut, TableAtCut
 from pipeline.sql import qualified, quote_identifier, quote_string_literal
 
@@ -33,8 +33,8 @@ CDC_PREFIX = "_cdc_"
 """Silver's bookkeeping columns start with this; gold hides them unless asked."""
 
 
-def _silver_path(lake_root: Path, silver_table: str) -> Path:
-    return Path(lake_root).absolute() / "silver" / silver_table
+def _silver_path(lake_root: LakePath, silver_table: str) -> LakePath:
+    return lake_path(lake_root).absolute() / "silver" / silver_table
 
 
 def view_columns(columns: Iterable[str], *, include_cdc: bool = False) -> list[str]:
@@ -46,7 +46,7 @@ def view_columns(columns: Iterable[str], *, include_cdc: bool = False) -> list[s
 
 
 def current_state(
-    spark: Any, lake_root: Path, table: TableAtCut, *, include_cdc: bool = False
+    spark: Any, lake_root: LakePath, table: TableAtCut, *, include_cdc: bool = False
 ) -> Any:
     """The live rows of one silver table at a cut, as a DataFrame.
 
@@ -71,7 +71,7 @@ def current_state(
 
 
 def gold_frames(
-    spark: Any, lake_root: Path, cuts: Iterable[Cut], *, include_cdc: bool = False
+    spark: Any, lake_root: LakePath, cuts: Iterable[Cut], *, include_cdc: bool = False
 ) -> dict[str, Any]:
     """Gold DataFrames of every table of the given cuts.
 
@@ -85,7 +85,7 @@ def gold_frames(
     }
 
 
-def _view_sql(lake_root: Path, table: TableAtCut, columns: list[str], cut: Cut) -> str:
+def _view_sql(lake_root: LakePath, table: TableAtCut, columns: list[str], cut: Cut) -> str:
     path = str(_silver_path(lake_root, table.silver_table))
     props = {
         "medallion.source": cut.source,
@@ -109,7 +109,7 @@ def _view_sql(lake_root: Path, table: TableAtCut, columns: list[str], cut: Cut) 
 
 
 def register_views(
-    spark: Any, lake_root: Path, cuts: Mapping[str, Cut] | Iterable[Cut]
+    spark: Any, lake_root: LakePath, cuts: Mapping[str, Cut] | Iterable[Cut]
 ) -> list[str]:
     """Define ``gold.<silver table>`` for every table of every cut (one cut per source).
 

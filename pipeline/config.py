@@ -110,13 +110,24 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    PlainValidator,
     PrivateAttr,
+    SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticUndefined
 
+from bronze.storage import (
+    LakePath,
+    ObjectPath,
+    ObjectStoreOptions,
+    is_object_uri,
+    parse_object_uri,
+    remember_bucket,
+)
 from capture.registry import SOURCE_CONFIG_MODELS
 from capture.source_config import CONNECTOR, NAME, SourceConfigBase
 from pipeline.config_model import (
@@ -124,7 +135,6 @@ from pipeline.config_model import (
     CTX_CONFIG_FILE,
     CTX_REJECT_LITERAL_SECRETS,
     ConfigModel,
-    ConfigPath,
     Defaulted,
     FrozenDict,
     NonNegativeInt,
@@ -132,6 +142,7 @@ from pipeline.config_model import (
     PositiveInt,
     Sourced,
     StrMap,
+    _resolve_path,
     config_key,
     did_you_mean,
     env_form,
@@ -187,6 +198,11 @@ SOURCES = "sources"
 # --- lake -----------------------------------------------------------------------------------
 LAKE_ROOT = "root"
 LAKE_ROOT_DEFAULT = Path("lake")
+LAKE_S3_ENDPOINT = "s3.endpoint"
+LAKE_S3_REGION = "s3.region"
+LAKE_S3_ALLOW_HTTP = "s3.allow.http"
+LAKE_S3_ACCESS_KEY_ID = "s3.access.key.id"
+LAKE_S3_SECRET_ACCESS_KEY = "s3.secret.access.key"
 
 # --- spark ----------------------------------------------------------------------------------
 SPARK_MASTER = "master"
@@ -226,6 +242,8 @@ GOLD_TABLES = "tables"
 GOLD_TABLE_SQL = "sql"
 GOLD_TABLE_PYTHON = "python"
 GOLD_TABLE_DESCRIPTION = "description"
+GOLD_MATERIALIZE = "materialize"
+GOLD_MATERIALIZE_DEFAULT = False
 
 # --- quality --------------------------------------------------------------------------------
 QUALITY_ENABLED = "enabled"
@@ -262,34 +280,110 @@ def _upper(value: Any) -> Any:
 
 
 # --- sections -------------------------------------------------------------------------------
-class LakeConfig(ConfigModel):
-    """Where the Delta tables live: ``<root>/bronze``, ``<root>/silver``, ``<root>/gold``."""
+def _lake_root(value: Any, info: ValidationInfo) -> LakePath:
+    """An ``s3://`` URI stays a URI (:class:`ObjectPath`); anything else is a config path."""
+    if isinstance(value, ObjectPath):
+        return value
+    if is_object_uri(value):
+        try:
+            return parse_object_uri(str(value))
+        except ValueError as exc:
+            raise keyed_error(LAKE_ROOT, str(exc)) from exc
+    if isinstance(value, str | os.PathLike):
+        return _resolve_path(Path(value), info)
+    raise keyed_error(LAKE_ROOT, f"expected a directory or an s3:// URI, got {value!r}")
 
-    root: ConfigPath = config_key(LAKE_ROOT_DEFAULT, LAKE_ROOT, validate_default=True)
-    """Root directory of the lake; relative to the config file's directory."""
+
+if TYPE_CHECKING:
+    LakeRoot: TypeAlias = LakePath
+else:
+    LakeRoot = Annotated[Any, PlainValidator(_lake_root)]
+
+
+class LakeConfig(ConfigModel):
+    """Where the Delta tables live: ``<root>/bronze``, ``<root>/silver``, ``<root>/gold``.
+
+    The root is a directory, or an ``s3://bucket/prefix`` URI (see ``bronze/storage.py`` and
+    docs/deploy-storage.md); the ``s3.*`` keys say how to reach that bucket.
+    """
+
+    root: LakeRoot = config_key(LAKE_ROOT_DEFAULT, LAKE_ROOT, validate_default=True)
+    """Root directory of the lake (relative to the config file's directory), or ``s3://...``."""
+    s3_endpoint: str | None = config_key(None, LAKE_S3_ENDPOINT)
+    """Endpoint URL of an S3-compatible server; unset for AWS S3."""
+    s3_region: str | None = config_key(None, LAKE_S3_REGION)
+    """The bucket's region; unset: ``AWS_REGION`` from the environment, else ``us-east-1``."""
+    s3_allow_http: bool = config_key(False, LAKE_S3_ALLOW_HTTP)
+    """Allow a plain-HTTP endpoint (a local test server); never for a real store."""
+    s3_access_key_id: SecretStr | None = config_key(None, LAKE_S3_ACCESS_KEY_ID)
+    """Access key (``s3.access.key.id.file``/``${VAR}``); unset: ``AWS_ACCESS_KEY_ID``."""
+    s3_secret_access_key: SecretStr | None = config_key(None, LAKE_S3_SECRET_ACCESS_KEY)
+    """Secret key (``s3.secret.access.key.file``/``${VAR}``); unset: ``AWS_SECRET_ACCESS_KEY``."""
+
+    @model_validator(mode="after")
+    def _object_store(self) -> LakeConfig:
+        given = [
+            key
+            for key, value in (
+                (LAKE_S3_ENDPOINT, self.s3_endpoint),
+                (LAKE_S3_REGION, self.s3_region),
+                (LAKE_S3_ACCESS_KEY_ID, self.s3_access_key_id),
+                (LAKE_S3_SECRET_ACCESS_KEY, self.s3_secret_access_key),
+            )
+            if value is not None
+        ] + ([LAKE_S3_ALLOW_HTTP] if self.s3_allow_http else [])
+        if not isinstance(self.root, ObjectPath):
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} set but lake.root {self.root} is a local directory; "
+                    "an object-store root is written s3://bucket/prefix"
+                )
+            return self
+        if (self.s3_access_key_id is None) != (self.s3_secret_access_key is None):
+            raise ValueError(
+                f"set both {LAKE_S3_ACCESS_KEY_ID} and {LAKE_S3_SECRET_ACCESS_KEY}, or neither "
+                "(then the AWS_* environment variables are used)"
+            )
+        if self.s3_endpoint and self.s3_endpoint.startswith("http://") and not self.s3_allow_http:
+            raise ValueError(
+                f"{LAKE_S3_ENDPOINT} {self.s3_endpoint} is plain HTTP; set {LAKE_S3_ALLOW_HTTP}: "
+                "true if that is meant (a local test server)"
+            )
+        options = ObjectStoreOptions(
+            endpoint=self.s3_endpoint,
+            region=self.s3_region,
+            allow_http=self.s3_allow_http,
+            access_key_id=self.s3_access_key_id,
+            secret_access_key=self.s3_secret_access_key,
+        )
+        # The model is frozen: the root is rebuilt once here, with the options it travels with.
+        root = ObjectPath(self.root.bucket, self.root.key, options)
+        object.__setattr__(self, "root", root)
+        remember_bucket(root)
+        return self
 
     @property
-    def bronze_path(self) -> Path:
+    def bronze_path(self) -> LakePath:
         """The bronze ``events`` table: every record of every source."""
         return self.root / "bronze" / "events"
 
     @property
-    def quarantine_path(self) -> Path:
+    def quarantine_path(self) -> LakePath:
         """The bronze ``quarantine`` table: records that could not be landed, with the reason."""
         return self.root / "bronze" / "quarantine"
 
     @property
-    def schemas_path(self) -> Path:
+    def schemas_path(self) -> LakePath:
         """The bronze ``schemas`` table: Connect schemas by fingerprint."""
         return self.root / "bronze" / "schemas"
 
     @property
-    def silver_path(self) -> Path:
+    def silver_path(self) -> LakePath:
         """Directory of the silver tables (one per captured table)."""
         return self.root / "silver"
 
     @property
-    def gold_path(self) -> Path:
+    def gold_path(self) -> LakePath:
         """Directory of the gold tables."""
         return self.root / "gold"
 
@@ -451,6 +545,9 @@ class GoldConfig(ConfigModel):
         FrozenDict(), GOLD_TABLES
     )
     """Derived gold tables by name (``[a-z][a-z0-9_]*``), written to ``<lake>/gold/<name>``."""
+    materialize: bool = config_key(GOLD_MATERIALIZE_DEFAULT, GOLD_MATERIALIZE)
+    """At each published cut, also write every gold view as a plain Delta table under
+    ``<lake>/gold/_materialized/`` that delta-rs, polars and pandas read (gold/materialize.py)."""
 
     @field_validator("tables")
     @classmethod

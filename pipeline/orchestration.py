@@ -6,14 +6,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
-from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from bronze import schema as S
+from bronze.storage import LakePath, lake_path, open_delta
 from bronze.writer import BronzeTables, BronzeWriter, agent_app_id
 from capture.registry import create_source
 from pipeline.errors import GoldError, PipelineError
@@ -34,9 +33,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def bronze_tables(config: Any, lake_root: Path | None = None) -> BronzeTables:
+def bronze_tables(config: Any, lake_root: LakePath | None = None) -> BronzeTables:
     """The bronze table locations of a pipeline config (or of another lake root)."""
-    return BronzeTables.under(Path(lake_root) if lake_root else Path(config.lake.root))
+    return BronzeTables.under(lake_path(lake_root) if lake_root else lake_path(config.lake.root))
 
 
 def _select(config: Any, names: Sequence[str]) -> list[Any]:
@@ -50,7 +49,7 @@ def land_sources(
     *,
     follow: bool = False,
     max_batches: int | None = None,
-    lake_root: Path | None = None,
+    lake_root: LakePath | None = None,
     stop: threading.Event | None = None,
 ) -> list[LandingResult]:
     """Run the landing agent of each selected source, one after the other.
@@ -102,9 +101,9 @@ def landing_agent(config: Any, source_config: Any, writer: BronzeWriter) -> Land
     )
 
 
-def _count_by_source(path: Path) -> dict[str, int]:
+def _count_by_source(path: LakePath) -> dict[str, int]:
     try:
-        dataset = DeltaTable(str(path)).to_pyarrow_dataset()
+        dataset = open_delta(path).to_pyarrow_dataset()
     except TableNotFoundError:
         return {}
     table = dataset.to_table(columns=[S.SOURCE])
@@ -149,7 +148,7 @@ def _slot_status(source_config: Any, offset: Any) -> dict[str, Any]:
     return row
 
 
-def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, Any]]:
+def bronze_status(config: Any, lake_root: LakePath | None = None) -> list[dict[str, Any]]:
     """Per configured source: last committed batch, landed and quarantined rows, its replication
     log (:data:`SLOT_COLUMNS`: a PostgreSQL slot, a MySQL binlog) and the committed offset."""
     tables = bronze_tables(config, lake_root)
@@ -173,7 +172,7 @@ def bronze_status(config: Any, lake_root: Path | None = None) -> list[dict[str, 
     return rows
 
 
-def spark_for(config: Any, lake_root: Path | None = None) -> Any:
+def spark_for(config: Any, lake_root: LakePath | None = None) -> Any:
     """The configured SparkSession, with medallion's SQL functions, the lake's tables and the
     ``gold.*`` views at the cuts gold shows."""
     from pipeline.spark import build_spark_session
@@ -182,7 +181,7 @@ def spark_for(config: Any, lake_root: Path | None = None) -> Any:
     spark = build_spark_session(
         master=config.spark.master,
         app_name=config.spark.app_name,
-        lake_root=Path(lake_root) if lake_root else Path(config.lake.root),
+        lake_root=lake_path(lake_root) if lake_root else lake_path(config.lake.root),
         conf=dict(config.spark.conf),
         jars_dir=config.spark.jars_dir,
     )
@@ -190,13 +189,15 @@ def spark_for(config: Any, lake_root: Path | None = None) -> Any:
     from gold.refresh import register_published_views
 
     try:
-        register_published_views(spark, Path(lake_root) if lake_root else Path(config.lake.root))
+        register_published_views(
+            spark, lake_path(lake_root) if lake_root else lake_path(config.lake.root)
+        )
     except Exception as exc:  # a session must still open when gold cannot be shown
         logger.warning("gold views not defined: %s", exc)
     return spark
 
 
-def _silver_job(config: Any, spark: Any, root: Path, **kwargs: Any) -> Any:
+def _silver_job(config: Any, spark: Any, root: LakePath, **kwargs: Any) -> Any:
     from silver.job import SilverJob
 
     return SilverJob(
@@ -228,10 +229,14 @@ def _silver_rows(result: Any) -> list[dict[str, Any]]:
 
 
 def run_silver(
-    config: Any, *, continuous: bool = False, interval: float = 10.0, lake_root: Path | None = None
+    config: Any,
+    *,
+    continuous: bool = False,
+    interval: float = 10.0,
+    lake_root: LakePath | None = None,
 ) -> list[dict[str, Any]]:
     """Apply bronze to silver (once, or continuously); one summary row per silver table."""
-    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    root = lake_path(lake_root) if lake_root else lake_path(config.lake.root)
     job = _silver_job(config, spark_for(config, root), root)
     if continuous:
         job.run_continuous(interval)
@@ -240,7 +245,7 @@ def run_silver(
 
 
 def reconcile_due(
-    config: Any, spark: Any, lake_root: Path, *, force: bool = False
+    config: Any, spark: Any, lake_root: LakePath, *, force: bool = False
 ) -> Callable[[Mapping[str, Any]], list[Any]]:
     """The scheduled reconciliation as a gold-refresh hook: for each candidate cut of a source
     that has a database to compare with and was not reconciled within
@@ -295,7 +300,7 @@ def run_pipeline(
     *,
     continuous: bool = False,
     interval: float = 10.0,
-    lake_root: Path | None = None,
+    lake_root: LakePath | None = None,
     run_checks: bool | None = None,
 ) -> tuple[list[dict[str, Any]], Any]:
     """``medallion run``: bronze -> silver, then gold moves to the newest consistent cut that
@@ -314,7 +319,7 @@ def run_pipeline(
     from gold.refresh import refresh_gold
     from pipeline.config import Severity
 
-    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    root = lake_path(lake_root) if lake_root else lake_path(config.lake.root)
     spark = spark_for(config, root)
     hook = reconcile_due(config, spark, root)
     last: list[Any] = [None]
@@ -359,7 +364,7 @@ def run_quality_now(
     names: Sequence[str] = (),
     *,
     reconcile: bool = False,
-    lake_root: Path | None = None,
+    lake_root: LakePath | None = None,
 ) -> Any:
     """``medallion quality``: check the cut gold shows per source (its newest consistent cut
     before the first publication); publishes nothing.
@@ -371,7 +376,7 @@ def run_quality_now(
     from gold.publish import published_cuts
     from gold.quality import run_quality
 
-    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    root = lake_path(lake_root) if lake_root else lake_path(config.lake.root)
     shown = published_cuts(root)
     cuts = {}
     for source in _select(config, names):
@@ -389,7 +394,7 @@ def run_quality_now(
 
 
 def reconcile_now(
-    config: Any, name: str, *, ranges: int = 16, lake_root: Path | None = None
+    config: Any, name: str, *, ranges: int = 16, lake_root: LakePath | None = None
 ) -> Any:
     """``medallion reconcile <source>``: compare the source database with the gold it shows.
 
@@ -398,6 +403,6 @@ def reconcile_now(
     """
     from gold.reconcile import reconcilable, reconcile_source
 
-    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    root = lake_path(lake_root) if lake_root else lake_path(config.lake.root)
     reconcilable(config, name)  # fails before Spark starts: unknown name, no database
     return reconcile_source(spark_for(config, root), config, root, name, ranges=ranges)

@@ -37,7 +37,9 @@ from pyspark import SparkContext
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from bronze.storage import LakePath, lake_path
 from pipeline.errors import ConfigError, NotInstalledError
+from pipeline.spark_storage import with_object_store
 from pipeline.sql import qualified, quote_identifier, quote_string_literal
 
 __all__ = [
@@ -110,7 +112,7 @@ def build_spark_session(
     *,
     master: str = "local[*]",
     app_name: str = "medallion",
-    lake_root: Path,
+    lake_root: LakePath,
     conf: Mapping[str, str] | None = None,
     jars_dir: Path | None = None,
 ) -> SparkSession:
@@ -155,7 +157,7 @@ def build_spark_session(
             "spark.jars, or pass --packages to spark-submit",
             key_path="spark.jars.packages",
         )
-    lake_root = Path(lake_root).absolute()
+    lake_root = lake_path(lake_root).absolute()
 
     if SparkContext._active_spark_context is not None:
         logger.info("reusing the SparkSession already running in this process")
@@ -167,6 +169,7 @@ def build_spark_session(
         spark = _adopt(_create(SparkSession.builder, {}), extra)
     else:
         settings = _local_process_settings(master, lake_root, _delta_jars(jars_dir))
+        settings = with_object_store(settings, lake_root)  # s3a for an s3:// lake
         jars = [settings["spark.jars"], extra.pop("spark.jars", "")]
         # The user's JVM options come last: for a repeated -D the JVM keeps the last one.
         java = [settings[_DRIVER_JAVA_OPTIONS], extra.pop(_DRIVER_JAVA_OPTIONS, "")]
@@ -185,7 +188,7 @@ def build_spark_session(
     return spark
 
 
-def register_lake_tables(spark: SparkSession, lake_root: Path) -> list[str]:
+def register_lake_tables(spark: SparkSession, lake_root: LakePath) -> list[str]:
     """Create the layer schemas and register every Delta table of the lake by name.
 
     For each layer in :data:`LAKE_LAYERS` this creates the schema ``<layer>`` if needed and, for
@@ -214,7 +217,7 @@ def register_lake_tables(spark: SparkSession, lake_root: Path) -> list[str]:
         ConfigError: The session parses SQL strings without escapes
             (``spark.sql.parser.escapedStringLiterals``) and a table path needs escaping.
     """
-    lake_root = Path(lake_root).absolute()
+    lake_root = lake_path(lake_root).absolute()
     escapes_off = spark.conf.get("spark.sql.parser.escapedStringLiterals", "false") == "true"
     registered: list[str] = []
     started = time.monotonic()
@@ -226,7 +229,7 @@ def register_lake_tables(spark: SparkSession, lake_root: Path) -> list[str]:
         if not layer_dir.is_dir():
             continue
         known = _catalog_locations(spark, layer)
-        for table_dir in sorted(p for p in layer_dir.iterdir() if p.is_dir()):
+        for table_dir in sorted((p for p in layer_dir.iterdir() if p.is_dir()), key=str):
             if not _has_delta_commit(table_dir / "_delta_log"):
                 logger.debug("skipping %s: no Delta commit yet", table_dir)
                 continue
@@ -308,7 +311,7 @@ def _local_threads(master: str) -> int | None:
     return max(1, int(threads))
 
 
-def _local_process_settings(master: str, lake_root: Path, jars: list[Path]) -> dict[str, str]:
+def _local_process_settings(master: str, lake_root: LakePath, jars: list[Path]) -> dict[str, str]:
     settings = {
         "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.extensions": DELTA_EXTENSION,
@@ -387,7 +390,7 @@ def _adopt(spark: SparkSession, runtime_conf: Mapping[str, str]) -> SparkSession
     return spark
 
 
-def _has_delta_commit(log_dir: Path) -> bool:
+def _has_delta_commit(log_dir: LakePath) -> bool:
     if not log_dir.is_dir():
         return False
     return any(_COMMIT_FILE.match(p.name) for p in log_dir.iterdir())

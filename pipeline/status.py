@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from bronze import schema as B
+from bronze.storage import LakePath, lake_path, open_delta
 from pipeline.orchestration import bronze_status
 from pipeline.spark_functions import position_json
 
@@ -42,14 +41,14 @@ THROUGHPUT_BATCHES = 20
 from each batch's first record read to its commit."""
 
 
-def _dataset(path: Path) -> ds.Dataset | None:
+def _dataset(path: LakePath) -> ds.Dataset | None:
     try:
-        return DeltaTable(str(path)).to_pyarrow_dataset()
+        return open_delta(path).to_pyarrow_dataset()
     except TableNotFoundError:
         return None
 
 
-def _table(path: Path, columns: list[str]) -> pa.Table | None:
+def _table(path: LakePath, columns: list[str]) -> pa.Table | None:
     dataset = _dataset(path)
     if dataset is None:
         return None
@@ -123,7 +122,7 @@ def _readable(connector: str | None, position: bytes | None) -> str | None:
 
 
 def pipeline_status(
-    config: Any, lake_root: Path | None = None, *, now: dt.datetime | None = None
+    config: Any, lake_root: LakePath | None = None, *, now: dt.datetime | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per source and per table: positions, lags, throughput, quarantine, slot headroom.
 
@@ -142,7 +141,7 @@ def pipeline_status(
     from silver.resnapshot import needing_resnapshot
     from silver.transactions import waiting_by_source
 
-    root = Path(lake_root) if lake_root else Path(config.lake.root)
+    root = lake_path(lake_root) if lake_root else lake_path(config.lake.root)
     now_at = now or dt.datetime.now(dt.UTC)
     now_ms = int(now_at.timestamp() * 1000)
     events = _dataset(root / "bronze" / "events")

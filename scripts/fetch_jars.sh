@@ -27,13 +27,15 @@ M2_REPO=${MEDALLION_M2_REPO:-$ROOT/.cache/m2}
 # keep the major.minor equal (checked below).
 DELTA_JAR_VERSION=${DELTA_JAR_VERSION:-4.4.0}
 SCALA_BINARY=2.13
-DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
-MANIFEST_NAME=MANIFEST.sha256
 
 log() { printf 'fetch_jars: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=scripts/maven_jars.sh
+. "$ROOT/scripts/maven_jars.sh"
 
 [ -x "$PYTHON" ] || die "no Python at $PYTHON; run 'make bootstrap' (it creates .venv first)"
+# Hadoop's S3A connector, for a lake on object storage (its own directory and manifest).
+PYTHON="$PYTHON" bash "$ROOT/scripts/fetch_s3a_jars.sh" "$@"
 read -r SPARK_VERSION SPARK_JARS PY_DELTA_VERSION < <("$PYTHON" - <<'PY'
 import importlib.metadata as md
 import os
@@ -51,67 +53,12 @@ fi
 ARTIFACT_ID=delta-spark_${SPARK_MINOR}_${SCALA_BINARY}
 COORDS=io.delta:$ARTIFACT_ID:$DELTA_JAR_VERSION
 KEY="$COORDS for pyspark $SPARK_VERSION"
-MANIFEST=$JARS_DIR/$MANIFEST_NAME
+exit_if_current "$@"
 
-# The manifest's first line names what was fetched; the rest are `sha256sum` lines of every jar.
-manifest_matches() {
-  [ -f "$MANIFEST" ] || return 1
-  [ "$(head -n1 "$MANIFEST")" = "# $KEY" ] || return 1
-  local listed present
-  listed=$(tail -n +2 "$MANIFEST" | awk '{print $2}' | sort)
-  present=$(cd "$JARS_DIR" && ls -1 -- *.jar 2>/dev/null | sort)
-  [ -n "$listed" ] && [ "$listed" = "$present" ] || return 1
-  (cd "$JARS_DIR" && tail -n +2 "$MANIFEST" | sha256sum --check --quiet --strict >/dev/null 2>&1)
-}
-
-if manifest_matches; then
-  [ "${1:-}" = "--check" ] || log "up to date: $KEY ($(tail -n +2 "$MANIFEST" | wc -l) jars in $JARS_DIR)"
-  exit 0
-fi
-[ "${1:-}" = "--check" ] && { log "jars in $JARS_DIR do not match $KEY; run 'make bootstrap'"; exit 1; }
-
-command -v mvn >/dev/null || die "mvn not found (Debian package 'maven')"
-mkdir -p "$(dirname "$JARS_DIR")" "$M2_REPO"
+mkdir -p "$(dirname "$JARS_DIR")"
 WORK=$(mktemp -d "$(dirname "$JARS_DIR")/.fetch-jars.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-
-cat >"$WORK/pom.xml" <<POM
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>local.medallion</groupId>
-  <artifactId>delta-jars</artifactId>
-  <version>0</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>io.delta</groupId>
-      <artifactId>$ARTIFACT_ID</artifactId>
-      <version>$DELTA_JAR_VERSION</version>
-    </dependency>
-  </dependencies>
-</project>
-POM
-
-# -C: fail on a checksum mismatch instead of warning (Maven verifies the .sha1 of every download).
-MVN=(mvn -B -q -C -f "$WORK/pom.xml" -Dmaven.repo.local="$M2_REPO")
-log "resolving $COORDS from Maven Central (one time)"
-"${MVN[@]}" "$DEPENDENCY_PLUGIN:list" -DincludeScope=runtime -DoutputFile="$WORK/deps.txt" \
-  >"$WORK/mvn-list.log" 2>&1 || { cat "$WORK/mvn-list.log" >&2; die "mvn dependency:list failed"; }
-
-# deps.txt lines look like "   group:artifact:jar:version:scope" (newer plugins append " -- module ...").
-mapfile -t DEPS < <(grep -E '^ +[^ :]+:[^ :]+:jar:' "$WORK/deps.txt" | awk '{print $1}' | sort -u)
-[ "${#DEPS[@]}" -gt 0 ] || die "no dependencies listed for $COORDS"
-EXCLUDE=()
-for dep in "${DEPS[@]}"; do
-  aid=$(cut -d: -f2 <<<"$dep")
-  if compgen -G "$SPARK_JARS/$aid-[0-9]*.jar" >/dev/null; then EXCLUDE+=("$aid"); fi
-done
-EXCLUDE_CSV=$(IFS=,; echo "${EXCLUDE[*]}")
-log "Spark $SPARK_VERSION already ships: ${EXCLUDE_CSV:-nothing}"
-
-"${MVN[@]}" "$DEPENDENCY_PLUGIN:copy-dependencies" -DincludeScope=runtime \
-  -DexcludeArtifactIds="$EXCLUDE_CSV" -DoutputDirectory="$WORK/jars" \
-  >"$WORK/mvn-copy.log" 2>&1 || { cat "$WORK/mvn-copy.log" >&2; die "mvn dependency:copy-dependencies failed"; }
+resolve_jars "$WORK" io.delta "$ARTIFACT_ID" "$DELTA_JAR_VERSION"
 
 # Verify: every jar is a readable zip, and the classes pipeline/spark.py configures are present.
 "$PYTHON" - "$WORK/jars" "$ARTIFACT_ID-$DELTA_JAR_VERSION.jar" "delta-storage-$DELTA_JAR_VERSION.jar" <<'PY'
@@ -139,16 +86,4 @@ if absent:
     sys.exit(f"missing jars: {absent}")
 PY
 
-{
-  echo "# $KEY"
-  (cd "$WORK/jars" && sha256sum -- *.jar)
-} >"$WORK/jars/$MANIFEST_NAME"
-
-# Swap the directory in whole, so an interrupted fetch never leaves a half-filled jar directory.
-rm -rf "$JARS_DIR.old"
-[ -d "$JARS_DIR" ] && mv "$JARS_DIR" "$JARS_DIR.old"
-mv "$WORK/jars" "$JARS_DIR"
-rm -rf "$JARS_DIR.old"
-manifest_matches || die "verification of $JARS_DIR failed after fetching"
-log "fetched $(tail -n +2 "$MANIFEST" | wc -l) jars for $KEY into $JARS_DIR:"
-tail -n +2 "$MANIFEST" | awk '{print "  " $2}' >&2
+install_jars "$WORK"

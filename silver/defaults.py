@@ -42,6 +42,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
+from bronze.storage import open_delta
 from pipeline.sql import quote_identifier, quote_string_literal
 from silver import merge as M
 
@@ -154,9 +155,8 @@ def record_added(spark: SparkSession, path: str, added: Sequence[AddedColumn]) -
 
 def pending_defaults(path: str) -> list[AddedColumn]:
     """The added-column defaults recorded on a table (read from the Delta log, no Spark job)."""
-    from deltalake import DeltaTable as LogTable
 
-    configuration = LogTable(path).metadata().configuration
+    configuration = open_delta(path).metadata().configuration
     return [
         AddedColumn.from_property(key[len(DEFAULT_PROPERTY_PREFIX) :], value)
         for key, value in sorted(configuration.items())

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -33,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bronze import schema as B
+from bronze.storage import LakePath
 from silver import merge as M
 from silver import quarantine as Q
 from silver import scd2 as S
@@ -195,7 +195,7 @@ def _events(events: DataFrame) -> DataFrame:
 
 def _quarantine(
     spark: SparkSession,
-    silver_root: Path,
+    silver_root: LakePath,
     refused: DataFrame,
     *,
     source: str,

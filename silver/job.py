@@ -39,7 +39,6 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -58,6 +57,7 @@ from pyspark.sql.types import DataType, MapType, StringType, StructField, Struct
 from bronze import schema as B
 from bronze.envelope import HEADER_NEW_KEY as NEW_KEY_HEADER
 from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
+from bronze.storage import LakePath, lake_path, open_delta
 from pipeline import metrics
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import PipelineError, SchemaEvolutionError
@@ -207,17 +207,16 @@ def _first_waiting(waiting: DataFrame) -> dict[str, bytes]:
     }
 
 
-def _registered_json(registry: Path, schema_id: str) -> list[Any] | None:
+def _registered_json(registry: LakePath, schema_id: str) -> list[Any] | None:
     """The JSON registered in bronze ``schemas`` under ``schema_id``; None without the table.
 
     Read with deltalake: bronze's registry is a small table written by deltalake, and a Spark
     read of it cost a job per schema in every micro-batch.
     """
-    from deltalake import DeltaTable as LogTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = LogTable(str(registry))
+        table = open_delta(registry)
     except TableNotFoundError:
         return None
     found = table.to_pyarrow_table(columns=[B.SCHEMA_JSON], filters=[(B.SCHEMA_ID, "=", schema_id)])
@@ -362,7 +361,7 @@ class SilverJob:
     def __init__(
         self,
         spark: SparkSession,
-        lake_root: Path,
+        lake_root: LakePath,
         *,
         tombstone_retention_hours: float | None = None,
         transaction_timeout_seconds: float = 300.0,
@@ -377,7 +376,7 @@ class SilverJob:
         self._local = threading.local()
         self.parallelism = max(1, parallelism)
         self._pool: ThreadPoolExecutor | None = None
-        self.root = Path(lake_root)
+        self.root = lake_path(lake_root)
         self.bronze = self.root / "bronze" / "events"
         self.silver = self.root / "silver"
         self.checkpoint = self.silver / "_checkpoints" / "bronze_events"
@@ -1369,11 +1368,10 @@ class SilverJob:
         The row is kept until :meth:`_write_cuts` appends the micro-batch's rows in one commit
         (after its tables, before its progress row): a commit per table cost a Delta write each.
         """
-        from deltalake import DeltaTable as LogTable
         from deltalake.exceptions import TableNotFoundError
 
         try:
-            version = LogTable(str(self.silver / name)).version()
+            version = open_delta(self.silver / name).version()
         except TableNotFoundError:
             return  # nothing applied yet (every event refused): no cut to record
         with self._lock_cuts:

@@ -35,6 +35,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructType
 
+from bronze.storage import open_delta
 from pipeline.sql import quote_identifier, quote_string_literal
 
 __all__ = [
@@ -510,11 +511,10 @@ def stored_schema(path: str) -> StructType | None:
     ``read.load(path).schema`` each load a snapshot, a fixed cost of every table in every
     micro-batch.
     """
-    from deltalake import DeltaTable as LogTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        log = LogTable(path)
+        log = open_delta(path)
     except TableNotFoundError:
         return None
     return _log_schema(log)
@@ -529,9 +529,8 @@ def _may_hold_expired_tombstones(path: str, cutoff: dt.datetime) -> bool:
     snapshot reads only, or of updates only, has none. A file without statistics may hold one.
     """
     import pyarrow as pa
-    from deltalake import DeltaTable as LogTable
 
-    actions = pa.table(LogTable(path).get_add_actions(flatten=True))
+    actions = pa.table(open_delta(path).get_add_actions(flatten=True))
     names = (f"min.{OP}", f"max.{OP}", f"min.{UPDATED_AT}")
     if actions.num_rows == 0:
         return False
@@ -552,17 +551,15 @@ def position_property(spark: SparkSession, path: str, prop: str) -> bytes | None
     """A position kept in a table property (hex), or None."""
     # Table properties and commit metrics are in the Delta log: deltalake reads them without a
     # Spark job (it cannot read silver's data, which has deletion vectors, but needs not).
-    from deltalake import DeltaTable as LogTable
 
-    value = LogTable(path).metadata().configuration.get(prop)
+    value = open_delta(path).metadata().configuration.get(prop)
     return bytes.fromhex(value) if value else None
 
 
 def last_commit_metrics(path: str) -> dict[str, int]:
     """``operationMetrics`` of the table's latest commit, as integers."""
-    from deltalake import DeltaTable as LogTable
 
-    metrics = LogTable(path).history(1)[0].get("operationMetrics") or {}
+    metrics = open_delta(path).history(1)[0].get("operationMetrics") or {}
     return {k: int(v) for k, v in metrics.items() if str(v).lstrip("-").isdigit()}
 
 
@@ -593,11 +590,10 @@ def already_committed(spark: SparkSession, path: str, app_id: str, version: int)
     """Whether the table at ``path`` holds app transaction ``app_id`` at ``version`` or later."""
     # Delta skips such a write itself; knowing it up front keeps the metrics honest. The
     # transaction versions are in the Delta log; deltalake reads them without a Spark job.
-    from deltalake import DeltaTable as LogTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        latest = LogTable(path).transaction_version(app_id)
+        latest = open_delta(path).transaction_version(app_id)
     except TableNotFoundError:
         return False
     return latest is not None and latest >= version
@@ -640,7 +636,7 @@ def apply_changes(
     # One read of the Delta log serves the replay check, the schema and the horizons (each
     # used to open the log again, a fixed cost of every table in every micro-batch).
     try:
-        log: LogTable | None = LogTable(path)
+        log: LogTable | None = open_delta(path)
     except TableNotFoundError:
         log = None
     properties = log.metadata().configuration if log is not None else {}
@@ -914,7 +910,6 @@ def small_files(spark: SparkSession, path: str) -> int:
     from the Delta log with deltalake: no Spark job)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import DeltaTable as LogTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
@@ -922,7 +917,7 @@ def small_files(spark: SparkSession, path: str) -> int:
     except ValueError:  # a size with a unit ("1g"): Delta's default is what matters here
         limit = _OPTIMIZE_MIN_FILE_SIZE_DEFAULT
     try:
-        actions = pa.table(LogTable(path).get_add_actions(flatten=True))
+        actions = pa.table(open_delta(path).get_add_actions(flatten=True))
     except TableNotFoundError:
         return 0
     if actions.num_rows == 0:

@@ -17,13 +17,13 @@ their old rows read ``kind`` NULL, which means ``'event'``.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Final
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bronze import schema as B
+from bronze.storage import LakePath
 from capture.captured_table import HEADER_UNREPRESENTABLE
 from pipeline.sql import quote_identifier
 from silver import merge as M
@@ -110,7 +110,7 @@ def unrepresentable_values(events: DataFrame) -> DataFrame:
 
 def write(
     spark: SparkSession,
-    silver_root: Path,
+    silver_root: LakePath,
     refused: DataFrame,
     *,
     source: str,

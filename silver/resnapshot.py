@@ -18,11 +18,11 @@ import datetime as dt
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from pyspark.sql import SparkSession
 
+from bronze.storage import LakePath, lake_path, open_delta
 from silver.defaults import AddedColumn
 
 __all__ = ["RESNAPSHOT_TABLE", "Resnapshot", "record_unreproducible", "needing_resnapshot"]
@@ -58,14 +58,11 @@ class Resnapshot:
     silver_batch: int
 
 
-def _recorded(path: Path) -> set[tuple[str, str, bytes]]:
-    from deltalake import DeltaTable
+def _recorded(path: LakePath) -> set[tuple[str, str, bytes]]:
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        rows = DeltaTable(str(path)).to_pyarrow_table(
-            columns=["silver_table", "column", "position"]
-        )
+        rows = open_delta(path).to_pyarrow_table(columns=["silver_table", "column", "position"])
     except TableNotFoundError:
         return set()
     return {(r["silver_table"], r["column"], bytes(r["position"])) for r in rows.to_pylist()}
@@ -73,7 +70,7 @@ def _recorded(path: Path) -> set[tuple[str, str, bytes]]:
 
 def record_unreproducible(
     spark: SparkSession,
-    silver_root: Path,
+    silver_root: LakePath,
     columns: Sequence[AddedColumn],
     *,
     source: str,
@@ -86,7 +83,7 @@ def record_unreproducible(
     Returns:
         Rows appended.
     """
-    path = Path(silver_root) / RESNAPSHOT_TABLE
+    path = lake_path(silver_root) / RESNAPSHOT_TABLE
     done = _recorded(path)
     now = dt.datetime.now(dt.UTC)
     rows: list[tuple[Any, ...]] = [
@@ -117,13 +114,12 @@ def record_unreproducible(
     return len(rows)
 
 
-def needing_resnapshot(lake_root: Path) -> list[Resnapshot]:
+def needing_resnapshot(lake_root: LakePath) -> list[Resnapshot]:
     """Every recorded column, oldest first (read with deltalake, no Spark job)."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = DeltaTable(str(Path(lake_root) / "silver" / RESNAPSHOT_TABLE)).to_pyarrow_table()
+        table = open_delta(lake_path(lake_root) / "silver" / RESNAPSHOT_TABLE).to_pyarrow_table()
     except TableNotFoundError:
         return []
     return sorted(

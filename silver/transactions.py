@@ -34,7 +34,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 import pyarrow as pa
@@ -43,6 +42,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from bronze import schema as B
+from bronze.storage import LakePath, open_delta, storage_options
 
 __all__ = [
     "BatchLedger",
@@ -277,18 +277,17 @@ class Waiting:
         return round(max(0.0, (now - self.oldest).total_seconds()), 3)
 
 
-def _pending_rows(pending: Path) -> pa.Table | None:
-    from deltalake import DeltaTable
+def _pending_rows(pending: LakePath) -> pa.Table | None:
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = DeltaTable(str(pending))
+        table = open_delta(pending)
     except TableNotFoundError:
         return None
     return table.to_pyarrow_table(columns=[B.SOURCE, B.KIND, B.TX_ID, B.INGEST_TS])
 
 
-def waiting_by_source(pending: Path) -> dict[str, Waiting]:
+def waiting_by_source(pending: LakePath) -> dict[str, Waiting]:
     """Per source, what waits in ``silver/_pending`` (read with deltalake, no Spark job).
 
     Args:
@@ -312,7 +311,7 @@ def waiting_by_source(pending: Path) -> dict[str, Waiting]:
     return out
 
 
-def release_due(pending: Path, *, now: dt.datetime, timeout_seconds: float) -> bool:
+def release_due(pending: LakePath, *, now: dt.datetime, timeout_seconds: float) -> bool:
     """Whether some row of ``silver/_pending`` has waited past the timeout at ``now``.
 
     A cheap look (deltalake, no Spark job) that decides whether a run with no new bronze rows
@@ -370,17 +369,16 @@ class BatchLedger:
         path: The ``silver/_batches`` table.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: LakePath) -> None:
         self.path = path
         self._rows: list[SilverBatch] | None = None
 
     def _load(self) -> list[SilverBatch]:
         if self._rows is None:
-            from deltalake import DeltaTable
             from deltalake.exceptions import TableNotFoundError
 
             try:
-                table = DeltaTable(str(self.path)).to_pyarrow_table()
+                table = open_delta(self.path).to_pyarrow_table()
             except TableNotFoundError:
                 table = _LEDGER_SCHEMA.empty_table()
             self._rows = sorted(
@@ -434,12 +432,14 @@ class BatchLedger:
             ],
             schema=_LEDGER_SCHEMA,
         )
-        write_deltalake(str(self.path), table, mode="overwrite")
+        write_deltalake(
+            str(self.path), table, mode="overwrite", storage_options=storage_options(self.path)
+        )
         self._rows = rows
         return batch
 
 
-def unfinished_release(ledger: BatchLedger, pending: Path) -> SilverBatch | None:
+def unfinished_release(ledger: BatchLedger, pending: LakePath) -> SilverBatch | None:
     """The newest silver batch when it is a release batch that did not complete (a crash).
 
     A silver batch completes with its ``silver/_pending`` rewrite, app transaction version = its
@@ -448,11 +448,10 @@ def unfinished_release(ledger: BatchLedger, pending: Path) -> SilverBatch | None
     last = ledger.last()
     if last is None or not last.is_release:
         return None
-    from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        done = DeltaTable(str(pending)).transaction_version(PENDING_APP_ID)
+        done = open_delta(pending).transaction_version(PENDING_APP_ID)
     except TableNotFoundError:
         return last
     return last if done is None or done < last.id else None

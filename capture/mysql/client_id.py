@@ -45,6 +45,7 @@ from typing import Any
 
 import pymysql
 
+from bronze.storage import LakePath
 from capture.mysql.server import ServerDialect
 from capture.server_errors import SourceRefused
 
@@ -86,11 +87,12 @@ class BinlogClient:
     report_host: str
 
 
-def report_host(source: str, lake: Path | None) -> str:
+def report_host(source: str, lake: LakePath | None) -> str:
     """The label the reader registers under: the source name and a digest of the machine and
     the lake it lands in (so the same source name in two pipelines gets two labels, and a
     restart of one pipeline gets the same one)."""
-    where = f"{socket.gethostname()}:{Path(lake).resolve() if lake is not None else ''}"
+    place = "" if lake is None else str(lake.resolve() if isinstance(lake, Path) else lake)
+    where = f"{socket.gethostname()}:{place}"
     digest = zlib.crc32(where.encode("utf-8"))
     return f"medallion:{source}:{digest:08x}"[:60]
 
@@ -120,7 +122,7 @@ def replicas(conn: Any, dialect: ServerDialect) -> list[Replica] | None:
 
 
 def binlog_client(
-    conn: Any, dialect: ServerDialect | None, settings: Any, source: str, lake: Path | None
+    conn: Any, dialect: ServerDialect | None, settings: Any, source: str, lake: LakePath | None
 ) -> BinlogClient:
     """The server id to stream with, checked against the server's registered clients (see the
     module docstring).

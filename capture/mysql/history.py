@@ -24,13 +24,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 import orjson
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from bronze.storage import LakePath, lake_path, open_delta, storage_options
 from capture.mysql.position import MySqlPosition
 from pipeline.errors import CaptureError
 
@@ -84,8 +84,8 @@ class SchemaHistory:
         source: The source name.
     """
 
-    def __init__(self, path: Path, source: str) -> None:
-        self.path = Path(path)
+    def __init__(self, path: LakePath, source: str) -> None:
+        self.path = lake_path(path)
         self.source = source
         self._entries: list[HistoryEntry] = []
         self._seen: set[tuple[bytes, str, str | None]] = set()
@@ -99,7 +99,7 @@ class SchemaHistory:
             return list(self._entries)
         try:
             table = (
-                DeltaTable(str(self.path))
+                open_delta(self.path)
                 .to_pyarrow_dataset()
                 .to_table(filter=pa.compute.field("source") == self.source)
             )
@@ -165,7 +165,10 @@ class SchemaHistory:
             self._next_seq += 1
         try:
             write_deltalake(
-                str(self.path), pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA), mode="append"
+                str(self.path),
+                pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA),
+                mode="append",
+                storage_options=storage_options(self.path),
             )
         except OSError as exc:
             raise CaptureError(

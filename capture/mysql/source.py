@@ -52,9 +52,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar
 
+from bronze.storage import LakePath, lake_path
 from capture.mysql.agent import CONNECTOR, MySqlTable, SnapshotProgress
 from capture.mysql.current import CurrentReader
 from capture.mysql.history import SchemaHistory
@@ -128,9 +128,9 @@ class MySqlSource(SnapshotReader, IncrementalReader, CurrentReader, BinlogStatus
     events) come from :class:`capture.mysql.binlog.BinlogReader` without any, and the rare
     ones the library still builds are freed when the collector runs again after the batch."""
 
-    def bind_lake(self, bronze_root: Path) -> None:
+    def bind_lake(self, bronze_root: LakePath) -> None:
         """Keep the schema history in ``<bronze_root>/schema_history``."""
-        self._history = SchemaHistory(Path(bronze_root) / "schema_history", self.name)
+        self._history = SchemaHistory(lake_path(bronze_root) / "schema_history", self.name)
 
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         if self._history is None:

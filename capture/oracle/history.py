@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from bronze.storage import LakePath, lake_path, open_delta, storage_options
 from capture.oracle.types import OracleColumn
 from pipeline.errors import CaptureError
 
@@ -69,10 +69,10 @@ class OracleSchemaHistory:
     """Table definitions of the source ``source`` kept in the Delta table at ``path`` (made
     by the first :meth:`append`); read once, then kept in memory."""
 
-    def __init__(self, path: Path, source: str) -> None:
+    def __init__(self, path: LakePath, source: str) -> None:
         self._entries: list[Definition] | None = None
         self.source = source
-        self.path = Path(path)
+        self.path = lake_path(path)
 
     def load(self) -> list[Definition]:
         """This source's definitions in SCN order (cached; appends are added)."""
@@ -80,7 +80,7 @@ class OracleSchemaHistory:
             return list(self._entries)
         try:
             table = (
-                DeltaTable(str(self.path))
+                open_delta(self.path)
                 .to_pyarrow_dataset()
                 .to_table(filter=pc.field("source") == self.source)
             )
@@ -136,7 +136,10 @@ class OracleSchemaHistory:
         ]
         try:
             write_deltalake(
-                str(self.path), pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA), mode="append"
+                str(self.path),
+                pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA),
+                mode="append",
+                storage_options=storage_options(self.path),
             )
         except OSError as exc:
             raise CaptureError(

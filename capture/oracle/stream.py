@@ -33,12 +33,12 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from bronze.batch import BatchBuilder
 from bronze.envelope import ConnectRecord, heartbeat, schema_change
 from bronze.position_base import Phase
+from bronze.storage import LakePath, lake_path
 from capture.captured_table import CapturedTable
 from capture.change_records import delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
@@ -212,9 +212,11 @@ class StreamReader(OracleAgent):
         """SCNs of the next mining round."""
         return self._pace.window
 
-    def bind_lake(self, bronze_root: Path) -> None:
+    def bind_lake(self, bronze_root: LakePath) -> None:
         """Keep the schema history in ``<bronze_root>/oracle_schema_history``."""
-        self._history = OracleSchemaHistory(Path(bronze_root) / "oracle_schema_history", self.name)
+        self._history = OracleSchemaHistory(
+            lake_path(bronze_root) / "oracle_schema_history", self.name
+        )
 
     def _describe(self, owner: str, table: str) -> OracleTable:
         """The table as the history has it at the resume point, else (and when described again,

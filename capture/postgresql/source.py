@@ -54,14 +54,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
-from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from bronze import schema as S
+from bronze.storage import LakePath, lake_path, open_delta
 from capture.postgresql import slot as pg_slot
 from capture.postgresql.agent import SnapshotProgress
 from capture.postgresql.current import CurrentReader
@@ -115,10 +114,10 @@ class PostgresSource(SnapshotReader, IncrementalReader, CurrentReader, SlotStatu
     ORIGIN: ClassVar[str] = "pg"
     SERVER_ERRORS: ClassVar[ServerErrors | None] = POSTGRES
 
-    def bind_lake(self, bronze_root: Path) -> None:
+    def bind_lake(self, bronze_root: LakePath) -> None:
         """Learn each table's columns from the last envelope schema this source landed, so an
         ADD COLUMN made while the agent was stopped is still told apart (contract C4)."""
-        self._known_columns.update(landed_columns(Path(bronze_root) / "schemas", self.name))
+        self._known_columns.update(landed_columns(lake_path(bronze_root) / "schemas", self.name))
 
     def _open(self, offset: Mapping[str, Any] | None) -> None:
         s = self.settings
@@ -265,11 +264,11 @@ class PostgresSource(SnapshotReader, IncrementalReader, CurrentReader, SlotStatu
                 logger.warning("source %s: could not drop slot: %s", self.name, exc)
 
 
-def landed_columns(schemas: Path, source: str) -> dict[str, frozenset[str]]:
+def landed_columns(schemas: LakePath, source: str) -> dict[str, frozenset[str]]:
     """``schema.table`` -> the ``after`` columns of the envelope schema ``source`` registered
     last for it in ``bronze/schemas`` (empty when there is none yet)."""
     try:
-        table = DeltaTable(str(schemas)).to_pyarrow_table(
+        table = open_delta(schemas).to_pyarrow_table(
             columns=[S.SCHEMA_NAME, S.SCHEMA_JSON, S.SOURCE, S.FIRST_SEEN_TS]
         )
     except TableNotFoundError:

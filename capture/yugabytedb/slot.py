@@ -17,14 +17,13 @@ Identifiers are composed with ``psycopg.sql``, never formatted in.
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 from typing import Any
 
 import orjson
 import psycopg
 from psycopg import sql
 
+from bronze.storage import LakePath, replace_bytes
 from capture.postgresql.slot import SlotState, parse_lsn
 from pipeline.errors import CaptureError, InternalError
 
@@ -138,16 +137,13 @@ def slot_status(conn: psycopg.Connection[Any], slot: str) -> dict[str, Any] | No
     }
 
 
-def record_slot(path: Path, slot: str, hybrid_time: str) -> None:
+def record_slot(path: LakePath, slot: str, hybrid_time: str) -> None:
     """Record that the agent created ``slot`` with its consistent point at ``hybrid_time``
-    (written whole, then renamed: a reader never sees half a record)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_bytes(orjson.dumps({"slot": slot, "consistent_ht": str(hybrid_time)}))
-    os.replace(partial, path)
+    (written whole: a reader never sees half a record)."""
+    replace_bytes(path, orjson.dumps({"slot": slot, "consistent_ht": str(hybrid_time)}))
 
 
-def recorded_slot(path: Path, slot: str) -> str | None:
+def recorded_slot(path: LakePath, slot: str) -> str | None:
     """The consistent point recorded for ``slot`` by :func:`record_slot` (None: no record of
     that slot, or a record that cannot be read, which proves nothing)."""
     try:

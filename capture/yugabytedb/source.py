@@ -42,13 +42,13 @@ import logging
 import struct
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar
 
 import psycopg
 from psycopg import sql
 
 from bronze.batch import BatchBuilder
+from bronze.storage import LakePath, lake_path
 from capture.captured_table import CapturedTable
 from capture.current_state import LogCheck
 from capture.postgresql.pgoutput import (
@@ -170,13 +170,13 @@ class YugabyteDbSource(PostgresSource):
         super().__init__(name, settings)
         self._replaying = False
         """Inside a transaction bronze already holds (skipped until its Commit)."""
-        self._slot_record: Path | None = None
+        self._slot_record: LakePath | None = None
         """Where the agent records the slot it created (:meth:`bind_lake`; None: nowhere)."""
 
-    def bind_lake(self, bronze_root: Path) -> None:
+    def bind_lake(self, bronze_root: LakePath) -> None:
         """Also keep the record of the slot this agent creates beside bronze (``slots/``)."""
         super().bind_lake(bronze_root)
-        self._slot_record = Path(bronze_root) / SLOT_RECORDS / f"{self.name}.json"
+        self._slot_record = lake_path(bronze_root) / SLOT_RECORDS / f"{self.name}.json"
 
     # --- hooks of the PostgreSQL agent -----------------------------------------------------------
 

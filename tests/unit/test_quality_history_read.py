@@ -131,7 +131,9 @@ def test_an_unreadable_history_is_said_not_fatal(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     run = quality_run(1, full=True)
     append_results(lake, run)
-    log = runs_path(lake) / "_delta_log"
+    runs = runs_path(lake)
+    assert isinstance(runs, Path)  # a local lake's location is a Path
+    log = runs / "_delta_log"
     for entry in log.glob("*.json"):
         entry.write_text("{not json")
     history = report_history(lake, 30)
