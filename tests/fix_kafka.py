@@ -301,6 +301,55 @@ class KafkaBroker:
         assert all(d is not None for d in delivered)
         return [d for d in delivered if d is not None]
 
+    def offsets_held(self, topic: str) -> list[tuple[int, int]]:
+        """``(partition, offset)`` of every record ``topic`` holds now (compaction leaves
+        gaps)."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+        ends = self.end_offsets(topic)
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "medallion-probe",
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+            },
+            logger=logger,
+        )
+        try:
+            open_parts = {p for p, (low, high) in ends.items() if high > low}
+            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in open_parts])
+            held: list[tuple[int, int]] = []
+            deadline = time.monotonic() + 60
+            while open_parts and time.monotonic() < deadline:
+                message = consumer.poll(1.0)
+                if message is None:
+                    continue
+                error = message.error()
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    open_parts.discard(message.partition() or 0)
+                elif error is None:
+                    held.append((message.partition() or 0, message.offset() or 0))
+            assert not open_parts, f"{topic}: partitions {open_parts} not read to their end"
+            return held
+        finally:
+            consumer.close()
+
+    def wait_compacted(self, topic: str, fewer_than: int) -> list[tuple[int, int]]:
+        """Wait until the log cleaner has compacted ``topic`` below ``fewer_than`` records
+        (bounded: fails after :data:`START_TIMEOUT_S`); returns what it holds then."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            held = self.offsets_held(topic)
+            if len(held) < fewer_than:
+                return held
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{topic} still holds {len(held)} records: the log cleaner never compacted "
+                    f"it ({self._tail()})"
+                )
+            time.sleep(0.2)
+
     def end_offsets(self, topic: str) -> dict[int, tuple[int, int]]:
         """``partition -> (low, high)`` watermarks of ``topic``."""
         from confluent_kafka import Consumer, TopicPartition
