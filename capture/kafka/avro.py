@@ -79,6 +79,8 @@ class SchemaRegistry:
         )
         self.timeout_s = timeout_s
         self._by_id: dict[int, Any] = {}
+        self._unknown: dict[int, EnvelopeError] = {}
+        """Ids the registry answered 4xx for: asked once per process (ids are never reused)."""
 
     def __repr__(self) -> str:
         return f"SchemaRegistry({self.url!r}, auth={'***' if self._auth else None})"
@@ -93,6 +95,9 @@ class SchemaRegistry:
         cached = self._by_id.get(schema_id)
         if cached is not None:
             return cached
+        unknown = self._unknown.get(schema_id)
+        if unknown is not None:
+            raise EnvelopeError(unknown.reason)
         import fastavro
 
         request = urllib.request.Request(
@@ -109,10 +114,12 @@ class SchemaRegistry:
                 raise SourceUnavailable(
                     f"schema registry {self.url} answered {exc.code} for schema id {schema_id}"
                 ) from exc
-            raise EnvelopeError(
+            error = EnvelopeError(
                 f"schema registry {self.url} answered {exc.code} for schema id {schema_id}: "
                 "the record names a schema the registry does not hold"
-            ) from exc
+            )
+            self._unknown[schema_id] = error
+            raise error from exc
         except (urllib.error.URLError, OSError) as exc:
             raise SourceUnavailable(f"schema registry {self.url} unreachable: {exc}") from exc
         schema_type = body.get("schemaType", "AVRO")
@@ -193,9 +200,21 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def connect_schema(avro: Any, field: str | None = None) -> dict[str, Any]:
+def connect_schema(
+    avro: Any, field: str | None = None, names: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The Connect schema (JsonConverter's JSON form) of an Avro schema, as Confluent's
-    ``AvroData.toConnectSchema`` maps it."""
+    ``AvroData.toConnectSchema`` maps it.
+
+    Args:
+        avro: The Avro schema (parsed JSON).
+        field: The field name, when this schema is a record field's.
+        names: Named types seen so far (a later use of ``Value`` refers to the first).
+
+    Raises:
+        EnvelopeError: A union of several non-null types, or a name no earlier type defined.
+    """
+    names = {} if names is None else names
     optional = False
     if isinstance(avro, list):
         branches = [b for b in avro if b != "null"]
@@ -203,42 +222,50 @@ def connect_schema(avro: Any, field: str | None = None) -> dict[str, Any]:
         if len(branches) != 1:
             raise EnvelopeError(f"Avro union {avro!r} has more than one non-null branch")
         avro = branches[0]
-    out = _connect_type(avro)
+    out = _connect_type(avro, names)
     out["optional"] = optional
     if field is not None:
         out["field"] = field
     return out
 
 
-def _connect_type(avro: Any) -> dict[str, Any]:
+def _connect_type(avro: Any, names: dict[str, Any]) -> dict[str, Any]:
     if isinstance(avro, str):
-        if avro not in _PRIMITIVES:
-            raise EnvelopeError(f"Avro type {avro!r} is not supported here (named references)")
-        return {"type": _PRIMITIVES[avro]}
+        if avro in _PRIMITIVES:
+            return {"type": _PRIMITIVES[avro]}
+        named = names.get(avro) or names.get(avro.rpartition(".")[2])
+        if named is None:
+            raise EnvelopeError(f"Avro type {avro!r} is not defined before its use")
+        return {k: v for k, v in named.items() if k not in ("optional", "field")}
     kind = avro["type"]
     out: dict[str, Any]
     if isinstance(kind, dict | list):
-        return _connect_type(kind)
+        return _connect_type(kind, names)
     if kind == "record":
-        out = {
-            "type": "struct",
-            "fields": [connect_schema(f["type"], f["name"]) for f in avro["fields"]],
-        }
-        name = avro.get("connect.name") or _full_name(avro)
-        out["name"] = name
+        full = _full_name(avro)
+        out = {"type": "struct", "fields": []}
+        out["name"] = avro.get("connect.name") or full
+        names[full] = out
+        names.setdefault(str(avro.get("name")), out)
+        namespace = avro.get("namespace") or full.rpartition(".")[0]
+        for f in avro["fields"]:
+            ftype = f["type"]
+            out["fields"].append(connect_schema(_qualify(ftype, namespace), f["name"], names))
     elif kind == "array":
-        out = {"type": "array", "items": connect_schema(avro["items"])}
+        out = {"type": "array", "items": connect_schema(avro["items"], None, names)}
     elif kind == "map":
         out = {
             "type": "map",
             "keys": {"type": "string", "optional": False},
-            "values": connect_schema(avro["values"]),
+            "values": connect_schema(avro["values"], None, names),
         }
     else:
         out = {"type": avro.get("connect.type") or _PRIMITIVES.get(kind, kind)}
         name = avro.get("connect.name") or _LOGICAL_NAMES.get(avro.get("logicalType"))
         if name is not None:
             out["name"] = name
+        if kind in ("enum", "fixed") and "name" in avro:
+            names[_full_name(avro)] = out
     if "connect.version" in avro:
         out["version"] = avro["connect.version"]
     params = avro.get("connect.parameters")
@@ -249,6 +276,24 @@ def _connect_type(avro: Any) -> dict[str, Any]:
     if "connect.default" in avro:
         out["default"] = avro["connect.default"]
     return out
+
+
+def _qualify(avro: Any, namespace: str) -> Any:
+    """A short name used inside ``namespace`` means ``namespace.name`` (Avro's rule); the
+    lookup falls back to the short name for types defined without a namespace."""
+    if isinstance(avro, list):
+        return [_qualify(a, namespace) for a in avro]
+    if isinstance(avro, str) and avro not in _PRIMITIVES and avro != "null" and "." not in avro:
+        return f"{namespace}.{avro}" if namespace else avro
+    if (
+        isinstance(avro, dict)
+        and avro.get("type") in ("record", "enum", "fixed")
+        and "namespace" not in avro
+        and "." not in str(avro.get("name", ""))
+        and namespace
+    ):
+        return {**avro, "namespace": namespace}
+    return avro
 
 
 def _full_name(avro: Mapping[str, Any]) -> str:

@@ -365,3 +365,265 @@ def test_silver_equals_the_source_with_partitions_added_mid_stream_and_a_compact
         if have != want:
             problems.append(f"{table}: silver {have} != source {want}")
     assert not problems, "\n".join(problems)
+
+
+# --- Avro: the Confluent wire format and a registry stand-in ------------------------------------
+DECIMAL: dict[str, Any] = {
+    "type": "bytes",
+    "scale": 2,
+    "precision": 10,
+    "connect.version": 1,
+    "connect.parameters": {"scale": "2", "connect.decimal.precision": "10"},
+    "connect.name": "org.apache.kafka.connect.data.Decimal",
+    "logicalType": "decimal",
+}
+AVRO_KEY: dict[str, Any] = {
+    "type": "record",
+    "name": "Key",
+    "namespace": "avro.inventory.items",
+    "fields": [{"name": "id", "type": "int"}],
+    "connect.name": "avro.inventory.items.Key",
+}
+AVRO_VALUE: dict[str, Any] = {
+    # What Confluent's AvroConverter registers for a Debezium PostgreSQL table (AvroData's
+    # connect.* attributes; the second use of Value is a named reference).
+    "type": "record",
+    "name": "Envelope",
+    "namespace": "avro.inventory.items",
+    "fields": [
+        {
+            "name": "before",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "Value",
+                    "fields": [
+                        {"name": "id", "type": "int"},
+                        {"name": "name", "type": ["null", "string"], "default": None},
+                        {"name": "price", "type": DECIMAL},
+                    ],
+                    "connect.name": "avro.inventory.items.Value",
+                },
+            ],
+            "default": None,
+        },
+        {"name": "after", "type": ["null", "Value"], "default": None},
+        {
+            "name": "source",
+            "type": {
+                "type": "record",
+                "name": "Source",
+                "namespace": "io.debezium.connector.postgresql",
+                "fields": [
+                    {"name": "version", "type": "string"},
+                    {"name": "connector", "type": "string"},
+                    {"name": "name", "type": "string"},
+                    {"name": "ts_ms", "type": "long"},
+                    {
+                        "name": "snapshot",
+                        "type": [
+                            {
+                                "type": "string",
+                                "connect.version": 1,
+                                "connect.parameters": {"allowed": "true,last,false,incremental"},
+                                "connect.default": "false",
+                                "connect.name": "io.debezium.data.Enum",
+                            },
+                            "null",
+                        ],
+                        "default": "false",
+                    },
+                    {"name": "db", "type": "string"},
+                    {"name": "sequence", "type": ["null", "string"], "default": None},
+                    {"name": "schema", "type": "string"},
+                    {"name": "table", "type": "string"},
+                    {"name": "txId", "type": ["null", "long"], "default": None},
+                    {"name": "lsn", "type": ["null", "long"], "default": None},
+                    {"name": "xmin", "type": ["null", "long"], "default": None},
+                ],
+                "connect.name": "io.debezium.connector.postgresql.Source",
+            },
+        },
+        {"name": "op", "type": "string"},
+        {"name": "ts_ms", "type": ["null", "long"], "default": None},
+    ],
+    "connect.version": 2,
+    "connect.name": "avro.inventory.items.Envelope",
+}
+SCHEMA_IDS: dict[int, dict[str, Any]] = {1: AVRO_KEY, 2: AVRO_VALUE}
+UNKNOWN_ID = 99
+
+
+class _Registry:
+    """Serves ``GET /schemas/ids/<id>`` as Confluent's registry documents it, on loopback."""
+
+    def __init__(self) -> None:
+        import http.server
+
+        registry = self
+        self.requests: list[str] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                registry.requests.append(self.path)
+                parts = self.path.rstrip("/").split("/")
+                sid = (
+                    int(parts[-1])
+                    if parts[-1].isdigit() and parts[-3:-1] == ["schemas", "ids"]
+                    else -1
+                )
+                body: dict[str, Any]
+                if sid in SCHEMA_IDS:
+                    status, body = 200, {"schema": orjson.dumps(SCHEMA_IDS[sid]).decode()}
+                else:
+                    status, body = 404, {"error_code": 40403, "message": "Schema not found"}
+                payload = orjson.dumps(body)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def wire(schema_id: int, datum: Any) -> bytes:
+    """Confluent's wire format: magic byte 0, the schema id (4 bytes, big-endian), Avro."""
+    import io
+
+    import fastavro
+
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(SCHEMA_IDS[schema_id]), datum)
+    return b"\x00" + schema_id.to_bytes(4, "big") + buf.getvalue()
+
+
+def avro_records(tag: str) -> list[dict[str, Any]]:
+    """c, u, c, d + tombstone of ``inventory.items``, and one value under an unknown id."""
+    from decimal import Decimal
+
+    def source(tx: int, lsn: int) -> dict[str, Any]:
+        return {
+            "version": "3.6.1.Final",
+            "connector": "postgresql",
+            "name": "avro",
+            "ts_ms": 1_700_000_000_000 + lsn,
+            "snapshot": "false",
+            "db": "inv",
+            "sequence": f'["{lsn - 50}","{lsn}"]',
+            "schema": "inventory",
+            "table": "items",
+            "txId": tx,
+            "lsn": lsn,
+            "xmin": None,
+        }
+
+    kettle = {"id": 1, "name": "kettle", "price": Decimal("24.99")}
+    dearer = {**kettle, "price": Decimal("27.49")}
+    mug = {"id": 2, "name": None, "price": Decimal("4.50")}
+    changes = [
+        (1, None, kettle, "c", 500, 1000),
+        (1, kettle, dearer, "u", 501, 1100),
+        (2, None, mug, "c", 502, 1200),
+        (1, dearer, None, "d", 503, 1300),
+    ]
+    topic = f"{tag}.inventory.items"
+    out: list[dict[str, Any]] = [
+        {
+            "topic": topic,
+            "key": wire(1, {"id": key}),
+            "value": wire(
+                2,
+                {
+                    "before": before,
+                    "after": after,
+                    "source": source(tx, lsn),
+                    "op": op,
+                    "ts_ms": 1_700_000_000_500 + lsn,
+                },
+            ),
+        }
+        for key, before, after, op, tx, lsn in changes
+    ]
+    out.append({"topic": topic, "key": wire(1, {"id": 1}), "value": None})  # the tombstone
+    out.append({"topic": topic, "key": wire(1, {"id": 3}), "value": b"\x00\x00\x00\x00c" + b"x"})
+    return out
+
+
+def test_avro_in_the_confluent_wire_format_lands_as_jsonconverter_would_have_written_it(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    from capture.kafka.avro import SchemaRegistry
+
+    tag = f"a{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(f"{tag}.inventory.items", 1)
+    produced = kafka_broker.produce(avro_records(tag))
+    lake = tmp_path / "lake"
+    writer = BronzeWriter(BronzeTables.under(lake))
+    # No registry there: the batch fails retryably and consumes nothing.
+    down = SchemaRegistry(f"http://127.0.0.1:{_closed_port()}", timeout_s=2)
+    with pytest.raises(StageFailed) as failed:
+        LandingAgent(source(kafka_broker.bootstrap, tag, registry=down), writer).run()
+    assert "SourceUnavailable" in repr(failed.value.__cause__), failed.value
+    assert not events(lake)
+
+    registry = _Registry()
+    try:
+        up = SchemaRegistry(registry.url)
+        LandingAgent(source(kafka_broker.bootstrap, tag, registry=up), writer).run()
+    finally:
+        registry.close()
+    assert sorted(registry.requests) == ["/schemas/ids/1", "/schemas/ids/2", "/schemas/ids/99"]
+    rows = sorted(events(lake), key=lambda r: r[S.POSITION])
+    assert [(r[S.OP], r[S.KIND], r[S.COLLECTION]) for r in rows] == [
+        ("c", "data", "inventory.items"),
+        ("u", "data", "inventory.items"),
+        ("c", "data", "inventory.items"),
+        ("d", "data", "inventory.items"),
+        (None, "tombstone", None),  # no source block: silver ignores it
+    ]
+    assert [r[S.ORIGIN] for r in rows] == [f"{t}:{p}:{o}" for t, p, o in produced[:5]]
+    # JsonConverter's encodings: a Decimal is the base64 of its unscaled two's complement bytes.
+    first = orjson.loads(rows[0][S.VALUE_JSON])
+    assert first["after"] == {"id": 1, "name": "kettle", "price": "CcM="}  # 2499
+    assert orjson.loads(rows[2][S.VALUE_JSON])["after"] == {"id": 2, "name": None, "price": "AcI="}
+    assert orjson.loads(rows[0][S.KEY_JSON]) == {"id": 1}
+    schemas = {
+        r[S.SCHEMA_ID]: orjson.loads(r[S.SCHEMA_JSON])
+        for r in DeltaTable(str(lake / "bronze" / "schemas")).to_pyarrow_table().to_pylist()
+    }
+    value_schema = schemas[rows[0][S.VALUE_SCHEMA_ID]]
+    after = next(f for f in value_schema["fields"] if f["field"] == "after")
+    price = next(f for f in after["fields"] if f["field"] == "price")
+    assert (after["name"], after["optional"]) == ("avro.inventory.items.Value", True)
+    assert price == {
+        "type": "bytes",
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "version": 1,
+        "parameters": {"scale": "2", "connect.decimal.precision": "10"},
+        "optional": False,
+        "field": "price",
+    }
+    (bad,) = quarantine(lake)
+    assert bad[S.ORIGIN] == "{}:{}:{}".format(*produced[5])
+    assert "schema id 99" in bad[S.REASON] and "404" in bad[S.REASON]
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
