@@ -57,6 +57,9 @@ OFFSET_FORMAT = 1
 _FETCH_MAX = 2_000
 """Records taken from the client's buffer per call (it prefetches in the background)."""
 _METADATA_TIMEOUT_S = 10.0
+_CATCH_UP_WAIT_S = 60.0
+"""How long a run that is not following waits, without a record, for partitions to report their
+end before it stops anyway (a broker down); see :meth:`KafkaSource._stop_waiting`."""
 
 
 class _KafkaRecord(_Line):
@@ -173,6 +176,7 @@ class KafkaSource(DebeziumJsonSource):
         self._refreshed_at: float | None = None
         self._until: Mapping[str, Mapping[str, Any]] | None = None
         self._missing_warned: set[str] = set()
+        self._acknowledged: list[Any] = []
 
     def __repr__(self) -> str:
         servers = self._consumer_config.get("bootstrap.servers")
@@ -284,6 +288,7 @@ class KafkaSource(DebeziumJsonSource):
         ]
         if not partitions:
             return
+        self._acknowledged = partitions
         try:
             consumer.commit(offsets=partitions, asynchronous=True)
         except KafkaException as exc:
@@ -291,9 +296,19 @@ class KafkaSource(DebeziumJsonSource):
             logger.warning("source %s: consumer-group offset commit failed: %s", self.name, exc)
 
     def close(self) -> None:
-        """Close the consumer (nothing is committed by closing)."""
+        """Copy the last acknowledged offsets to the group once more, synchronously (the
+        asynchronous commits may still be in flight), and close the consumer."""
         consumer, self._consumer = self._consumer, None
-        if consumer is not None:
+        if consumer is None:
+            return
+        from confluent_kafka import KafkaException
+
+        try:
+            if self._acknowledged:
+                consumer.commit(offsets=self._acknowledged, asynchronous=False)
+        except KafkaException as exc:
+            logger.warning("source %s: consumer-group offset commit failed: %s", self.name, exc)
+        finally:
             consumer.close()
 
     # --- topics and partitions ---------------------------------------------------------------
@@ -321,6 +336,7 @@ class KafkaSource(DebeziumJsonSource):
                 f"{self._consumer_config.get('bootstrap.servers')}: {exc}"
             ) from exc
         self._refreshed_at = now
+        initial = not self._assigned
         new: list[Any] = []
         for topic, meta in sorted(metadata.topics.items()):
             if not self._wanted(topic) or meta.error is not None:
@@ -330,18 +346,31 @@ class KafkaSource(DebeziumJsonSource):
                 if tp in self._assigned:
                     continue
                 start = self._offsets.get(tp)
+                try:
+                    low, high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, part), timeout=_METADATA_TIMEOUT_S
+                    )
+                except KafkaException as exc:
+                    raise SourceUnavailable(
+                        f"source {self.name}: cannot read the offsets of {topic} "
+                        f"partition {part}: {exc}"
+                    ) from exc
                 if start is not None:
-                    try:
-                        low, high = consumer.get_watermark_offsets(
-                            TopicPartition(topic, part), timeout=_METADATA_TIMEOUT_S
-                        )
-                    except KafkaException as exc:
-                        raise SourceUnavailable(
-                            f"source {self.name}: cannot read the offsets of {topic} "
-                            f"partition {part}: {exc}"
-                        ) from exc
                     self._offsets.check_range(tp, low, high)
-                elif self._refreshed_at is not None and self._assigned:
+                elif low > 0:
+                    # Bronze never read this partition, so nothing it holds is missing; but
+                    # its first records are gone (retention), which a person should know.
+                    logger.warning(
+                        "source %s: %s partition %s is read from offset %s: records 0..%s were "
+                        "deleted before bronze first read it, so its tables need a snapshot "
+                        "to be complete",
+                        self.name,
+                        topic,
+                        part,
+                        low,
+                        low - 1,
+                    )
+                elif not initial:
                     logger.info(
                         "source %s: new partition %s of %s, read from its first offset",
                         self.name,
@@ -412,6 +441,7 @@ class KafkaSource(DebeziumJsonSource):
         self._refresh()
         queue, until = self._queue, self._until
         taken: list[_KafkaRecord] = []
+        silent_since: float | None = None
         last: dict[TopicPartitionKey, _KafkaRecord] = {}
         held: set[TopicPartitionKey] = set()
         try:
@@ -419,8 +449,14 @@ class KafkaSource(DebeziumJsonSource):
                 if until is not None and self._offsets.all_reached(until):
                     return
                 if not queue:
-                    if self._caught_up() or not self._fetch():
+                    if self._caught_up():
                         return
+                    if self._fetch():
+                        silent_since = None
+                    elif self._stop_waiting(silent_since):
+                        return
+                    elif silent_since is None:
+                        silent_since = time.monotonic()
                     continue
                 record = queue.popleft()
                 taken.append(record)
@@ -439,6 +475,29 @@ class KafkaSource(DebeziumJsonSource):
         finally:
             back = [r for r in taken if not r.consumed]
             queue.extendleft(reversed(back))
+
+    def _stop_waiting(self, silent_since: float | None) -> bool:
+        """Whether a read that got nothing for ``poll.timeout.ms`` ends before every partition
+        reported its end.
+
+        A following agent polls again soon, so its read ends at once. A run that stops when
+        the topics are exhausted must not take a slow broker for an empty topic: it waits for
+        every partition's end, up to :data:`_CATCH_UP_WAIT_S` of silence (a broker that is
+        down), and then says which partitions it could not read to the end.
+        """
+        if self.follow:
+            return True
+        if silent_since is None or time.monotonic() - silent_since < _CATCH_UP_WAIT_S:
+            return False
+        behind = sorted(tp for tp, nxt in self._fetched_next.items() if self._eof.get(tp, -1) < nxt)
+        logger.warning(
+            "source %s: no records and no end of partition for %.0f s from %s; stopping "
+            "before they were read to their end",
+            self.name,
+            _CATCH_UP_WAIT_S,
+            ", ".join(f"{t}[{p}]" for t, p in behind[:10]),
+        )
+        return True
 
     def _caught_up(self) -> bool:
         """True when every assigned partition reported its end after the last record fetched."""
