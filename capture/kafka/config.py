@@ -99,7 +99,9 @@ class KafkaSourceConfig(ColumnRules, SourceConfigBase):
     """How often the topic list and partition counts are read again (new partitions and new
     topics of the pattern are read from their first offset)."""
     poll_timeout_ms: PositiveInt = config_key(POLL_TIMEOUT_MS_DEFAULT, POLL_TIMEOUT_MS)
-    """How long one read waits for records before it calls the topics caught up."""
+    """How long one poll waits for records. A following agent ends its read when a poll brings
+    nothing; a run that stops once the topics are read waits for every partition to report its
+    end (up to 60 s without any record, then it stops with a warning naming them)."""
     connector_hint: ConnectorHint | None = config_key(None, CONNECTOR_HINT)
     """Connector to assume for records whose ``source`` block has no ``connector``."""
     order_by: OrderBy = config_key(ORDER_BY_DEFAULT, ORDER_BY)

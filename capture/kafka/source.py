@@ -177,6 +177,8 @@ class KafkaSource(DebeziumJsonSource):
         self._until: Mapping[str, Mapping[str, Any]] | None = None
         self._missing_warned: set[str] = set()
         self._acknowledged: list[Any] = []
+        self._stream_of: dict[TopicPartitionKey, str] = {}
+        """The Debezium source partition of each Kafka partition's last data record."""
 
     def __repr__(self) -> str:
         servers = self._consumer_config.get("bootstrap.servers")
@@ -238,6 +240,11 @@ class KafkaSource(DebeziumJsonSource):
                 )
             self._offsets.load(offset.get("partitions", {}))
             self._last_partition = offset.get("last_partition")
+            self._stream_of = {
+                (topic, int(part)): stream
+                for topic, parts in offset.get("streams", {}).items()
+                for part, stream in parts.items()
+            }
             self._arrival = int(offset.get("arrival", 0))
             from bronze.positions import PositionResolver
 
@@ -267,6 +274,7 @@ class KafkaSource(DebeziumJsonSource):
             "format": OFFSET_FORMAT,
             "partitions": self._offsets.dump(),
             "last_partition": self._last_partition,
+            "streams": self._streams_doc(),
             "arrival": self._arrival,
             "positions": {
                 part: {"connector": r.connector, "state": r.state()}
@@ -431,6 +439,14 @@ class KafkaSource(DebeziumJsonSource):
         record = cast(_KafkaRecord, line)
         record.consumed = True
         self._offsets.advance(record.tp, record.offset)
+        if record.value is not None and self._last_partition is not None:
+            self._stream_of[record.tp] = self._last_partition
+
+    def _streams_doc(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for (topic, part), stream in sorted(self._stream_of.items()):
+            out.setdefault(topic, {})[str(part)] = stream
+        return out
 
     def _lines(self) -> Iterator[_KafkaRecord]:
         """Records after bronze's offsets, partition order kept, until the topics are caught up.
@@ -471,6 +487,12 @@ class KafkaSource(DebeziumJsonSource):
                     continue
                 last[tp] = record
                 self._fetch_schemas(record)
+                if record.value is None:
+                    # A tombstone follows its delete in its own partition: it belongs to the
+                    # source stream of that partition's last record, whatever other partitions
+                    # were read in between, so it is ordered (or, with none, quarantined as an
+                    # orphan) the same way on every re-read of a half-landed batch.
+                    self._last_partition = self._stream_of.get(tp)
                 yield record
         finally:
             back = [r for r in taken if not r.consumed]

@@ -172,9 +172,10 @@ def test_kill_9_mid_batch_and_restart_lands_every_record_exactly_once(
     assert writer.pending_batch_end(agent_app_id("kafka")) is not None, "half landed"
     # The consumer group says everything was read: bronze, not the group, decides where to go on.
     _commit_group(kafka_broker, tag, end_offsets(kafka_broker, tag))
-    _run_child(kafka_broker, tag, lake, f"after_commit@{half_seq + 3}", logs)
+    _run_child(kafka_broker, tag, lake, "after_commit@*", logs)
     again = writer.last_committed(agent_app_id("kafka"))
-    assert again is not None and again.batch_seq == half_seq + 3
+    # It died after committing the batch that finished the half-landed one.
+    assert again is not None and again.batch_seq == half_seq + 1
     behind = {t: dict.fromkeys(parts, 0) for t, parts in end_offsets(kafka_broker, tag).items()}
     _commit_group(kafka_broker, tag, behind)  # and now it says nothing was read
     _run_child(kafka_broker, tag, lake, None, logs)
