@@ -489,10 +489,11 @@ class KafkaSource(DebeziumJsonSource):
                 self._fetch_schemas(record)
                 if record.value is None:
                     # A tombstone follows its delete in its own partition: it belongs to the
-                    # source stream of that partition's last record, whatever other partitions
-                    # were read in between, so it is ordered (or, with none, quarantined as an
-                    # orphan) the same way on every re-read of a half-landed batch.
-                    self._last_partition = self._stream_of.get(tp)
+                    # source stream of that partition's last data record, whatever other
+                    # partitions were read in between, so every re-read of a half-landed batch
+                    # orders it the same way. (A partition added between a delete and its
+                    # tombstone has no data record yet: the last stream read is taken.)
+                    self._last_partition = self._stream_of.get(tp, self._last_partition)
                 yield record
         finally:
             back = [r for r in taken if not r.consumed]

@@ -393,7 +393,10 @@ def test_silver_equals_the_source_with_partitions_added_mid_stream_and_a_compact
         deadline = time.monotonic() + 120
         while len(events(lake)) < count:
             assert not failure, failure
-            assert time.monotonic() < deadline, f"bronze has {len(events(lake))} of {count}"
+            assert time.monotonic() < deadline, (
+                f"bronze has {len(events(lake))} of {count}; quarantined: "
+                f"{[(q[S.ORIGIN], q[S.REASON]) for q in quarantine(lake)]}"
+            )
             time.sleep(0.1)
 
     runner = threading.Thread(target=follow, name="kafka-follow")
