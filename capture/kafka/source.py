@@ -427,8 +427,9 @@ class KafkaSource(DebeziumJsonSource):
             )
         finally:
             self._until = None
-        if until is not None and batch.exhausted:
-            # The batch that ends a half-landed one stops at its end, not at the topics' end.
+        if batch.exhausted and (until is not None or self._queue):
+            # Not exhausted: the batch that ends a half-landed one stops at that batch's end,
+            # and records held back behind one that could not land yet are still to be read.
             return SourceBatch(batch.builder, batch.offset, exhausted=False)
         return batch
 
