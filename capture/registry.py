@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from capture.db2.config import Db2SourceConfig
 from capture.debezium_json.config import DebeziumJsonSourceConfig
+from capture.kafka.config import KafkaSourceConfig
 from capture.mongodb.config import MongoDbSourceConfig
 from capture.mysql.config import MySqlSourceConfig
 from capture.oracle.config import OracleSourceConfig
@@ -142,6 +143,15 @@ CONNECTORS: Mapping[SourceType, Connector] = {
             "capture.yugabytedb.source",
             "YugabyteDbSource",
             "the yugabytedb capture agent needs psycopg 3: pip install '.[postgres]'",
+        ),
+    ),
+    SourceType.KAFKA: Connector(
+        KafkaSourceConfig,
+        _agent(
+            "capture.kafka.source",
+            "KafkaSource",
+            "the kafka source needs confluent-kafka (and fastavro for Avro): "
+            "pip install '.[kafka]'",
         ),
     ),
 }

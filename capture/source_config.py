@@ -144,6 +144,8 @@ class SourceType(StrEnum):
     ORACLE = "oracle"
     DB2 = "db2"
     YUGABYTEDB = "yugabytedb"
+    KAFKA = "kafka"
+    """Debezium change events read from Kafka topics."""
 
 
 def _skipped_operations(value: Any) -> Any:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything medallion needs on a Debian 12 machine, idempotently.
 #
-# usage: scripts/bootstrap.sh [all|system|venv|jars|debezium|lock]
+# usage: scripts/bootstrap.sh [all|system|venv|jars|debezium|kafka|lock]
 #   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, and
 #           a JDK 17/Maven if missing.
 #           The Debian services are NOT started: the tests start private instances.
@@ -9,7 +9,9 @@
 #   jars    Delta's jars, fetched once from Maven Central into .cache/jars (scripts/fetch_jars.sh).
 #   debezium  Debezium Embedded fetched once from Maven Central into .cache/debezium and the
 #           tests' runner compiled against it (scripts/fetch_debezium.sh).
-#   all     the four above, in that order (default; what `make bootstrap` runs).
+#   kafka   an Apache Kafka broker (KRaft) fetched once from Maven Central into .cache/kafka for
+#           the tests' broker (scripts/fetch_kafka.sh).
+#   all     the five above, in that order (default; what `make bootstrap` runs).
 #   lock    regenerate requirements.lock from the current .venv (`make lock`).
 #
 # Each step first checks whether there is anything to do (installed packages, a stamp holding the
@@ -23,7 +25,7 @@ cd "$ROOT"
 VENV=$ROOT/.venv
 LOCK=$ROOT/requirements.lock
 VENV_STAMP=$VENV/.medallion-bootstrap
-EXTRAS="dev,postgres,mysql,sqlserver,db2,oracle,mongodb"
+EXTRAS="dev,postgres,mysql,sqlserver,db2,oracle,mongodb,kafka"
 PYTHON=${PYTHON:-python3}
 PIP_FLAGS=(--disable-pip-version-check --no-input --progress-bar off)
 
@@ -132,6 +134,13 @@ step_debezium() {
   [ $((SECONDS - t0)) -lt 2 ] || log "debezium: ready in $(elapsed "$t0")"
 }
 
+# ---------------------------------------------------------------- kafka
+step_kafka() {
+  local t0=$SECONDS
+  bash "$ROOT/scripts/fetch_kafka.sh"
+  [ $((SECONDS - t0)) -lt 2 ] || log "kafka: ready in $(elapsed "$t0")"
+}
+
 # ---------------------------------------------------------------- lock
 step_lock() {
   [ -x "$VENV/bin/python" ] || die "no $VENV; run 'make bootstrap' first"
@@ -150,14 +159,16 @@ case "${1:-all}" in
   venv) step_venv ;;
   jars) step_jars ;;
   debezium) step_debezium ;;
+  kafka) step_kafka ;;
   all)
     T0=$SECONDS
     step_system
     step_venv
     step_jars
     step_debezium
+    step_kafka
     log "done in $(elapsed "$T0")"
     ;;
   lock) step_lock ;;
-  *) die "unknown step '$1' (all|system|venv|jars|debezium|lock)" ;;
+  *) die "unknown step '$1' (all|system|venv|jars|debezium|kafka|lock)" ;;
 esac

@@ -17,6 +17,7 @@ pytest_plugins = (
     "tests.fix_debezium",
     "tests.fix_timing",
     "tests.fix_browser",
+    "tests.fix_kafka",
 )
 
 # A live-server module is collected only when its server is named; then it fails, never skips,

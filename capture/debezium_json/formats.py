@@ -43,7 +43,15 @@ from bronze.connect_schema import CONNECTORS, source_schema
 from bronze.envelope import ConnectRecord, fast_record, split_connect
 from pipeline.errors import EnvelopeError
 
-__all__ = ["FORMATS", "Parsed", "parse_line", "loads", "dumps", "from_cloudevent"]
+__all__ = [
+    "FORMATS",
+    "Parsed",
+    "parse_line",
+    "parse_record",
+    "loads",
+    "dumps",
+    "from_cloudevent",
+]
 
 FORMATS: Final = ("auto", "envelope", "kafka_json", "key_tab_value", "console", "cloudevents")
 """Accepted values of the ``format`` setting; ``key_tab_value`` and ``console`` are one reader."""
@@ -116,6 +124,38 @@ def parse_line(line: bytes, fmt: str, origin: str) -> Parsed:
     if fmt == "cloudevents":
         return _cloudevent_record(obj, origin)
     return _record(None, obj, (), None, origin, None, line)
+
+
+def parse_record(
+    key: Any,
+    value: Any,
+    headers: tuple[tuple[str, str | None], ...],
+    topic: str | None,
+    origin: str,
+    key_text: bytes | None = None,
+    value_text: bytes | None = None,
+) -> Parsed:
+    """Read one Kafka record whose key and value are already decoded documents (or None).
+
+    The entry point of sources that get records, not lines (the ``kafka`` source): the same
+    envelope handling as a ``kafka_json`` line, with JsonConverter's ``{"schema", "payload"}``
+    wrapper, and CloudEventsConverter values, recognised the same way.
+
+    Args:
+        key: The decoded key document, or None.
+        value: The decoded value document, or None for a tombstone.
+        headers: ``(name, text)`` pairs.
+        topic: The topic the record was read from.
+        origin: Where it came from, for error messages.
+        key_text: The key's JSON text as produced, when it is exactly ``key``.
+        value_text: The value's JSON text as produced, when it is exactly ``value``.
+
+    Raises:
+        EnvelopeError: The value is not a Debezium record.
+    """
+    if value.__class__ is dict and "specversion" in value and "op" not in value:
+        return _cloudevent_in_record(key, value, headers, topic, origin, key_text)
+    return _record(key, value, headers, topic, origin, key_text, value_text)
 
 
 def _loads_line(line: bytes, origin: str) -> Any:

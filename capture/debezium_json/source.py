@@ -130,20 +130,30 @@ class DebeziumJsonSource(CaptureSource):
         super().__init__(name)
         if line_format not in FORMATS:
             raise CaptureError(f"source {name}: format '{line_format}' is not one of {FORMATS}")
-        if order_by not in ORDER_BY:
-            raise CaptureError(f"source {name}: order.by '{order_by}' is not one of {ORDER_BY}")
         self.path = Path(path)
         self.file_pattern = file_pattern
         self.line_format = line_format
+        self._files = FileTracker(name, self.path, file_pattern)
+        self._warned_tail: set[tuple[str, int]] = set()
+        self._init_landing(connector_hint, masker, order_by)
+
+    def _init_landing(
+        self, connector_hint: str | None, masker: ColumnMasker | None, order_by: str
+    ) -> None:
+        """The state of turning records into bronze rows, shared with the ``kafka`` source
+        (which reads records instead of lines through the hooks :meth:`_lines`,
+        :meth:`_parse`, :meth:`_consume`, :meth:`_reached` and :meth:`_offset`)."""
+        if order_by not in ORDER_BY:
+            raise CaptureError(
+                f"source {self.name}: order.by '{order_by}' is not one of {ORDER_BY}"
+            )
         self.connector_hint = connector_hint
         self.masker = masker
         self.arrival_order = order_by == "arrival"
-        self._files = FileTracker(name, self.path, file_pattern)
         self._resolvers: dict[str, PositionResolver] = {}
         self._last_partition: str | None = None
         self._arrival = 0
         self._schema_cache: dict[bytes, str] = {}
-        self._warned_tail: set[tuple[str, int]] = set()
 
     @classmethod
     def from_config(cls, config: Any) -> DebeziumJsonSource:
@@ -261,21 +271,19 @@ class DebeziumJsonSource(CaptureSource):
         open_tx_rows = 0
         pending: list[_Pending] = []
         exhausted = True
-        fmt, hint, masker = self.line_format, self.connector_hint, self.masker
+        hint, masker = self.connector_hint, self.masker
         sourceless = self.arrival_order
-        until_files = None if until is None else until.get("files", {})
         land = self._land_arrival if sourceless else self._land
         for line in self._lines():
-            if until_files is not None and self._files.reached(until_files):
+            if until is not None and self._reached(until):
                 exhausted = False
                 break
-            stripped = line.raw.strip()
-            if not stripped:
-                self._consume(line)
-                continue
             origin = f"{line.name}:{line.number}"
             try:
-                parsed = parse_line(stripped, fmt, origin)
+                parsed = self._parse(line, origin)
+                if parsed is None:
+                    self._consume(line)
+                    continue
                 event = classify(
                     parsed[0], origin=origin, connector_hint=hint, allow_sourceless=sourceless
                 )
@@ -324,6 +332,21 @@ class DebeziumJsonSource(CaptureSource):
                 pending[0][3],
             )
         return SourceBatch(builder, self._offset(), exhausted)
+
+    def _parse(self, line: _Line, origin: str) -> Parsed | None:
+        """The record of ``line``; None for a blank line (consumed, nothing landed).
+
+        Raises:
+            EnvelopeError: The line is not a record of the configured format.
+        """
+        stripped = line.raw.strip()
+        if not stripped:
+            return None
+        return parse_line(stripped, self.line_format, origin)
+
+    def _reached(self, until: Mapping[str, Any]) -> bool:
+        """True when everything up to ``until`` (a committed offset) has been consumed."""
+        return self._files.reached(until.get("files", {}))
 
     def _consume(self, line: _Line) -> None:
         # A held-back control line may belong to an earlier file than the one being read.
