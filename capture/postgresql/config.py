@@ -75,6 +75,15 @@ class LogicalReplicationConfig(SchemaFilters, RelationalSourceConfig):
     )
     """``all_tables`` (create ``FOR ALL TABLES``), ``disabled`` (must exist) or ``filtered``
     (``FOR TABLE`` from the include/exclude lists)."""
+    hstore_handling_mode: HstoreHandlingMode = config_key(
+        HSTORE_HANDLING_MODE_DEFAULT, HSTORE_HANDLING_MODE
+    )
+    """HSTORE (both seeds map it) as a JSON string (``json``) or a map (``map``)."""
+    interval_handling_mode: IntervalHandlingMode = config_key(
+        INTERVAL_HANDLING_MODE_DEFAULT, INTERVAL_HANDLING_MODE
+    )
+    """INTERVAL as ISO-8601 text (``string``, the default: exact) or approximate microseconds
+    (``numeric``, Debezium's default: a month counts 30.4375 days, lossy)."""
 
 
 class PostgresSourceConfig(SignalingKeys, LogicalReplicationConfig):
@@ -92,15 +101,6 @@ class PostgresSourceConfig(SignalingKeys, LogicalReplicationConfig):
     snapshot_mode: PgSnapshotMode = config_key(SNAPSHOT_MODE_DEFAULT, SNAPSHOT_MODE)
     """``initial``, ``always``, ``never``, ``initial_only``, ``exported`` (lock-free) or
     ``when_needed`` (snapshot again when the slot was dropped or invalidated)."""
-    hstore_handling_mode: HstoreHandlingMode = config_key(
-        HSTORE_HANDLING_MODE_DEFAULT, HSTORE_HANDLING_MODE
-    )
-    """HSTORE as a JSON string (``json``) or a map (``map``)."""
-    interval_handling_mode: IntervalHandlingMode = config_key(
-        INTERVAL_HANDLING_MODE_DEFAULT, INTERVAL_HANDLING_MODE
-    )
-    """INTERVAL as ISO-8601 text (``string``, the default: exact) or approximate microseconds
-    (``numeric``, Debezium's default: a month counts 30.4375 days, lossy)."""
     toasted_value_placeholder: str = config_key(
         TOASTED_VALUE_PLACEHOLDER_DEFAULT, TOASTED_VALUE_PLACEHOLDER
     )
