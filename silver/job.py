@@ -35,7 +35,6 @@ import logging
 import math
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -522,7 +521,16 @@ class SilverJob:
     def _process_silver_batch(self, micro_batch: DataFrame, batch: TX.SilverBatch) -> None:
         batch_id = batch.id
         self._clock = batch.clock
-        timings = self._timings = BatchTimings(batch_id)
+        timings = self._timings = BatchTimings(batch_id, spark=self._spark)
+        timings.activate()
+        try:
+            self._process_timed_batch(micro_batch, batch_id, timings)
+        finally:
+            timings.deactivate()
+
+    def _process_timed_batch(
+        self, micro_batch: DataFrame, batch_id: int, timings: BatchTimings
+    ) -> None:
         jobs_before = spark_jobs_started(self._spark)
         read_before = self._result.read
         try:
@@ -718,7 +726,8 @@ class SilverJob:
             self._quarantine(_refusals(events, unnamed), source, "", "_unnamed", version=batch_id)
             return
         try:
-            self._apply_table(events, source, collection, batch_id, waiting_from)
+            with self._timings.jobs_of("table other", collection):
+                self._apply_table(events, source, collection, batch_id, waiting_from)
         except PipelineError:
             raise
         except _DATA_ERRORS as exc:
@@ -750,29 +759,28 @@ class SilverJob:
         options = self.table_options(source, collection)
         known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
         row_ops = F.col(B.OP).isin("c", "u", "d", "r")
-        started = time.monotonic()
         # One job screens the table's events for everything below (per schema: the parts to
         # decode); each check used to be a job of its own, in every micro-batch.
-        per_schema = (
-            events.groupBy(B.VALUE_SCHEMA_ID)
-            .agg(
-                F.count_if(~known).alias("unknown"),
-                F.count_if(known).alias("known"),
-                F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
-                F.collect_list(
-                    F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))
-                ).alias("truncates"),
-                F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
-                F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias(
-                    "documents"
-                ),
-                F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
-                F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
-                F.max(F.when(known, F.col(B.POSITION))).alias("top"),
+        with self._timings.stage("screen", name):
+            per_schema = (
+                events.groupBy(B.VALUE_SCHEMA_ID)
+                .agg(
+                    F.count_if(~known).alias("unknown"),
+                    F.count_if(known).alias("known"),
+                    F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
+                    F.collect_list(
+                        F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))
+                    ).alias("truncates"),
+                    F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
+                    F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias(
+                        "documents"
+                    ),
+                    F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
+                    F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
+                    F.max(F.when(known, F.col(B.POSITION))).alias("top"),
+                )
+                .collect()
             )
-            .collect()
-        )
-        self._timings.add("screen", time.monotonic() - started, name)
         stats = {
             k: sum(r[k] for r in per_schema)
             for k in ("unknown", "known", "unrepresentable", "keyless", "documents")
@@ -1322,16 +1330,17 @@ class SilverJob:
         1``; ``kind`` names a separate writer, e.g. ``ops`` per batch), so a replayed
         micro-batch does not append them twice.
         """
-        n = Q.write(
-            self.spark,
-            self.silver,
-            rejected,
-            source=source,
-            collection=collection,
-            app_id=f"medallion-silver:_quarantine{'_' + kind if kind else ''}:{name}",
-            version=version,
-            batch_id=self._batch_id,
-        )
+        with self._timings.jobs_of("quarantine", name):
+            n = Q.write(
+                self.spark,
+                self.silver,
+                rejected,
+                source=source,
+                collection=collection,
+                app_id=f"medallion-silver:_quarantine{'_' + kind if kind else ''}:{name}",
+                version=version,
+                batch_id=self._batch_id,
+            )
         if n:
             self.result.quarantined += n
             logger.warning("silver: %s events of %s.%s quarantined", n, source, collection)
