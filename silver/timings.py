@@ -11,13 +11,15 @@ The Spark jobs are counted per stage too, since on a small micro-batch a job's f
 JVM, py4j) is what the time is made of: each stage runs its jobs under a job group of its own
 (``spark.jobGroup.id``, a thread-local property of the JVM thread the Python thread is pinned
 to), and the status tracker says how many jobs that group ran when the stage ends. Jobs no stage
-claims (the background quality run, say) show as ``other``.
+claims (the background quality run, say) show as ``other``. At DEBUG, each block's jobs are
+logged with their stages' names (the call sites that ran them): what a stage's jobs are.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["BatchTimings", "job_stage", "spark_jobs_started"]
+
+logger = logging.getLogger(__name__)
 
 _SHOWN_TABLES = 3
 """Slowest tables named in the line (the rest are summed)."""
@@ -112,7 +116,11 @@ class BatchTimings:
         finally:
             context.setLocalProperty(_GROUP, previous)
             try:
-                ran = len(context.statusTracker().getJobIdsForGroup(group))
+                tracker = context.statusTracker()
+                ids = tracker.getJobIdsForGroup(group)
+                ran = len(ids)
+                if ran and logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s: %s", group, _job_names(tracker, ids))
             except Exception:  # noqa: BLE001 - a diagnostic only; never fails a micro-batch
                 ran = 0
             if ran:
@@ -159,6 +167,17 @@ class BatchTimings:
         if self.jobs is not None and self.jobs > sum(counted.values()):
             counted["other"] = self.jobs - sum(counted.values())
         return ", ".join(f"{k} {v}" for k, v in sorted(counted.items(), key=lambda kv: -kv[1]))
+
+
+def _job_names(tracker: Any, ids: list[int]) -> str:
+    """Each job with the names of its stages (Spark's call sites: what ran it), for DEBUG."""
+    named = []
+    for job in sorted(ids):
+        info = tracker.getJobInfo(job)
+        stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
+        named.append(f"job {job}: " + " | ".join(s.name for s in stages if s is not None))
+        # Stage info of a finished job may already be gone: the job id is still shown.
+    return "; ".join(named)
 
 
 def _context(spark: Any) -> Any:

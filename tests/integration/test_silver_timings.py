@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -17,7 +18,10 @@ def _started(spark: Any) -> int:
     return n
 
 
-def test_each_stage_counts_its_own_jobs_and_the_group_is_restored(spark: Any) -> None:
+def test_each_stage_counts_its_own_jobs_and_the_group_is_restored(
+    spark: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="silver.timings")
     context = spark.sparkContext
     context.setLocalProperty("spark.jobGroup.id", "outer-group")
     timings = BatchTimings(7, spark=spark)
@@ -53,3 +57,6 @@ def test_each_stage_counts_its_own_jobs_and_the_group_is_restored(spark: Any) ->
     line = timings.describe(events=0)
     assert "Spark jobs per stage: " in line
     assert f"inner {expected['inner']}" in line and "other 2" in line
+    # At DEBUG each block names its jobs by their stages' call sites.
+    named = [r.getMessage() for r in caplog.records if r.name == "silver.timings"]
+    assert any(m.startswith("medallion-7-one-") and "job " in m for m in named), named
