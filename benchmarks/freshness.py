@@ -234,6 +234,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+def _micro_batch_lines(log: Path) -> list[str]:
+    """The run's micro-batch lines (``silver.job``): stages, seconds and Spark jobs of each."""
+    if not log.exists():
+        return []
+    marker = "INFO    silver.job: silver batch "
+    return [
+        line.split("silver.job: ", 1)[1] for line in log.read_text().splitlines() if marker in line
+    ]
+
+
 def _wait_for_snapshot(sampler: _Sampler, tables: int, timeout: float, procs: list[Any]) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -363,6 +373,8 @@ def main() -> None:
         "sampler_errors": sampler.errors,
         "load_average_1m_at_end": round(os.getloadavg()[0], 2),
         "work": str(work) if args.keep else None,
+        # Seconds per stage follow the machine's load; the Spark jobs per stage do not.
+        "micro_batches": _micro_batch_lines(work / "run.log"),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -3,9 +3,9 @@
 Great Expectations decides these checks with several Spark jobs per table (a metric each:
 row count, null counts, duplicate counts, samples). Between full quality runs,
 ``run --continuous`` only needs their verdicts on the tables a micro-batch changed, so
-:func:`key_outcomes` computes the same counts in one job: group the gold rows by the key
-columns, count each group and its nulls, and sum. The full run (GX) stays the reference, on its
-own schedule; the two agree on every verdict and unexpected count
+:func:`key_outcomes` computes the same counts in one job (adaptive execution off for it):
+group the gold rows by the key columns, count each group and its nulls, and sum. The full run
+(GX) stays the reference, on its own schedule; the two agree on every verdict and unexpected count
 (``tests/integration/test_gold_gate_agrees.py``).
 
 What GX counts, and so what is counted here:
@@ -29,6 +29,7 @@ from typing import Any
 from gold import expectations as X
 from gold.outcome import CheckOutcome
 from pipeline.sql import quote_identifier
+from silver.plans import plans_without_adaptive
 
 __all__ = ["key_outcomes"]
 
@@ -76,7 +77,7 @@ def key_outcomes(
         compared = F.lit(False)
     duplicate = compared & (rows > 1)
     sample = F.struct(*[col[k] for k in keys]) if keys else F.lit(None)
-    totals = grouped.agg(
+    totals_frame = grouped.agg(
         F.coalesce(F.sum(rows), F.lit(0)).alias("elements"),
         F.coalesce(F.sum(F.when(duplicate, rows)), F.lit(0)).alias("duplicates"),
         F.slice(F.collect_list(F.when(duplicate, sample)), 1, X.SAMPLE_SIZE).alias("dup_sample"),
@@ -91,7 +92,11 @@ def key_outcomes(
             )
             for n in null_cols
         ],
-    ).collect()[0]
+    )
+    # Two aggregates and the Delta snapshot of the version: without AQE one job, not one per
+    # shuffle stage (silver.plans); an aggregate has nothing for AQE to re-plan.
+    with plans_without_adaptive(frame.sparkSession):
+        totals = totals_frame.collect()[0]
     elements = int(totals["elements"])
 
     def shown(values: Sequence[Any], label: str) -> list[str]:

@@ -27,6 +27,7 @@ from pipeline import metrics
 if TYPE_CHECKING:
     from gold.quality import Gate
 from gold.views import register_views
+from silver.timings import job_stage
 
 __all__ = ["GoldRefresh", "refresh_gold", "register_published_views"]
 
@@ -102,9 +103,11 @@ def refresh_gold(
         spent[stage] = spent.get(stage, 0.0) + now - clock
         clock = now
 
-    shown = published_cuts(root)
+    with job_stage("gold cuts"):
+        shown = published_cuts(root)
+        found = consistent_cuts(root)
     candidates: dict[str, Cut] = {}
-    for source, cuts in consistent_cuts(root).items():
+    for source, cuts in found.items():
         newest = cuts[-1]
         if source not in shown or newest.silver_batch > shown[source].silver_batch:
             candidates[source] = newest
@@ -115,9 +118,11 @@ def refresh_gold(
     if candidates and checks:
         from gold.quality import run_quality
 
-        extra = list(extra_checks(candidates)) if extra_checks is not None else []
+        with job_stage("gold extra checks"):
+            extra = list(extra_checks(candidates)) if extra_checks is not None else []
         lap("extra checks")
-        quality_run = run_quality(spark, config, root, candidates, extra=extra, gate=gate)
+        with job_stage("gold checks"):
+            quality_run = run_quality(spark, config, root, candidates, extra=extra, gate=gate)
         lap("blocking checks" if gate is not None else "quality run")
         held = {s: c for s, c in candidates.items() if s in quality_run.blocked_sources}
         for source, cut in held.items():
@@ -127,17 +132,21 @@ def refresh_gold(
                 cut.silver_batch,
             )
     moving = {s: c for s, c in candidates.items() if s not in held}
-    publish(root, moving.values(), quality_run=quality_run.run_id if quality_run else None)
+    with job_stage("gold publish"):
+        publish(root, moving.values(), quality_run=quality_run.run_id if quality_run else None)
     lap("publish")
     current = {**shown, **moving}
-    views = register_views(spark, root, current)
-    materialize_gold(spark, config, root, current)  # gold.materialize: plain Delta copies
+    with job_stage("gold views"):
+        views = register_views(spark, root, current)
+    with job_stage("gold materialize"):
+        materialize_gold(spark, config, root, current)  # gold.materialize: plain Delta copies
     lap("views")
     derived: list[DerivedResult] = []
     if current and config.gold.tables:
-        derived = build_derived_tables(
-            spark, root, config.gold.tables, current, _publication_number(root)
-        )
+        with job_stage("gold derived"):
+            derived = build_derived_tables(
+                spark, root, config.gold.tables, current, _publication_number(root)
+            )
         lap("derived")
     logger.info(
         "gold refresh: %s moved, %s held [%s]",

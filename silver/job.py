@@ -35,13 +35,13 @@ import logging
 import math
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
+import pyarrow as pa
 from pyspark.errors import (
     AnalysisException,
     ArithmeticException,
@@ -52,6 +52,7 @@ from pyspark.errors import (
 )
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
 
 from bronze import schema as B
@@ -62,6 +63,7 @@ from pipeline import metrics
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import PipelineError, SchemaEvolutionError
 from pipeline.sql import quote_identifier
+from silver import bookkeeping as BK
 from silver import defaults as DF
 from silver import documents as D
 from silver import evolution as E
@@ -69,6 +71,7 @@ from silver import merge as M
 from silver import quarantine as Q
 from silver import scd2 as S
 from silver import transactions as TX
+from silver.plans import small_input_plans
 from silver.timings import BatchTimings, spark_jobs_started
 
 __all__ = ["SilverJob", "SilverRunResult", "silver_table_name"]
@@ -133,11 +136,13 @@ class _BatchSummary:
         tables: ``(source, collection)`` of its data rows, in Spark's ascending order (nulls
             first).
         per_source: Per source, what its ``silver/_progress`` row says.
+        table_rows: Data rows per ``(source, collection)``.
     """
 
     counts: dict[str | None, int]
     tables: list[tuple[str, str | None]]
     per_source: dict[str, _SourceProgress]
+    table_rows: dict[tuple[str, str | None], int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, batch: DataFrame) -> _BatchSummary:
@@ -158,13 +163,13 @@ class _BatchSummary:
             .collect()
         )
         counts: dict[str | None, int] = {}
-        tables: set[tuple[str, str | None]] = set()
+        tables: dict[tuple[str, str | None], int] = {}
         sources: dict[str, list[Any]] = {}
         for g in groups:
             kind, source, collection = g[B.KIND], g[B.SOURCE], g[B.COLLECTION]
             counts[kind] = counts.get(kind, 0) + g["n"]
             if kind == "data":
-                tables.add((source, collection))
+                tables[(source, collection)] = tables.get((source, collection), 0) + g["n"]
             sources.setdefault(source, []).append(g)
 
         def nulls_first(value: str | None) -> tuple[bool, str]:
@@ -189,6 +194,7 @@ class _BatchSummary:
             counts,
             sorted(tables, key=lambda t: (nulls_first(t[0]), nulls_first(t[1]))),
             per_source,
+            tables,
         )
 
 
@@ -522,7 +528,16 @@ class SilverJob:
     def _process_silver_batch(self, micro_batch: DataFrame, batch: TX.SilverBatch) -> None:
         batch_id = batch.id
         self._clock = batch.clock
-        timings = self._timings = BatchTimings(batch_id)
+        timings = self._timings = BatchTimings(batch_id, spark=self._spark)
+        timings.activate()
+        try:
+            self._process_timed_batch(micro_batch, batch_id, timings)
+        finally:
+            timings.deactivate()
+
+    def _process_timed_batch(
+        self, micro_batch: DataFrame, batch_id: int, timings: BatchTimings
+    ) -> None:
         jobs_before = spark_jobs_started(self._spark)
         read_before = self._result.read
         try:
@@ -592,7 +607,10 @@ class SilverJob:
                 rows = rows.unionByName(self.spark.read.format("delta").load(str(self.pending)))
             split = split_complete(rows, now=self._clock, timeout_seconds=self.transaction_timeout)
             self.result.tx_timed_out += split.timed_out
-            waiting = split.waiting.select(*columns).localCheckpoint()
+            # Nothing held (the usual case): no job to checkpoint an empty frame.
+            waiting = split.waiting.select(*columns)
+            if split.held:
+                waiting = waiting.localCheckpoint()
             batch = split.ready.select(*columns).cache()
         try:
             self.result.batches += 1
@@ -610,28 +628,27 @@ class SilverJob:
             with timed("waiting"):
                 first_waiting = _first_waiting(waiting) if split.held else {}
             self.result.read += summary.counts.get("data", 0)
-            with timed("tables"):
-                self._apply_tables(data, summary.tables, batch_id, first_waiting)
+            # The tables' queries over the micro-batch's rows are planned in its session (a
+            # table worker's own session plans the MERGE): both without AQE when small.
+            with (
+                timed("tables"),
+                small_input_plans(batch.sparkSession, summary.counts.get("data", 0)),
+            ):
+                self._apply_tables(data, summary, batch_id, first_waiting)
             with timed("cuts"):
                 self._write_cuts()
             with timed("progress"):
                 self._record_progress(summary, first_waiting, batch_id)
             # Last, so that a replay of this micro-batch still sees the rows it applies.
             with timed("pending"):
-                (
-                    waiting.write.format("delta")
-                    .mode("overwrite")
-                    .option("txnAppId", TX.PENDING_APP_ID)
-                    .option("txnVersion", batch_id)
-                    .save(str(self.pending))
-                )
+                self._write_pending(waiting, split.held_rows, batch_id)
         finally:
             batch.unpersist()
 
     def _apply_tables(
         self,
         data: DataFrame,
-        tables: list[tuple[str, str | None]],
+        summary: _BatchSummary,
         batch_id: int,
         first_waiting: Mapping[str, bytes],
     ) -> None:
@@ -652,12 +669,13 @@ class SilverJob:
                 collection,
                 batch_id,
                 first_waiting.get(source),
+                summary.table_rows.get((source, collection), 0),
             )
-            for source, collection in tables
+            for source, collection in summary.tables
         ]
         if self.parallelism == 1 or len(work) < 2:
             for args in work:
-                self._apply_table_or_quarantine(*args)
+                self._apply_planned(*args)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="silver-apply")
@@ -678,18 +696,38 @@ class SilverJob:
         collection: str | None,
         batch_id: int,
         waiting_from: bytes | None,
+        rows: int,
     ) -> SilverRunResult:
-        """:meth:`_apply_table_or_quarantine` in a pool thread; returns the table's counts."""
+        """:meth:`_apply_planned` in a pool thread; returns the table's counts."""
         local = self._local
         if getattr(local, "spark", None) is None:
             local.spark = _worker_session(self._spark)
         local.result = SilverRunResult()
         try:
-            self._apply_table_or_quarantine(events, source, collection, batch_id, waiting_from)
+            self._apply_planned(events, source, collection, batch_id, waiting_from, rows)
             share: SilverRunResult = local.result
             return share
         finally:
             local.result = None
+
+    def _apply_planned(
+        self,
+        events: DataFrame,
+        source: str,
+        collection: str | None,
+        batch_id: int,
+        waiting_from: bytes | None,
+        rows: int,
+    ) -> None:
+        """:meth:`_apply_table_or_quarantine` with the plans its size calls for.
+
+        A table's share of a small micro-batch (the continuous pipeline's usual case) is
+        planned without adaptive execution (:mod:`silver.plans`): on a few hundred rows AQE's
+        job per shuffle stage is most of a MERGE's cost. A snapshot share keeps the session's
+        settings.
+        """
+        with small_input_plans(self.spark, rows):
+            self._apply_table_or_quarantine(events, source, collection, batch_id, waiting_from)
 
     def close(self) -> None:
         """Stop the table workers (a later micro-batch starts new ones)."""
@@ -719,7 +757,8 @@ class SilverJob:
             self._quarantine(_refusals(events, unnamed), source, "", "_unnamed", version=batch_id)
             return
         try:
-            self._apply_table(events, source, collection, batch_id, waiting_from)
+            with self._timings.jobs_of("table other", collection):
+                self._apply_table(events, source, collection, batch_id, waiting_from)
         except PipelineError:
             raise
         except _DATA_ERRORS as exc:
@@ -751,29 +790,28 @@ class SilverJob:
         options = self.table_options(source, collection)
         known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
         row_ops = F.col(B.OP).isin("c", "u", "d", "r")
-        started = time.monotonic()
         # One job screens the table's events for everything below (per schema: the parts to
         # decode); each check used to be a job of its own, in every micro-batch.
-        per_schema = (
-            events.groupBy(B.VALUE_SCHEMA_ID)
-            .agg(
-                F.count_if(~known).alias("unknown"),
-                F.count_if(known).alias("known"),
-                F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
-                F.collect_list(
-                    F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))
-                ).alias("truncates"),
-                F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
-                F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias(
-                    "documents"
-                ),
-                F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
-                F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
-                F.max(F.when(known, F.col(B.POSITION))).alias("top"),
+        with self._timings.stage("screen", name):
+            per_schema = (
+                events.groupBy(B.VALUE_SCHEMA_ID)
+                .agg(
+                    F.count_if(~known).alias("unknown"),
+                    F.count_if(known).alias("known"),
+                    F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
+                    F.collect_list(
+                        F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))
+                    ).alias("truncates"),
+                    F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
+                    F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias(
+                        "documents"
+                    ),
+                    F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
+                    F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
+                    F.max(F.when(known, F.col(B.POSITION))).alias("top"),
+                )
+                .collect()
             )
-            .collect()
-        )
-        self._timings.add("screen", time.monotonic() - started, name)
         stats = {
             k: sum(r[k] for r in per_schema)
             for k in ("unknown", "known", "unrepresentable", "keyless", "documents")
@@ -1323,16 +1361,17 @@ class SilverJob:
         1``; ``kind`` names a separate writer, e.g. ``ops`` per batch), so a replayed
         micro-batch does not append them twice.
         """
-        n = Q.write(
-            self.spark,
-            self.silver,
-            rejected,
-            source=source,
-            collection=collection,
-            app_id=f"medallion-silver:_quarantine{'_' + kind if kind else ''}:{name}",
-            version=version,
-            batch_id=self._batch_id,
-        )
+        with self._timings.jobs_of("quarantine", name):
+            n = Q.write(
+                self.spark,
+                self.silver,
+                rejected,
+                source=source,
+                collection=collection,
+                app_id=f"medallion-silver:_quarantine{'_' + kind if kind else ''}:{name}",
+                version=version,
+                batch_id=self._batch_id,
+            )
         if n:
             self.result.quarantined += n
             logger.warning("silver: %s events of %s.%s quarantined", n, source, collection)
@@ -1383,12 +1422,46 @@ class SilverJob:
             rows, self._cut_rows = sorted(self._cut_rows, key=lambda r: r[3]), []
         if not rows:
             return
-        cut = self.spark.createDataFrame(
-            rows,
-            "silver_batch long, source string, collection string, silver_table string, "
-            "position binary, waiting_from binary, table_version long",
-        ).withColumn("recorded_at", F.current_timestamp())
-        cut.write.format("delta").mode("append").save(str(self.silver / "_cuts"))
+        now = dt.datetime.now(dt.UTC)
+        BK.write_once(
+            self.silver / "_cuts",
+            pa.Table.from_pylist(
+                [dict(zip(_CUTS_SCHEMA.names, (*row, now), strict=True)) for row in rows],
+                schema=_CUTS_SCHEMA,
+            ),
+            mode="append",
+            app_id=_CUTS_APP_ID,
+            version=self._batch_id,
+        )
+
+    def _write_pending(self, waiting: DataFrame, held_rows: int, batch_id: int) -> None:
+        """Rewrite ``silver/_pending`` with the rows still waiting, as the batch's last write.
+
+        Its app transaction version (the batch id) says the batch completed
+        (:func:`silver.transactions.unfinished_release`). A few rows go through the driver and
+        deltalake (no Spark job); a large held transaction is written by Spark, as before.
+        """
+        if held_rows > _PENDING_BY_DRIVER:
+            (
+                waiting.write.format("delta")
+                .mode("overwrite")
+                .option("txnAppId", TX.PENDING_APP_ID)
+                .option("txnVersion", batch_id)
+                .save(str(self.pending))
+            )
+            return
+        # The session's time zone is UTC (pipeline.spark); every column nullable, as Spark
+        # writes them, so either writer's table takes the other's rows.
+        schema = to_arrow_schema(waiting.schema, timezone="UTC")
+        schema = pa.schema([f.with_nullable(True) for f in schema])
+        rows = waiting.toArrow() if held_rows else schema.empty_table()
+        BK.write_once(
+            self.pending,
+            rows.cast(schema),
+            mode="overwrite",
+            app_id=TX.PENDING_APP_ID,
+            version=batch_id,
+        )
 
     def _record_progress(
         self, summary: _BatchSummary, first_waiting: Mapping[str, bytes], batch_id: int
@@ -1410,19 +1483,46 @@ class SilverJob:
             )
             for source, r in sorted(consumed.items())
         ]
-        (
-            self.spark.createDataFrame(
-                rows,
-                "silver_batch long, source string, position binary, source_ts_ms long, "
-                "waiting_from binary, open_tx boolean, events long",
-            )
-            .withColumn("recorded_at", F.current_timestamp())
-            .write.format("delta")
-            .mode("append")
-            .option("txnAppId", "medallion-silver:_progress")
-            .option("txnVersion", batch_id)
-            .save(str(self.silver / "_progress"))
+        now = dt.datetime.now(dt.UTC)
+        BK.write_once(
+            self.silver / "_progress",
+            pa.Table.from_pylist(
+                [dict(zip(_PROGRESS_SCHEMA.names, (*row, now), strict=True)) for row in rows],
+                schema=_PROGRESS_SCHEMA,
+            ),
+            mode="append",
+            app_id=_PROGRESS_APP_ID,
+            version=batch_id,
         )
+
+
+def _bookkeeping_schema(*columns: tuple[str, pa.DataType]) -> pa.Schema:
+    """A bookkeeping table's columns: the silver batch, ``columns``, when it was recorded."""
+    return pa.schema(
+        [("silver_batch", pa.int64()), *columns, ("recorded_at", pa.timestamp("us", tz="UTC"))]
+    )
+
+
+_CUTS_SCHEMA = _bookkeeping_schema(
+    ("source", pa.string()),
+    ("collection", pa.string()),
+    ("silver_table", pa.string()),
+    ("position", pa.binary()),
+    ("waiting_from", pa.binary()),
+    ("table_version", pa.int64()),
+)
+_CUTS_APP_ID = "medallion-silver:_cuts"
+_PROGRESS_SCHEMA = _bookkeeping_schema(
+    ("source", pa.string()),
+    ("position", pa.binary()),
+    ("source_ts_ms", pa.int64()),
+    ("waiting_from", pa.binary()),
+    ("open_tx", pa.bool_()),
+    ("events", pa.int64()),
+)
+_PROGRESS_APP_ID = "medallion-silver:_progress"
+_PENDING_BY_DRIVER = 50_000
+"""Rows of ``silver/_pending`` at most rewritten through the driver (deltalake, no Spark job)."""
 
 
 _EMPTY_CHANGES = (

@@ -154,14 +154,19 @@ def write(
         optional(KIND, F.lit(EVENT)),
         optional(COLUMN, F.lit(None).cast("string")),
         optional(VALUE_TEXT, F.lit(None).cast("string")),
-    ).localCheckpoint()
-    n = out.count()
-    if not n:
-        return 0
-    path = str(silver_root / "_quarantine")
-    with _APPEND_LOCK:
-        _append(spark, out, path, app_id, version)
-    return n
+    ).cache()
+    try:
+        # One job: the count fills the cache the append reads (most calls find nothing, and
+        # a checkpoint then a count was two jobs for that).
+        n = out.count()
+        if not n:
+            return 0
+        path = str(silver_root / "_quarantine")
+        with _APPEND_LOCK:
+            _append(spark, out, path, app_id, version)
+        return n
+    finally:
+        out.unpersist()
 
 
 _APPEND_LOCK = threading.Lock()

@@ -6,21 +6,35 @@ which micro-batch took the time. :class:`BatchTimings` collects wall-clock secon
 compaction, gold) and the number of Spark jobs the application started meanwhile, and renders
 them as one INFO line (:meth:`BatchTimings.describe`). Tables applied concurrently each keep
 their own stages; the line shows the slowest tables.
+
+The Spark jobs are counted per stage too, since on a small micro-batch a job's fixed cost (driver,
+JVM, py4j) is what the time is made of: each stage runs its jobs under a job group of its own
+(``spark.jobGroup.id``, a thread-local property of the JVM thread the Python thread is pinned
+to), and the status tracker says how many jobs that group ran when the stage ends. Jobs no stage
+claims (the background quality run, say) show as ``other``. At DEBUG, each block's jobs are
+logged with their stages' names (the call sites that ran them): what a stage's jobs are.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import logging
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BatchTimings", "spark_jobs_started"]
+__all__ = ["BatchTimings", "job_stage", "spark_jobs_started"]
+
+logger = logging.getLogger(__name__)
 
 _SHOWN_TABLES = 3
 """Slowest tables named in the line (the rest are summed)."""
+_GROUP = "spark.jobGroup.id"
+_ACTIVE: BatchTimings | None = None
+"""The micro-batch being timed (one at a time: the silver job runs them under a lock)."""
 
 
 def spark_jobs_started(spark: Any) -> int | None:
@@ -47,23 +61,71 @@ class BatchTimings:
         stages: Stage -> seconds, for the micro-batch as a whole.
         tables: Silver table -> stage -> seconds.
         jobs: Spark jobs started during the micro-batch (None: unknown).
+        stage_jobs: Stage -> Spark jobs its blocks ran (all tables together; a nested stage's
+            jobs count for it, not for the stage around it).
+        spark: The session whose jobs are counted per stage (None: stages are only timed).
     """
 
     batch_id: int
     stages: dict[str, float] = field(default_factory=dict)
     tables: dict[str, dict[str, float]] = field(default_factory=dict)
     jobs: int | None = None
+    stage_jobs: dict[str, int] = field(default_factory=dict)
+    spark: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _started: float = field(default_factory=time.monotonic, repr=False)
+    _groups: Iterator[int] = field(default_factory=itertools.count, repr=False)
+
+    def activate(self) -> None:
+        """Make this the micro-batch :func:`job_stage` counts for (gold's stages, say)."""
+        global _ACTIVE  # noqa: PLW0603 - one micro-batch at a time, by the job's lock
+        _ACTIVE = self
+
+    def deactivate(self) -> None:
+        """The micro-batch is over: :func:`job_stage` counts for none."""
+        global _ACTIVE  # noqa: PLW0603 - as above
+        if _ACTIVE is self:
+            _ACTIVE = None
 
     @contextlib.contextmanager
-    def stage(self, name: str, table: str | None = None) -> Iterator[None]:
-        """Time the block as ``name`` (of ``table`` when given); repeated stages add up."""
+    def stage(self, name: str, table: str | None = None, *, timed: bool = True) -> Iterator[None]:
+        """Time the block as ``name`` (of ``table`` when given) and count its Spark jobs;
+        repeated stages add up. ``timed=False`` counts the jobs only (a block inside a timed
+        stage, whose seconds are that stage's)."""
         started = time.monotonic()
+        try:
+            with self.jobs_of(name, table):
+                yield
+        finally:
+            if timed:
+                self.add(name, time.monotonic() - started, table)
+
+    @contextlib.contextmanager
+    def jobs_of(self, name: str, table: str | None = None) -> Iterator[None]:
+        """Count the Spark jobs the calling thread runs in the block as ``name``'s."""
+        context = _context(self.spark)
+        if context is None:
+            yield
+            return
+        with self._lock:
+            group = f"medallion-{self.batch_id}-{name}-{table or ''}-{next(self._groups)}"
+        previous = context.getLocalProperty(_GROUP)
+        context.setLocalProperty(_GROUP, group)
         try:
             yield
         finally:
-            self.add(name, time.monotonic() - started, table)
+            context.setLocalProperty(_GROUP, previous)
+            try:
+                tracker = context.statusTracker()
+                ids = tracker.getJobIdsForGroup(group)
+                ran = len(ids)
+                if ran and logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s: %s", group, _job_names(tracker, ids))
+            except Exception:  # noqa: BLE001 - a diagnostic only; never fails a micro-batch
+                ran = 0
+            if ran:
+                with self._lock:
+                    self.stage_jobs[name] = self.stage_jobs.get(name, 0) + ran
 
     def add(self, name: str, seconds: float, table: str | None = None) -> None:
         """Add ``seconds`` to a stage."""
@@ -95,4 +157,45 @@ class BatchTimings:
             f"silver batch {self.batch_id}: {events} rows, {len(ranked)} tables, {jobs} Spark "
             f"jobs, {self.total:.2f} s [{stages}]"
             + (f"; slowest tables (table-seconds, concurrent): {'; '.join(shown)}" if shown else "")
+            + (f"; Spark jobs per stage: {self.describe_jobs()}" if self.stage_jobs else "")
         )
+
+    def describe_jobs(self) -> str:
+        """Jobs per stage, most first; ``other``: jobs no stage ran (another thread's)."""
+        with self._lock:
+            counted = dict(self.stage_jobs)
+        if self.jobs is not None and self.jobs > sum(counted.values()):
+            counted["other"] = self.jobs - sum(counted.values())
+        return ", ".join(f"{k} {v}" for k, v in sorted(counted.items(), key=lambda kv: -kv[1]))
+
+
+def _job_names(tracker: Any, ids: list[int]) -> str:
+    """Each job with the names of its stages (Spark's call sites: what ran it), for DEBUG."""
+    named = []
+    for job in sorted(ids):
+        info = tracker.getJobInfo(job)
+        stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
+        named.append(f"job {job}: " + " | ".join(s.name for s in stages if s is not None))
+        # Stage info of a finished job may already be gone: the job id is still shown.
+    return "; ".join(named)
+
+
+def _context(spark: Any) -> Any:
+    if spark is None:
+        return None
+    try:
+        return spark.sparkContext
+    except Exception:  # noqa: BLE001 - a diagnostic only (a Connect session has none)
+        return None
+
+
+@contextlib.contextmanager
+def job_stage(name: str) -> Iterator[None]:
+    """Count the Spark jobs of the block as stage ``name`` of the micro-batch being timed (a
+    no-op outside one: gold refreshed by ``run --once``, say)."""
+    active = _ACTIVE
+    if active is None:
+        yield
+        return
+    with active.jobs_of(name):
+        yield

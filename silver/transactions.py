@@ -73,12 +73,15 @@ class TransactionSplit:
         waiting: Rows of transactions still incomplete (data rows and their END records).
         timed_out: Transactions released by the timeout in this split.
         held: Transactions held (0: ``waiting`` is empty).
+        held_rows: About how many rows ``waiting`` holds (their distinct data positions plus
+            one END each): how large a rewrite of ``silver/_pending`` is, without a job.
     """
 
     ready: DataFrame
     waiting: DataFrame
     timed_out: int
     held: int = 0
+    held_rows: int = 0
 
 
 def _counted() -> Column:
@@ -219,6 +222,7 @@ def split_complete(
         .select(
             *txn,
             F.col("__seen").isNotNull().alias("__has_data"),
+            F.coalesce(F.col("__seen"), F.lit(0)).alias("__seen"),
             (
                 (
                     (F.col("__seen") >= F.col("__expected"))
@@ -240,6 +244,7 @@ def split_complete(
             "timed_out"
         ),
         F.count_if(is_waiting).alias("held"),
+        F.sum(F.when(is_waiting, F.col("__seen") + 1)).alias("held_rows"),
     ).collect()[0]
     timed_out = int(tally["timed_out"])
     if not tally["held"]:
@@ -251,7 +256,9 @@ def split_complete(
     holds_row = is_held & (gated | (F.col(B.KIND) == "transaction"))
     ready = marked.where(~holds_row).drop("__held")
     waiting = marked.where(holds_row).drop("__held")
-    return TransactionSplit(ready, waiting, timed_out, int(tally["held"]))
+    return TransactionSplit(
+        ready, waiting, timed_out, int(tally["held"]), int(tally["held_rows"] or 0)
+    )
 
 
 # --- what waits, read without Spark ------------------------------------------------------------
