@@ -185,6 +185,7 @@ def spark_for(config: Any, lake_root: Path | None = None) -> Any:
         lake_root=Path(lake_root) if lake_root else Path(config.lake.root),
         conf=dict(config.spark.conf),
         jars_dir=config.spark.jars_dir,
+        catalog=config.spark.metastore(),
     )
     register_functions(spark)
     from gold.refresh import register_published_views

@@ -121,6 +121,7 @@ step_venv() {
 step_jars() {
   local t0=$SECONDS
   PYTHON="$VENV/bin/python" bash "$ROOT/scripts/fetch_jars.sh"
+  bash "$ROOT/scripts/fetch_metastore_jars.sh"  # PostgreSQL JDBC for spark.catalog: hive
   [ $((SECONDS - t0)) -lt 2 ] || log "jars: ready in $(elapsed "$t0")"
 }
 

@@ -11,7 +11,13 @@ import pytest
 
 from tests.property_profiles import register as _register_property_profiles
 
-pytest_plugins = ("tests.fix_spark", "tests.fix_servers", "tests.fix_debezium", "tests.fix_timing")
+pytest_plugins = (
+    "tests.fix_spark",
+    "tests.fix_servers",
+    "tests.fix_debezium",
+    "tests.fix_timing",
+    "tests.fix_cluster",
+)
 
 # A live-server module is collected only when its server is named; then it fails, never skips,
 # when that server cannot be reached.
