@@ -291,6 +291,15 @@ def reconcile_due(
     return hook
 
 
+def _register_new_tables(config: Any, spark: Any, root: Path) -> None:
+    """With a persistent catalog, name the silver tables this run created (``silver.<table>``),
+    so other applications see them now, not after the next session start."""
+    if config.spark.metastore() is not None:
+        from pipeline.spark import register_lake_tables
+
+        register_lake_tables(spark, root)
+
+
 def run_pipeline(
     config: Any,
     *,
@@ -321,6 +330,7 @@ def run_pipeline(
     last: list[Any] = [None]
     if not continuous:
         rows = _silver_rows(_silver_job(config, spark, root).run_once())
+        _register_new_tables(config, spark, root)
         last[0] = refresh_gold(spark, config, root, run_checks=run_checks, extra_checks=hook)
         return rows, last[0]
 
@@ -337,6 +347,7 @@ def run_pipeline(
     )
 
     def gold(_batch_id: int | None = None) -> None:
+        _register_new_tables(config, spark, root)
         last[0] = refresh_gold(
             spark,
             config,
