@@ -130,6 +130,7 @@ from bronze.storage import (
 )
 from capture.registry import SOURCE_CONFIG_MODELS
 from capture.source_config import CONNECTOR, NAME, SourceConfigBase
+from pipeline.catalog import CatalogKind, HiveMetastore
 from pipeline.config_model import (
     CTX_BASE_DIR,
     CTX_CONFIG_FILE,
@@ -212,6 +213,11 @@ SPARK_APP_NAME_DEFAULT = "medallion"
 SPARK_JARS_DIR = "jars.dir"
 SPARK_JARS_DIR_DEFAULT = None
 SPARK_CONF = "conf"
+SPARK_CATALOG = "catalog"
+SPARK_CATALOG_DEFAULT = CatalogKind.IN_MEMORY
+SPARK_METASTORE_URL = "metastore.url"
+SPARK_METASTORE_USER = "metastore.user"
+SPARK_METASTORE_PASSWORD = "metastore.password"
 
 # --- bronze ---------------------------------------------------------------------------------
 BRONZE_MAX_BATCH_SIZE = "max.batch.size"
@@ -402,6 +408,42 @@ class SparkConfig(ConfigModel):
         PydanticUndefined, SPARK_CONF, default_factory=dict, validate_default=True
     )
     """Extra ``spark.*`` settings passed to the session builder verbatim (values as strings)."""
+    catalog: CatalogKind = config_key(SPARK_CATALOG_DEFAULT, SPARK_CATALOG)
+    """Where table names live: ``in-memory`` (registered again by every session) or ``hive``
+    (a Hive metastore in PostgreSQL, ``metastore.*``; see :mod:`pipeline.catalog`)."""
+    metastore_url: str | None = config_key(None, SPARK_METASTORE_URL)
+    """With ``catalog: hive``: the metastore's database, ``jdbc:postgresql://host:port/db``."""
+    metastore_user: str | None = config_key(None, SPARK_METASTORE_USER)
+    """With ``catalog: hive``: the database user."""
+    metastore_password: SecretStr | None = config_key(None, SPARK_METASTORE_PASSWORD)
+    """With ``catalog: hive``: the user's password, if the server asks for one."""
+
+    @model_validator(mode="after")
+    def _metastore_matches_catalog(self) -> SparkConfig:
+        given = self.metastore_url is not None or self.metastore_user is not None
+        if self.catalog is CatalogKind.IN_MEMORY and given:
+            raise ValueError("metastore.* is set but catalog is in-memory; set catalog: hive")
+        if self.catalog is CatalogKind.HIVE:
+            if self.metastore_url is None or self.metastore_user is None:
+                raise ValueError(
+                    "catalog: hive needs metastore.url (jdbc:postgresql://host:port/db) and "
+                    "metastore.user; Hive's own default, an embedded Derby, is never used"
+                )
+            try:
+                self.metastore()
+            except ConfigError as exc:
+                raise ValueError(exc.reason) from None
+        return self
+
+    def metastore(self) -> HiveMetastore | None:
+        """The Hive metastore of ``catalog: hive``; None for the in-memory catalog."""
+        if self.catalog is not CatalogKind.HIVE or self.metastore_url is None:
+            return None
+        return HiveMetastore(
+            url=self.metastore_url,
+            user=self.metastore_user or "",
+            password=self.metastore_password,
+        )
 
 
 class BronzeConfig(ConfigModel):

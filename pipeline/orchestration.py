@@ -184,6 +184,7 @@ def spark_for(config: Any, lake_root: LakePath | None = None) -> Any:
         lake_root=lake_path(lake_root) if lake_root else lake_path(config.lake.root),
         conf=dict(config.spark.conf),
         jars_dir=config.spark.jars_dir,
+        catalog=config.spark.metastore(),
     )
     register_functions(spark)
     from gold.refresh import register_published_views
@@ -295,6 +296,15 @@ def reconcile_due(
     return hook
 
 
+def _register_new_tables(config: Any, spark: Any, root: LakePath) -> None:
+    """With a persistent catalog, name the silver tables this run created (``silver.<table>``),
+    so other applications see them now, not after the next session start."""
+    if config.spark.metastore() is not None:
+        from pipeline.spark import register_lake_tables
+
+        register_lake_tables(spark, root)
+
+
 def run_pipeline(
     config: Any,
     *,
@@ -325,6 +335,7 @@ def run_pipeline(
     last: list[Any] = [None]
     if not continuous:
         rows = _silver_rows(_silver_job(config, spark, root).run_once())
+        _register_new_tables(config, spark, root)
         last[0] = refresh_gold(spark, config, root, run_checks=run_checks, extra_checks=hook)
         return rows, last[0]
 
@@ -341,6 +352,7 @@ def run_pipeline(
     )
 
     def gold(_batch_id: int | None = None) -> None:
+        _register_new_tables(config, spark, root)
         last[0] = refresh_gold(
             spark,
             config,

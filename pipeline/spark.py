@@ -15,6 +15,16 @@ a notebook and a running job would fight over (an embedded Derby metastore admit
 time). Spark's session catalog only accepts table names of letters, digits and ``_``; a table
 directory named otherwise is readable by path only (``delta.`<path>```).
 
+With ``catalog=`` a :class:`~pipeline.catalog.HiveMetastore`, the names live in a Hive metastore
+instead (``spark.catalog: hive``, :mod:`pipeline.catalog`): they outlive the session, and another
+application with the same metastore sees them without registering anything.
+
+On a cluster (any master but ``local``), the executors run the driver's Python
+(``PYSPARK_PYTHON``, this interpreter unless set) and get medallion's own packages, zipped from
+the ones this process imported, through ``addPyFile``: the executors then run exactly the
+driver's code, whatever version of medallion (if any) their Python has installed. Delta's jars
+go to them through ``spark.jars``, which the driver serves.
+
 Under ``spark-submit``, a ``pyspark`` shell or a notebook that already holds a session, the
 session is reused and only checked: the submitter supplies Delta (``--packages``/``--jars`` plus
 ``--conf spark.sql.extensions=... --conf spark.sql.catalog.spark_catalog=...``) and the master.
@@ -23,11 +33,15 @@ session is reused and only checked: the submitter supplies Delta (``--packages``
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import LiteralString
@@ -38,11 +52,13 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from bronze.storage import LakePath, lake_path
+from pipeline.catalog import HiveMetastore, hive_settings
 from pipeline.errors import ConfigError, NotInstalledError
 from pipeline.spark_storage import with_object_store
 from pipeline.sql import qualified, quote_identifier, quote_string_literal
 
 __all__ = [
+    "CODE_PACKAGES",
     "DELTA_CATALOG",
     "DELTA_EXTENSION",
     "JARS_DIR_ENV",
@@ -79,8 +95,14 @@ stops Spark from creating ``spark-warehouse/`` in whatever directory a job happe
 SESSION_TIME_ZONE = "UTC"
 """Every session computes in UTC, whatever the machine's zone."""
 
+CODE_PACKAGES: tuple[str, ...] = ("pipeline", "capture", "bronze", "silver", "gold")
+"""medallion's top-level packages: what a cluster's executors get (Python UDFs and
+``mapInPandas`` functions are pickled by reference to their module)."""
+
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
+_CATALOG_IMPLEMENTATION = "spark.sql.catalogImplementation"
 
 LOG4J_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
 """The log4j2 configuration of a driver this process starts: Spark's lines below ERROR are
@@ -115,14 +137,17 @@ def build_spark_session(
     lake_root: LakePath,
     conf: Mapping[str, str] | None = None,
     jars_dir: Path | None = None,
+    catalog: HiveMetastore | None = None,
 ) -> SparkSession:
     """Build (or adopt) the SparkSession with Delta Lake and register the lake's tables.
 
     In a plain Python process this starts Spark with ``master``, Delta's jars from ``jars_dir``
-    on ``spark.jars``, Delta's SQL extension and catalog, the in-memory catalog, session time zone
-    UTC and the Spark UI off. For ``local`` masters the shuffle and Delta snapshot partitions are
-    cut to the number of local threads, the driver binds to 127.0.0.1 and Python workers use
-    this interpreter. ``conf`` entries override these defaults.
+    on ``spark.jars``, Delta's SQL extension and catalog, the in-memory catalog (or the Hive
+    metastore ``catalog``), session time zone UTC and the Spark UI off. Python workers use this
+    interpreter unless ``PYSPARK_PYTHON`` says otherwise. For ``local`` masters the shuffle and
+    Delta snapshot partitions are cut to the number of local threads and the driver binds to
+    127.0.0.1. ``conf`` entries override these defaults. For any other master medallion's
+    packages are shipped to the executors (see the module docstring).
 
     If a SparkContext is already running in this process (a notebook, a second call) or the JVM
     was started by ``spark-submit``/``pyspark`` (``PYSPARK_GATEWAY_PORT`` is set), nothing static
@@ -141,14 +166,16 @@ def build_spark_session(
         conf: Extra Spark settings; they override medallion's defaults. ``spark.jars`` entries
             are added to Delta's jars. ``spark.jars.packages`` is refused.
         jars_dir: Directory with Delta's jars. Defaults to :func:`default_jars_dir`.
+        catalog: Keep the names in this Hive metastore; None: the in-memory catalog.
 
     Returns:
         The active SparkSession.
 
     Raises:
-        NotInstalledError: Delta's jars are not in ``jars_dir`` (run ``make bootstrap``).
+        NotInstalledError: Delta's jars (or, with ``catalog``, the metastore's JDBC driver) are
+            missing (run ``make bootstrap``).
         ConfigError: ``conf`` sets ``spark.jars.packages``, or a reused session lacks Delta's
-            extension or catalog.
+            extension or catalog, or runs another catalog than ``catalog`` asks for.
     """
     extra = dict(conf or {})
     if "spark.jars.packages" in extra:
@@ -161,28 +188,41 @@ def build_spark_session(
 
     if SparkContext._active_spark_context is not None:
         logger.info("reusing the SparkSession already running in this process")
-        spark = _adopt(SparkSession.builder.getOrCreate(), extra)
+        spark = _adopt(SparkSession.builder.getOrCreate(), extra, catalog)
     elif "PYSPARK_GATEWAY_PORT" in os.environ:
         # spark-submit or the pyspark shell started the JVM with its own --master, --jars and
         # --conf; anything static set here would silently override the submitter's choice.
         logger.info("JVM started by spark-submit/pyspark; using the submitted configuration")
-        spark = _adopt(_create(SparkSession.builder, {}), extra)
+        spark = _adopt(_create(SparkSession.builder, {}), extra, catalog)
     else:
         settings = _local_process_settings(master, lake_root, _delta_jars(jars_dir))
         settings = with_object_store(settings, lake_root)  # s3a for an s3:// lake
+        if catalog is not None:
+            hive = hive_settings(catalog)
+            # One class path for both (the s3a jars may be on it already): joined, not replaced.
+            joined = [settings.get(_DRIVER_CLASS_PATH, ""), hive.pop(_DRIVER_CLASS_PATH, "")]
+            settings.update(hive)
+            settings[_DRIVER_CLASS_PATH] = os.pathsep.join(p for p in joined if p)
         jars = [settings["spark.jars"], extra.pop("spark.jars", "")]
         # The user's JVM options come last: for a repeated -D the JVM keeps the last one.
         java = [settings[_DRIVER_JAVA_OPTIONS], extra.pop(_DRIVER_JAVA_OPTIONS, "")]
+        classpath = [settings.pop(_DRIVER_CLASS_PATH, ""), extra.pop(_DRIVER_CLASS_PATH, "")]
         settings.update(extra)
         settings["spark.jars"] = ",".join(j for j in jars if j)
         settings[_DRIVER_JAVA_OPTIONS] = " ".join(j for j in java if j)
+        if any(classpath):
+            settings[_DRIVER_CLASS_PATH] = os.pathsep.join(c for c in classpath if c)
+        # Python workers (the executors' too) default to whatever `python3` is on PATH, not
+        # this virtualenv; pyspark reads only the environment variable, not spark.pyspark.python.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if _LOCAL_MASTER.match(master):
-            # Python workers default to whatever `python3` is on PATH, not this virtualenv.
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             # Stay on loopback instead of probing the machine's interfaces (and warning).
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = SparkSession.builder.master(master).appName(app_name)
         spark = _create(builder, settings)
+
+    if not _LOCAL_MASTER.match(spark.sparkContext.master or "local"):
+        _ship_code(spark)
 
     register_lake_tables(spark, lake_root)
     return spark
@@ -316,7 +356,7 @@ def _local_process_settings(master: str, lake_root: LakePath, jars: list[Path]) 
         "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.extensions": DELTA_EXTENSION,
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
-        "spark.sql.catalogImplementation": "in-memory",
+        _CATALOG_IMPLEMENTATION: "in-memory",
         "spark.sql.warehouse.dir": str(lake_root / WAREHOUSE_DIR_NAME),
         "spark.sql.session.timeZone": SESSION_TIME_ZONE,
         "spark.ui.enabled": "false",
@@ -370,16 +410,50 @@ def _stop_at_exit() -> None:
         logger.debug("stopping Spark at exit: %s", exc)
 
 
-def _adopt(spark: SparkSession, runtime_conf: Mapping[str, str]) -> SparkSession:
+def _ship_code(spark: SparkSession) -> None:
+    """Give the executors medallion's packages as this process imported them, once per
+    SparkContext: a zip on ``addPyFile``, which also goes first on the executors' ``sys.path``."""
+    context = spark.sparkContext
+    if getattr(context, "_medallion_code", None) is not None:
+        return
+    directory = Path(tempfile.mkdtemp(prefix="medallion-code-"))
+    atexit.register(shutil.rmtree, directory, True)
+    archive = directory / "medallion.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+        for name in CODE_PACKAGES:
+            package = Path(importlib.import_module(name).__file__ or "").parent
+            for source in sorted(package.rglob("*.py")):
+                out.write(source, Path(name) / source.relative_to(package))
+    before = list(sys.path)
+    context.addPyFile(str(archive))
+    # addPyFile also puts the copy first on the driver's own path ("for tests in local mode");
+    # the driver keeps importing from where it started, so module files and data stay found.
+    sys.path[:] = before
+    context._medallion_code = archive  # type: ignore[attr-defined]
+    logger.info("shipped medallion's code to the executors (%s)", archive)
+
+
+def _adopt(
+    spark: SparkSession, runtime_conf: Mapping[str, str], catalog: HiveMetastore | None = None
+) -> SparkSession:
     extensions = [e.strip() for e in (spark.conf.get("spark.sql.extensions", "") or "").split(",")]
-    catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
-    if DELTA_EXTENSION not in extensions or catalog != DELTA_CATALOG:
+    session_catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
+    if DELTA_EXTENSION not in extensions or session_catalog != DELTA_CATALOG:
         raise ConfigError(
             "the running SparkSession is not set up for Delta Lake; start it with "
             f"--conf spark.sql.extensions={DELTA_EXTENSION} "
             f"--conf spark.sql.catalog.spark_catalog={DELTA_CATALOG} "
             "and Delta's jars (--jars with the files of .cache/jars, comma-separated)",
             key_path="spark.sql.extensions",
+        )
+    implementation = spark.conf.get(_CATALOG_IMPLEMENTATION, "in-memory") or "in-memory"
+    if catalog is not None and implementation != "hive":
+        raise ConfigError(
+            f"spark.catalog is hive but the running SparkSession uses the {implementation} "
+            "catalog; start it with the settings of pipeline.catalog.hive_settings "
+            f"(--conf {_CATALOG_IMPLEMENTATION}=hive --conf spark.hadoop.javax.jdo.option."
+            "ConnectionURL=... and the JDBC driver on --driver-class-path; docs/deploy.md)",
+            key_path="spark.catalog",
         )
     spark.conf.set("spark.sql.session.timeZone", SESSION_TIME_ZONE)
     for key, value in runtime_conf.items():

@@ -124,6 +124,7 @@ step_jars() {
   local t0=$SECONDS
   PYTHON="$VENV/bin/python" bash "$ROOT/scripts/fetch_jars.sh"
   PYTHON="$VENV/bin/python" bash "$ROOT/scripts/fetch_moto.sh"  # the object-store tests' S3 server
+  bash "$ROOT/scripts/fetch_metastore_jars.sh"  # PostgreSQL JDBC for spark.catalog: hive
   [ $((SECONDS - t0)) -lt 2 ] || log "jars: ready in $(elapsed "$t0")"
 }
 

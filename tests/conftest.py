@@ -18,6 +18,7 @@ pytest_plugins = (
     "tests.fix_timing",
     "tests.fix_browser",
     "tests.fix_kafka",
+    "tests.fix_cluster",
 )
 
 # A live-server module is collected only when its server is named; then it fails, never skips,
