@@ -310,7 +310,7 @@ class LakeConfig(ConfigModel):
     """Where the Delta tables live: ``<root>/bronze``, ``<root>/silver``, ``<root>/gold``.
 
     The root is a directory, or an ``s3://bucket/prefix`` URI (see ``bronze/storage.py`` and
-    docs/deploy-storage.md); the ``s3.*`` keys say how to reach that bucket.
+    docs/deploy.md); the ``s3.*`` keys say how to reach that bucket.
     """
 
     root: LakeRoot = config_key(LAKE_ROOT_DEFAULT, LAKE_ROOT, validate_default=True)
