@@ -12,7 +12,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-MOTO_DIR=${MEDALLION_MOTO_DIR:-$ROOT/.cache/moto}
+# Resolved: a virtualenv's scripts name their interpreter by the path it was built at, so a path
+# through a symlink (a worktree's .cache linked to another checkout's) must not end up in them.
+MOTO_DIR=$(realpath -m "${MEDALLION_MOTO_DIR:-$ROOT/.cache/moto}")
 MOTO_SPEC="moto[server]==5.2.5"
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 STAMP=$MOTO_DIR/.medallion-moto
@@ -20,7 +22,13 @@ STAMP=$MOTO_DIR/.medallion-moto
 log() { printf 'fetch_moto: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-if [ -x "$MOTO_DIR/bin/moto_server" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$MOTO_SPEC" ]; then
+# In place: the stamp names this spec, and the server script's interpreter (its #! line) exists
+# (a virtualenv moved or built through another path has a dangling one).
+current() {
+  [ -x "$MOTO_DIR/bin/moto_server" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$MOTO_SPEC" ] &&
+    [ -x "$(head -n1 "$MOTO_DIR/bin/moto_server" | sed 's/^#!//')" ]
+}
+if current; then
   [ "${1:-}" = "--check" ] || log "up to date: $MOTO_SPEC in $MOTO_DIR"
   exit 0
 fi
