@@ -23,6 +23,7 @@ from bronze.storage import LakePath, lake_path, open_delta
 from gold.cuts import Cut
 from gold.views import gold_frames
 from pipeline.errors import GoldError
+from silver.bookkeeping import already_written
 
 __all__ = ["DerivedResult", "build_derived_tables"]
 
@@ -123,7 +124,6 @@ def build_derived_tables(
     Raises:
         GoldError: A definition does not import, parse or run; names the table and the key.
     """
-    from delta.tables import DeltaTable
 
     frames = gold_frames(spark, lake_root, cuts.values())
     cut_text = orjson.dumps({s: c.to_json() for s, c in sorted(cuts.items())}).decode()
@@ -131,11 +131,9 @@ def build_derived_tables(
     for name, table in sorted(tables.items()):
         path = str(lake_path(lake_root).absolute() / "gold" / name)
         app_id = f"medallion-gold:{name}"
-        if DeltaTable.isDeltaTable(spark, path):
-            from silver.merge import already_committed
-
-            if already_committed(spark, path, app_id, publication):
-                continue
+        # The Delta log answers it without a Spark job (no table yet: not written).
+        if already_written(path, app_id, publication):
+            continue
         frame = _frame(spark, name, table, frames)
         (
             frame.write.format("delta")

@@ -130,15 +130,11 @@ def materialize_gold(
 
 
 def _materialize(spark: Any, lake_root: LakePath, cut: Cut, table: TableAtCut) -> bool:
-    from delta.tables import DeltaTable
-
-    from silver.merge import already_committed
+    from silver.bookkeeping import already_written
 
     path = str(materialized_path(lake_root, table.silver_table))
     app_id = APP_PREFIX + table.silver_table
-    if DeltaTable.isDeltaTable(spark, path) and already_committed(
-        spark, path, app_id, table.version
-    ):
+    if already_written(path, app_id, table.version):
         return False
     metadata = {
         "source": cut.source,

@@ -21,13 +21,16 @@ Spark in an older lake takes these appends as it is.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from bronze.storage import LakePath, open_delta, storage_options
 
-__all__ = ["already_written", "write_once"]
+__all__ = ["already_written", "append_rows", "write_once"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,3 +90,30 @@ def write_once(
         ),
     )
     return True
+
+
+def append_rows(
+    path: LakePath | str,
+    schema: pa.Schema,
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    app_id: str,
+    version: int,
+) -> bool:
+    """Append ``rows`` with :func:`write_once`, stamped with the time they were recorded.
+
+    Args:
+        path: The Delta table (created by the first write).
+        schema: Its columns; the last is the recording time, which the rows leave out.
+        rows: The values of every other column, in schema order.
+        app_id: The writer's Delta app id.
+        version: The silver batch id.
+
+    Returns:
+        Whether a commit was made.
+    """
+    now = dt.datetime.now(dt.UTC)
+    table = pa.Table.from_pylist(
+        [dict(zip(schema.names, (*row, now), strict=True)) for row in rows], schema=schema
+    )
+    return write_once(path, table, mode="append", app_id=app_id, version=version)

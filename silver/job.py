@@ -1422,16 +1422,8 @@ class SilverJob:
             rows, self._cut_rows = sorted(self._cut_rows, key=lambda r: r[3]), []
         if not rows:
             return
-        now = dt.datetime.now(dt.UTC)
-        BK.write_once(
-            self.silver / "_cuts",
-            pa.Table.from_pylist(
-                [dict(zip(_CUTS_SCHEMA.names, (*row, now), strict=True)) for row in rows],
-                schema=_CUTS_SCHEMA,
-            ),
-            mode="append",
-            app_id=_CUTS_APP_ID,
-            version=self._batch_id,
+        BK.append_rows(
+            self.silver / "_cuts", _CUTS_SCHEMA, rows, app_id=_CUTS_APP_ID, version=self._batch_id
         )
 
     def _write_pending(self, waiting: DataFrame, held_rows: int, batch_id: int) -> None:
@@ -1483,14 +1475,10 @@ class SilverJob:
             )
             for source, r in sorted(consumed.items())
         ]
-        now = dt.datetime.now(dt.UTC)
-        BK.write_once(
+        BK.append_rows(
             self.silver / "_progress",
-            pa.Table.from_pylist(
-                [dict(zip(_PROGRESS_SCHEMA.names, (*row, now), strict=True)) for row in rows],
-                schema=_PROGRESS_SCHEMA,
-            ),
-            mode="append",
+            _PROGRESS_SCHEMA,
+            rows,
             app_id=_PROGRESS_APP_ID,
             version=batch_id,
         )

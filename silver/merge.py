@@ -47,7 +47,6 @@ __all__ = [
     "small_files",
     "METADATA_COLUMNS",
     "TABLE_PROPERTIES",
-    "already_committed",
     "set_delta_txn",
     "clear_delta_txn",
     "last_commit_metrics",
@@ -584,19 +583,6 @@ def clear_delta_txn(spark: SparkSession) -> None:
     """Undo :func:`set_delta_txn`."""
     spark.conf.unset("spark.databricks.delta.write.txnAppId")
     spark.conf.unset("spark.databricks.delta.write.txnVersion")
-
-
-def already_committed(spark: SparkSession, path: str, app_id: str, version: int) -> bool:
-    """Whether the table at ``path`` holds app transaction ``app_id`` at ``version`` or later."""
-    # Delta skips such a write itself; knowing it up front keeps the metrics honest. The
-    # transaction versions are in the Delta log; deltalake reads them without a Spark job.
-    from deltalake.exceptions import TableNotFoundError
-
-    try:
-        latest = open_delta(path).transaction_version(app_id)
-    except TableNotFoundError:
-        return False
-    return latest is not None and latest >= version
 
 
 def apply_changes(

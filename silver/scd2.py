@@ -32,6 +32,7 @@ from pyspark.sql.types import StructType
 
 from pipeline.errors import InternalError, SchemaEvolutionError
 from pipeline.sql import quote_identifier
+from silver import bookkeeping as BK
 from silver import evolution as E
 from silver import merge as M
 
@@ -150,7 +151,7 @@ def apply_history(
     """
     from delta.tables import DeltaTable
 
-    if M.already_committed(spark, path, txn_app_id, txn_version):
+    if BK.already_written(path, txn_app_id, txn_version):
         return 0
     for optional in (M.OLD_KEY, NEXT_KEY):
         if optional not in changes.columns:
