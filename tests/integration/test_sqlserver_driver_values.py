@@ -27,12 +27,12 @@ from capture.sqlserver.connection import datetimeoffset_text
 from capture.sqlserver.settings import DBAPI_ENV
 from capture.sqlserver.types import ColumnFacts, SqlServerHandling, column_type
 from tests.contract.harness import land
+from tests.integration.test_sqlserver_capture import DB, raw
 from tests.mssqlmodel import dbapi
 from tests.mssqlmodel.server import Column, SqlServerModel
 
 pytestmark = pytest.mark.delta
 
-DB = "testDB"
 COLUMNS = [
     Column("id", "int", False, True),
     Column("at", "datetimeoffset(7)"),
@@ -53,18 +53,6 @@ def model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SqlServerModel:
     with made.transaction(DB) as tx:
         tx.insert("dbo", "odd", {"id": 1, **ROW})
     return made
-
-
-def _raw(model: SqlServerModel) -> dict[str, Any]:
-    return {
-        "name": "mssql",
-        "connector": "sqlserver",
-        "topic.prefix": "server1",
-        "database.hostname": str(model.root),
-        "database.user": "sa",
-        "database.names": DB,
-        "snapshot.isolation.mode": "snapshot",
-    }
 
 
 def _after_images(lake: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -102,7 +90,7 @@ def test_snapshot_and_stream_map_what_debezium_maps(
 ) -> None:
     lake = tmp_path / "lake"
     with caplog.at_level(logging.WARNING):
-        land(_raw(model), lake)
+        land(raw(model), lake)
     assert any(
         "variant" in r.getMessage() and "sql_variant" in r.getMessage() for r in caplog.records
     )
@@ -118,7 +106,7 @@ def test_snapshot_and_stream_map_what_debezium_maps(
                 ),
             },
         )
-    land(_raw(model), lake)
+    land(raw(model), lake)
     (read_op, read), (created_op, created) = _after_images(lake)
     assert (read_op, created_op) == ("r", "c")
     # the UTC instant to the 100 ns; an aware value of µs as java.time prints it
