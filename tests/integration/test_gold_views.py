@@ -40,6 +40,13 @@ def gold_rows(spark: Any, pg: Pg, table: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {name}").collect())
 
 
+def view_batch(spark: Any, pg: Pg, table: str) -> int:
+    """The silver batch of the cut the session's gold view of ``table`` shows."""
+    name = f"gold.pg__{pg.schema}__{table}"
+    rows = spark.sql(f"SHOW TBLPROPERTIES {name} ('medallion.silverBatch')").collect()
+    return int(rows[0][1])
+
+
 def test_a_transaction_over_two_tables_is_never_half_visible_and_time_travel(
     spark: Any, pg: Pg, tmp_path: Path
 ) -> None:
@@ -264,7 +271,9 @@ def test_run_continuous_moves_gold_after_each_micro_batch(
         first = published()
         pg.sql(f"INSERT INTO {s}.t VALUES (2), (3)")
         land(source, lake)
-        while published() <= first:
+        # The cut is recorded in the lake first, then the session's views move to it: stopping
+        # the stream between the two would interrupt the views' move, so wait for the views.
+        while published() <= first or view_batch(spark, pg, "t") < published():
             assert not failures and time.monotonic() < deadline, failures
             time.sleep(0.5)
     finally:
