@@ -8,7 +8,8 @@ the metadata columns below plus the table's data columns. :func:`apply_changes`:
 2. keeps each key's last change (primary-key moves are a delete on the old key and a create on
    the new one, so A->B and B->A in one batch stay two keys with their own last change);
 3. refuses what it must not apply: a placeholder for a row silver does not have, an event older
-   than the purge horizon for a key silver no longer holds ("would have resurrected");
+   than the purge horizon for a key silver no longer holds ("would have resurrected"), and
+   drops (a no-op) an event older than the latest truncate applied, which erased it;
 4. MERGEs on ``_cdc_key`` and applies a change only when its position is newer than the stored
    row's: replays and late older events change nothing. Deletes stay as tombstone rows
    (``_cdc_deleted``) until :func:`purge_tombstones` removes them after the retention.
@@ -790,12 +791,11 @@ def _refuse(
         if purge_horizon is not None
         else F.lit(False)
     )
-    # A key silver never held, changed before the latest truncate: the truncate erased it.
-    before_truncate = (
-        joined["__t_key"].isNull() & (F.col(POSITION) < F.lit(truncated))
-        if truncated is not None
-        else F.lit(False)
-    )
+    # Changed before the latest truncate: the truncate erased it. Whatever silver holds for the
+    # key does not matter: a row deleted before the truncate keeps its older tombstone (only
+    # live rows take the truncate's position), which would let a late insert between the two
+    # through the position guard.
+    before_truncate = F.col(POSITION) < F.lit(truncated) if truncated is not None else F.lit(False)
     joined = joined.where(~before_truncate)
     reason = F.when(
         placeholder_orphan,

@@ -169,9 +169,16 @@ def test_purged_tombstones_report_would_have_resurrected(spark: Any, tmp_path: P
 
 def test_late_event_before_a_truncate_does_not_insert_a_new_key(spark: Any, tmp_path: Path) -> None:
     t = tmp_path / "t"
-    apply(spark, t, ev(1, "c", 1, "a"))
+    # Key 2 is deleted before the truncate: its tombstone keeps the delete's older position.
+    apply(spark, t, ev(1, "c", 1, "a"), ev(2, "d", 2))
     apply_truncate(spark, str(t), pos(5), txn_app_id="test", txn_version=next(_versions))
-    result = apply(spark, t, ev(3, "c", 7, "erased by the truncate"), ev(6, "c", 8, "kept"))
+    result = apply(
+        spark,
+        t,
+        ev(3, "c", 7, "erased by the truncate"),
+        ev(4, "c", 2, "erased too, though newer than the tombstone"),
+        ev(6, "c", 8, "kept"),
+    )
     assert result.rejected is None
     assert set(rows(spark, t)) == {8}
 

@@ -17,12 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bronze import schema as B
 from bronze.writer import BronzeTables, BronzeWriter
 from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
-from tests.pgmodel.history import to_jsonl
+from tests.pgmodel.history import SourceHistory, to_jsonl
 from tests.pgmodel.strategies import deliveries, histories
 from tests.property_profiles import examples
 
@@ -102,6 +103,23 @@ def test_silver_equals_the_source_under_any_batching(
     assert silver_live(spark, lake, expected, tables) == as_expected(expected)
 
 
+def staged_rows(
+    history: SourceHistory, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, list[dict[str, Any]]]:
+    """Land ``history`` in a staging lake's bronze; the staging lake and its rows, in position
+    order (for :func:`reordered_arrival` to deliver in another)."""
+    from deltalake import DeltaTable as LogTable
+
+    staging = tmp_path_factory.mktemp("staging")
+    path = staging / "in.jsonl"
+    with path.open("ab") as f:
+        for line in to_jsonl(history.records()):
+            f.write(line + b"\n")
+    LandingAgent(DebeziumJsonSource("h", path), BronzeWriter(BronzeTables.under(staging))).run()
+    rows = LogTable(str(staging / "bronze" / "events")).to_pyarrow_table().to_pylist()
+    return staging, sorted(rows, key=lambda r: r[B.POSITION])
+
+
 def reordered_arrival(
     spark: Any, staging: Path, lake: Path, batches: list[list[dict[str, Any]]]
 ) -> None:
@@ -138,18 +156,10 @@ def test_silver_does_not_depend_on_arrival_order(
     spark: Any, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
 ) -> None:
     """Bronze rows (positions assigned) reach silver shuffled, duplicated, in random batches."""
-    from deltalake import DeltaTable as LogTable
-
     # Placeholders are left out: one needs its value's event to arrive first (else it is
     # quarantined by design), which an arbitrary order does not give.
     history = data.draw(histories(max_tables=2, max_transactions=5, max_ops=4, placeholders=False))
-    staging = tmp_path_factory.mktemp("staging")
-    path = staging / "in.jsonl"
-    with path.open("ab") as f:
-        for line in to_jsonl(history.records()):
-            f.write(line + b"\n")
-    LandingAgent(DebeziumJsonSource("h", path), BronzeWriter(BronzeTables.under(staging))).run()
-    rows = LogTable(str(staging / "bronze" / "events")).to_pyarrow_table().to_pylist()
+    staging, rows = staged_rows(history, tmp_path_factory)
     order = data.draw(st.permutations(range(len(rows))))
     # A history may hold no rows at all; st.integers(0, -1) would be an invalid strategy.
     again = (
