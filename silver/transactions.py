@@ -23,6 +23,14 @@ app transaction versions, ``silver/_cuts`` and ``silver/_progress`` use it), and
 a replayed batch decide exactly as it did the first time: a crash after some of its tables
 committed must not release more rows on replay than the tables it skips already hold.
 
+A transaction released as superseded (see :func:`_newest_transaction`) before its END count
+was reached leaves a marker in ``silver/_pending`` (``tx_status`` ``RELEASED``) for
+``timeout_seconds`` after its release: its rows that arrive later are applied as they come, not
+held for an END count they can no longer reach (the rows applied before are not in ``_pending``
+to count). In order, only a transaction without END (MariaDB's ``TRUNCATE``) gets one, and has
+no later rows; bronze rows that reach silver out of order (several Kafka partitions, a shuffled
+replay) may arrive after a later transaction began, and then need it.
+
 Events without a transaction block (snapshot rows, connectors without transaction metadata,
 tombstones) are never held. An END that arrives before any of its data events waits as well (up
 to the same timeout, after which an END without data is dropped: its events were applied
@@ -40,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from bronze import schema as B
 from bronze.storage import LakePath, open_delta, storage_options
@@ -50,6 +59,7 @@ __all__ = [
     "TransactionSplit",
     "Waiting",
     "PENDING_APP_ID",
+    "RELEASED",
     "release_due",
     "split_complete",
     "unfinished_release",
@@ -62,6 +72,9 @@ PENDING_APP_ID: Final = "medallion-silver:_pending"
 """Delta app id of the ``silver/_pending`` rewrite that ends every silver batch; its version is
 the batch id, so it says which batch completed last."""
 _DATA_COLLECTIONS: Final = "array<struct<data_collection:string,event_count:bigint>>"
+RELEASED: Final = "RELEASED"
+"""``tx_status`` of the marker row ``silver/_pending`` keeps for a transaction applied in part
+(``kind`` ``transaction``, ``ingest_ts`` the release's clock, the other columns null)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +85,11 @@ class TransactionSplit:
         ready: Rows to apply now (ungated rows, complete and timed-out transactions).
         waiting: Rows of transactions still incomplete (data rows and their END records).
         timed_out: Transactions released by the timeout in this split.
-        held: Transactions held (0: ``waiting`` is empty).
+        held: Transactions held (0: ``waiting`` holds markers of released transactions at
+            most).
         held_rows: About how many rows ``waiting`` holds (their distinct data positions plus
-            one END each): how large a rewrite of ``silver/_pending`` is, without a job.
+            one END each, plus the markers): how large a rewrite of ``silver/_pending`` is,
+            without a job.
     """
 
     ready: DataFrame
@@ -90,6 +105,28 @@ def _counted() -> Column:
         F.col(B.KIND).isin("data", "message")
         & F.col(B.TX_ORDER).isNotNull()
         & F.col(B.TX_ID).isNotNull()
+    )
+
+
+def _is_marker() -> Column:
+    """The marker row of a transaction applied in part (never null: a filter keeps it)."""
+    return F.coalesce(
+        (F.col(B.KIND) == "transaction") & (F.col(B.TX_STATUS) == RELEASED), F.lit(False)
+    )
+
+
+def _marker_rows(marked: DataFrame, schema: StructType) -> DataFrame:
+    """Marker rows (``schema``'s columns) for the transactions of ``marked`` (its ``__marked``
+    column is their ``ingest_ts``)."""
+    values = {
+        B.SOURCE: F.col(B.SOURCE),
+        B.TX_ID: F.col(B.TX_ID),
+        B.KIND: F.lit("transaction"),
+        B.TX_STATUS: F.lit(RELEASED),
+        B.INGEST_TS: F.col("__marked"),
+    }
+    return marked.select(
+        *[values.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields]
     )
 
 
@@ -191,14 +228,20 @@ def split_complete(
         The split.
     """
     gated = _counted()
+    marker = _is_marker()
     txn = [B.SOURCE, B.TX_ID]
+    cutoff = F.lit(now - dt.timedelta(seconds=timeout_seconds))
+    # The markers are counted in the same pass over the rows as the events.
     seen = (
-        rows.where(gated)
+        rows.where(gated | marker)
         .groupBy(*txn)
         .agg(
-            F.count_distinct(B.POSITION).alias("__seen"),
-            F.min(B.INGEST_TS).alias("__first"),
-            F.max(_partition()).alias("__partition"),
+            F.count_distinct(F.when(gated, F.col(B.POSITION))).alias("__seen"),
+            F.min(F.when(gated, F.col(B.INGEST_TS))).alias("__first"),
+            F.max(F.when(gated, _partition())).alias("__partition"),
+            F.max(F.when(marker & (F.col(B.INGEST_TS) >= cutoff), F.col(B.INGEST_TS))).alias(
+                "__released"
+            ),
         )
         .join(_newest_transaction(rows), [B.SOURCE, "__partition"], "left")
         # Superseded: a later transaction started on the same serial stream.
@@ -213,26 +256,37 @@ def split_complete(
             F.min(B.INGEST_TS).alias("__end_first"),
         )
     )
-    cutoff = F.lit(now - dt.timedelta(seconds=timeout_seconds))
     # Outer join: an END that arrives before its data events (bronze rows reordered, or
     # delivered in another micro-batch) waits too, else the data would wait for the timeout.
+    counted_in_full = (F.col("__seen") >= F.col("__expected")) & ~F.coalesce(
+        F.col("__short"), F.lit(False)
+    )
+    released = F.col("__released").isNotNull()
     status = (
         seen.join(ends, txn, "full")
         .join(_collections_short(rows, txn), txn, "left")
         .select(
             *txn,
-            F.col("__seen").isNotNull().alias("__has_data"),
+            F.coalesce(F.col("__seen") > 0, F.lit(False)).alias("__has_data"),
             F.coalesce(F.col("__seen"), F.lit(0)).alias("__seen"),
-            (
-                (
-                    (F.col("__seen") >= F.col("__expected"))
-                    & ~F.coalesce(F.col("__short"), F.lit(False))
-                )
-                | F.coalesce(F.col("__superseded"), F.lit(False))
-            ).alias("__complete"),
+            F.coalesce(counted_in_full, F.lit(False)).alias("__in_full"),
+            (counted_in_full | F.coalesce(F.col("__superseded"), F.lit(False)) | released).alias(
+                "__complete"
+            ),
             (F.coalesce(F.col("__first"), F.col("__end_first")) < cutoff).alias("__expired"),
+            F.col("__released"),
         )
         .withColumn("__complete", F.coalesce("__complete", F.lit(False)))
+        .withColumn("__expired", F.coalesce("__expired", F.lit(False)))
+        # Applied in part now, as superseded or marked before (its later rows would wait for
+        # an END count they cannot reach): marked from this batch's clock on. A transaction
+        # the timeout released in part is not: its later rows wait for the timeout again.
+        .withColumn(
+            "__marked",
+            F.when(
+                F.col("__has_data") & ~F.col("__in_full") & F.col("__complete"), F.lit(now)
+            ).otherwise(F.col("__released")),
+        )
         # Computed once, here: its joins over every row are the costliest part of a silver
         # batch, and the tally and both sides of the split (each evaluated by the caller)
         # read it. A cache unpersisted before the caller evaluates the split would not do.
@@ -245,19 +299,31 @@ def split_complete(
         ),
         F.count_if(is_waiting).alias("held"),
         F.sum(F.when(is_waiting, F.col("__seen") + 1)).alias("held_rows"),
+        F.count_if(F.col("__marked").isNotNull()).alias("markers"),
     ).collect()[0]
     timed_out = int(tally["timed_out"])
+    markers = int(tally["markers"])
+    # A marker read from ``_pending`` is never applied; the running ones are written again.
+    rows_in = rows.where(~marker)
+    kept = _marker_rows(status.where(F.col("__marked").isNotNull()), rows.schema)
     if not tally["held"]:
         # Nothing waits (the usual case): every row is ready, no join over them is needed.
-        return TransactionSplit(rows, rows.where(F.lit(False)), timed_out, 0)
+        waiting_none = kept if markers else rows.where(F.lit(False))
+        return TransactionSplit(rows_in, waiting_none, timed_out, 0, markers)
     held = status.where(is_waiting).select(*txn, F.lit(True).alias("__held"))
-    marked = rows.join(held, txn, "left")
+    joined = rows_in.join(held, txn, "left")
     is_held = F.coalesce(F.col("__held"), F.lit(False))
     holds_row = is_held & (gated | (F.col(B.KIND) == "transaction"))
-    ready = marked.where(~holds_row).drop("__held")
-    waiting = marked.where(holds_row).drop("__held")
+    ready = joined.where(~holds_row).drop("__held")
+    waiting = joined.where(holds_row).drop("__held").select(*rows.columns)
+    if markers:
+        waiting = waiting.unionByName(kept)
     return TransactionSplit(
-        ready, waiting, timed_out, int(tally["held"]), int(tally["held_rows"] or 0)
+        ready,
+        waiting,
+        timed_out,
+        int(tally["held"]),
+        int(tally["held_rows"] or 0) + markers,
     )
 
 
@@ -291,7 +357,12 @@ def _pending_rows(pending: LakePath) -> pa.Table | None:
         table = open_delta(pending)
     except TableNotFoundError:
         return None
-    return table.to_pyarrow_table(columns=[B.SOURCE, B.KIND, B.TX_ID, B.INGEST_TS])
+    rows = table.to_pyarrow_table(columns=[B.SOURCE, B.KIND, B.TX_ID, B.TX_STATUS, B.INGEST_TS])
+    # Markers of transactions applied in part wait for nothing.
+    marker = pc.and_(
+        pc.equal(rows.column(B.KIND), "transaction"), pc.equal(rows.column(B.TX_STATUS), RELEASED)
+    )
+    return rows.filter(pc.invert(pc.fill_null(marker, False)))
 
 
 def waiting_by_source(pending: LakePath) -> dict[str, Waiting]:
