@@ -1,4 +1,4 @@
-"""Arrival-order cases :mod:`tests.integration.test_silver_properties` found, replayed exactly.
+"""Arrival-order cases the property test found, reduced, in an explicit delivery order.
 
 Each case is a small source history landed in a staging bronze, whose rows then reach the lake's
 bronze in an explicit order, a silver run per batch (the property test's
@@ -18,66 +18,52 @@ from tests.integration.test_silver_properties import (
     silver_live,
     staged_rows,
 )
-from tests.pgmodel.history import (
-    AddColumn,
-    Insert,
-    MoveKey,
-    SourceHistory,
-    Transaction,
-    Truncate,
-    Update,
-)
+from tests.pgmodel.history import Delete, Insert, SourceHistory, Transaction, Truncate
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
 NULLS = {"qty": None, "label": None, "notes": None}
 
-TRUNCATE_AFTER_DELETE = SourceHistory(
-    ("customers", "orders"),
+TRUNCATED_IN_PARTS = SourceHistory(
+    ("orders",),
     (
-        # T1 commits first, but T2 started first (lower txId, first LSN).
+        Transaction((Insert("orders", 3, NULLS), Delete("orders", 3))),
         Transaction(
-            (
-                Truncate(("customers", "orders")),
-                Insert("orders", 3, NULLS),
-                MoveKey("orders", 3, 4, {"label": "aba"}),
-                Insert("orders", 2, {"qty": 30, "label": "", "notes": "yzxzy"}),
-            ),
-            interleaved_with_next=True,
+            (Insert("orders", 3, NULLS), Truncate(("orders",)), Insert("orders", 4, NULLS))
         ),
-        Transaction(
-            (
-                Insert("orders", 3, {"label": "b"}),
-                Update("orders", 2, {}),
-                Truncate(("customers", "orders")),
-                AddColumn("customers", "extra1"),
-            ),
-        ),
-        Transaction((Insert("customers", 0, NULLS), Insert("customers", 4, NULLS))),
+        Transaction((Insert("orders", 0, NULLS),)),
     ),
-    (Insert("customers", 4, NULLS), Insert("customers", 3, NULLS), Insert("orders", 4, NULLS)),
 )
-"""The history hypothesis drew (2026-11, on ``test_silver_does_not_depend_on_arrival_order``).
-
-Bronze rows, in position order: 0-2 the snapshot; 3 T1's BEGIN, 4-5 its truncates, 6 ``c``
-orders 3, 7-9 the key move 3 -> 4 (``d``, tombstone, ``c``), 10 ``c`` orders 2, 11 its END;
-12 T2's BEGIN, 13 ``c`` orders 3, 14 ``u`` orders 2, 15-16 its truncates, 17 its END; 18 T3's
-BEGIN, 19-20 its inserts, 21 its END.
-"""
+"""Bronze rows, in position order: 0-4 T1 (BEGIN, ``c`` 3, ``d`` 3, its tombstone, END); 5-9
+T2 (BEGIN, ``c`` 3, ``t``, ``c`` 4, END); 10-12 T3 (BEGIN, ``c`` 0, END). The source ends with
+orders 0 and 4."""
 
 
-def test_a_late_insert_older_than_a_truncate_stays_erased_on_a_deleted_key(
+def test_a_transaction_applied_in_parts_around_a_truncate(
     spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """T1's delete of orders 3 (the key move) and T2's truncate land first, T2's insert of
-    orders 3 (before its truncate) after: the truncate erased that insert, whatever silver held
-    for the key when the truncate was applied (here the delete's tombstone, older than it)."""
-    staging, rows = staged_rows(TRUNCATE_AFTER_DELETE, tmp_path_factory)
-    assert len(rows) == 22
-    first = [18, 7, 16]  # T3's BEGIN releases T1 and T2 as superseded
-    batches = [[rows[i] for i in first], [r for i, r in enumerate(rows) if i not in first]]
+    """Reduced from a case hypothesis drew (snapshot, two tables, a key move, two truncates):
+    T3's BEGIN lands with T1's delete of orders 3 and T2's truncate, which silver applies as
+    superseded; T2's insert of orders 3 (before its truncate) lands next, its insert of orders 4
+    (after the truncate) and END last, alone.
+
+    * The truncate erased the insert of orders 3, though silver held only the delete's
+      tombstone for the key, older than the insert (it came back live).
+    * The insert of orders 4 is applied when it lands, not held for T2's END count, which the
+      rows in ``silver/_pending`` can no longer reach (it waited for the timeout).
+    """
+    staging, rows = staged_rows(TRUNCATED_IN_PARTS, tmp_path_factory)
+    assert [(r["kind"], r["op"]) for r in rows[5:10]] == [
+        ("transaction", None),
+        ("data", "c"),
+        ("data", "t"),
+        ("data", "c"),
+        ("transaction", None),
+    ]
+    order = [[10, 2, 7], [0, 1, 3, 4, 5, 6, 11, 12], [8, 9]]
     lake = tmp_path_factory.mktemp("lake")
-    reordered_arrival(spark, staging, lake, batches)
-    expected = TRUNCATE_AFTER_DELETE.final_state()
-    tables = [TRUNCATE_AFTER_DELETE.collection(t) for t in TRUNCATE_AFTER_DELETE.tables]
+    reordered_arrival(spark, staging, lake, [[rows[i] for i in batch] for batch in order])
+    expected = TRUNCATED_IN_PARTS.final_state()
+    assert set(expected["public.orders"]) == {'{"id":0}', '{"id":4}'}
+    tables = [TRUNCATED_IN_PARTS.collection(t) for t in TRUNCATED_IN_PARTS.tables]
     assert silver_live(spark, lake, expected, tables) == as_expected(expected)
