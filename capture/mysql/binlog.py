@@ -16,12 +16,18 @@ them:
 * MariaDB's GTID and the XID (commit) event, one of each per transaction: their few fixed
   fields are read here.
 * Row events (``WRITE/UPDATE/DELETE_ROWS`` v1 and v2) of a mapped table: decoded here with one
-  precompiled reader per column (:func:`_column_reader`). Integer, float, string, blob and the
-  temporal types the workload uses most are read inline, exactly as the library reads them
-  (including the zero-date text of :func:`capture.mysql.types.install_binlog_date_readers`);
-  every other type is handed to the library's own per-column reader, so its result is the
-  library's by construction. The events are the library's classes (``WriteRowsEvent`` ...)
-  with the same ``rows`` (``values``/``none_sources`` dicts), so the agent cannot tell.
+  precompiled reader per column (:func:`_column_reader`), a full image by the shape of its NULL
+  bitmap (:class:`_Plan`: runs of fixed-width numbers in one ``struct`` unpack). Integer,
+  float, string, blob and the temporal types the workload uses most are read inline, exactly
+  as the library reads them (including the zero-date text of
+  :func:`capture.mysql.types.install_binlog_date_readers`); every other type is handed to the
+  library's own per-column reader, so its result is the library's by construction. The events
+  subclass the library's (``WriteRowsEvent`` ...): their images are value lists in column
+  order (``images``, what the agent reads), and the library's ``rows`` (``values``/
+  ``none_sources`` dicts) are built from them when read.
+
+The stream connection reads the socket in large chunks and serves PyMySQL's packet reads from
+that buffer (:class:`_Connection`).
 
 ``tests/integration/test_mysql_binlog_reader.py`` decodes one binlog with both readers and
 compares every event.
