@@ -22,7 +22,7 @@ from bronze import schema as S
 from bronze.envelope import ChangeEvent
 from bronze.positions import Position
 
-__all__ = ["BatchBuilder", "QuarantinedRecord", "BatchCounts"]
+__all__ = ["ROW_COLUMNS", "BatchBuilder", "QuarantinedRecord", "BatchCounts"]
 
 _TS_TYPE = S.EVENTS_SCHEMA.field(S.CAPTURE_TS).type
 
@@ -54,6 +54,9 @@ _ROW_COLUMNS: tuple[str, ...] = (
     S.CAPTURE_TS,
     S.ORIGIN,
 )
+
+ROW_COLUMNS: tuple[str, ...] = _ROW_COLUMNS
+"""The columns of one :meth:`BatchBuilder.append_row` tuple, in order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +176,12 @@ class BatchBuilder:
                 origin,
             )
         )
+
+    def append_row(self, row: tuple[Any, ...]) -> None:
+        """Append one event whose columns the caller derived itself, in :data:`ROW_COLUMNS`
+        order (exactly what :meth:`add_event` packs), for an agent's row changes on the hot
+        path (``capture.change_records.RowAppender``)."""
+        self._rows.append(row)
 
     def column_values(self, *names: str) -> Iterator[tuple[Any, ...]]:
         """The named columns of every event, one tuple per event (for the metrics)."""

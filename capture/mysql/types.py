@@ -126,6 +126,7 @@ __all__ = [
     "column_type",
     "snapshot_connect_kwargs",
     "snapshot_values",
+    "stream_row",
     "stream_values",
 ]
 
@@ -847,7 +848,35 @@ def stream_values(
     return out
 
 
+def stream_row(table: TableDef, values: list[Any], reasons: Mapping[int, str] | None) -> list[Any]:
+    """:func:`stream_values` of a row image :mod:`capture.mysql.binlog` decoded itself: its
+    values in column order and the ``none_sources`` reason of each None by column index (None
+    when no value is None). Same rules, same errors; an image that needs no correction is
+    returned as it is.
+
+    Raises:
+        ValueConversionError: As :func:`stream_values`.
+    """
+    _check_width(table, len(values), "the binlog row image")
+    plan = _stream_plan(table)
+    if reasons is None and not _PLAN_FIXES[id(table)] and None not in values:
+        return values
+    why = reasons or {}
+    out: list[Any] = []
+    for index, ((column, name, fix), value) in enumerate(zip(plan, values, strict=True)):
+        if value is None:
+            out.append(_stream_none(table, column, name, why.get(index, "null")))
+        elif fix:
+            out.append(_stream_value(column, name, value, table.charset))
+        else:
+            out.append(value)
+    return out
+
+
 _PLANS: dict[int, tuple[TableDef, tuple[tuple[ColumnDef, str, bool], ...]]] = {}
+_PLAN_FIXES: dict[int, bool] = {}
+"""``id(table)`` -> whether any column of its plan may need :func:`_stream_value` (kept
+beside ``_PLANS``, with the same keys)."""
 """``id(table)`` -> (the table, its columns' (definition, base type, needs a fix))."""
 
 
@@ -866,7 +895,9 @@ def _stream_plan(table: TableDef) -> tuple[tuple[ColumnDef, str, bool], ...]:
         plan.append((column, name, fix))
     if len(_PLANS) >= 4096:
         _PLANS.clear()
+        _PLAN_FIXES.clear()
     _PLANS[id(table)] = (table, tuple(plan))
+    _PLAN_FIXES[id(table)] = any(fix for _, _, fix in plan)
     return _PLANS[id(table)][1]
 
 
