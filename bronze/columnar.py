@@ -15,7 +15,7 @@ every helper here writes orjson's exact form:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import orjson
@@ -32,20 +32,29 @@ _SHORT_ESCAPES: Final = (("\b", "\\b"), ("\t", "\\t"), ("\n", "\\n"), ("\f", "\\
 _LONG_ESCAPES: Final = tuple(
     (chr(c), f"\\u{c:04x}") for c in range(0x20) if chr(c) not in dict(_SHORT_ESCAPES)
 )
-_CONTROL: Final = "[\\x00-\\x1f]"
 
 
 def json_strings(values: pa.Array) -> pa.Array:
     """JSON string literals of a string column (null stays null), as orjson writes them."""
+    data = _value_bytes(values)
     out = values
     for raw, escaped in (("\\", "\\\\"), ('"', '\\"')):
-        if pc.any(pc.match_substring(out, raw)).as_py():
+        if (data == ord(raw)).any():
             out = pc.replace_substring(out, raw, escaped)
-    if pc.any(pc.match_substring_regex(out, _CONTROL)).as_py():
+    if (data < 0x20).any():
         for raw, escaped in (*_SHORT_ESCAPES, *_LONG_ESCAPES):
             if pc.any(pc.match_substring(out, raw)).as_py():
                 out = pc.replace_substring(out, raw, escaped)
     return pc.binary_join_element_wise('"', out, '"', "")
+
+
+def _value_bytes(values: pa.Array) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """The bytes of a string column's values (of its whole buffer when sliced: a superset,
+    which only makes a check find a character the slice may not hold)."""
+    buffer = values.buffers()[2]
+    if buffer is None:
+        return np.zeros(0, np.uint8)
+    return np.frombuffer(buffer, np.uint8)
 
 
 def json_texts(values: Sequence[object]) -> pa.Array:
@@ -55,17 +64,27 @@ def json_texts(values: Sequence[object]) -> pa.Array:
     return pa.array([dumps(v).decode() for v in values], pa.string())
 
 
-def json_object(names: Sequence[str], fragments: Sequence[pa.Array], count: int) -> pa.Array:
-    """``{"name":fragment,...}`` for each of ``count`` rows; a null fragment is written as JSON
-    null."""
+def json_object(
+    names: Sequence[str],
+    fragments: Sequence[pa.Array],
+    count: int,
+    *,
+    head: str = "",
+    tail: str = "",
+) -> pa.Array:
+    """``head{"name":fragment,...}tail`` for each of ``count`` rows (one string kernel call for
+    the whole text); a null fragment is written as JSON null."""
     parts: list[pa.Array | str] = []
+    text = head + "{"
     for index, (name, fragment) in enumerate(zip(names, fragments, strict=True)):
-        head = "{" if index == 0 else ","
-        parts.append(head + orjson.dumps(name).decode() + ":")
-        parts.append(pc.fill_null(fragment, JSON_NULL))
-    if not parts:
-        return pa.repeat(pa.scalar("{}", pa.string()), count)
-    parts.append("}")
+        text += ("" if index == 0 else ",") + orjson.dumps(name).decode() + ":"
+        parts.append(text)
+        parts.append(fragment if fragment.null_count == 0 else pc.fill_null(fragment, JSON_NULL))
+        text = ""
+    text += "}" + tail
+    if not fragments:
+        return pa.repeat(pa.scalar(text, pa.string()), count)
+    parts.append(text)
     return pc.binary_join_element_wise(*parts, "")
 
 

@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from bronze import schema as S
 from bronze.batch import ROW_SCHEMA, BatchBuilder
@@ -109,8 +108,8 @@ class ChunkCursor(Iterator[tuple[SnapshotChunk, bool]]):
 
 def encode_chunk(
     table: CapturedTable, encoders: Sequence[Encoder | None], rows: pa.Table
-) -> tuple[pa.Array, pa.Array | None]:
-    """The ``after`` image and key JSON of every row of ``rows``.
+) -> dict[int, pa.Array]:
+    """The JSON text of every value of the row image's columns (and so the key's).
 
     Args:
         table: The captured table.
@@ -118,7 +117,7 @@ def encode_chunk(
         rows: The chunk, its columns in table order.
 
     Returns:
-        ``(after JSON, key JSON or None for a keyless table)``.
+        The column index -> its values' JSON (null for NULL).
 
     Raises:
         _NeedsRows: A value does not convert or has no representation.
@@ -128,15 +127,7 @@ def encode_chunk(
         encoder = encoders[i]
         column = rows.column(i).combine_chunks()
         fragments[i] = _fallback(table, i, column) if encoder is None else encoder(column)
-    names = table.names
-    n = rows.num_rows
-    after = json_object(
-        [names[i] for i in table.value_idx], [fragments[i] for i in table.value_idx], n
-    )
-    if not table.key_idx:
-        return after, None
-    key = json_object([names[i] for i in table.key_idx], [fragments[i] for i in table.key_idx], n)
-    return after, key
+    return fragments
 
 
 def _fallback(table: CapturedTable, i: int, column: pa.Array) -> pa.Array:
@@ -257,7 +248,7 @@ class ColumnarSnapshot(DatabaseSource):
                     ", ".join(slow),
                 )
         try:
-            after, key = encode_chunk(table, encoders, rows)
+            fragments = encode_chunk(table, encoders, rows)
         except _NeedsRows as exc:
             logger.debug(
                 "source %s: chunk of %s goes row by row (%s)", self.name, table.collection, exc
@@ -266,12 +257,10 @@ class ColumnarSnapshot(DatabaseSource):
             return
         n = rows.num_rows
         if final and n > 1:
-            self._add_chunk(
-                builder, table, after.slice(0, n - 1), _slice(key, 0, n - 1), False, now
-            )
-            self._add_chunk(builder, table, after.slice(n - 1), _slice(key, n - 1, 1), True, now)
+            self._add_chunk(builder, table, _sliced(fragments, 0, n - 1), n - 1, False, now)
+            self._add_chunk(builder, table, _sliced(fragments, n - 1, 1), 1, True, now)
         else:
-            self._add_chunk(builder, table, after, key, final, now)
+            self._add_chunk(builder, table, fragments, n, final, now)
         snap.after = self._chunk_after(chunk)
 
     def _land_rows(
@@ -306,22 +295,31 @@ class ColumnarSnapshot(DatabaseSource):
         self,
         builder: BatchBuilder,
         table: CapturedTable,
-        after: pa.Array,
-        key: pa.Array | None,
+        fragments: dict[int, pa.Array],
+        n: int,
         last: bool,
         now: dt.datetime,
     ) -> None:
-        """Add rows whose ``after`` and key JSON are built (one source block for them all)."""
+        """Add ``n`` rows whose values' JSON is ``fragments`` (one source block for them all)."""
         snap = self._snapshot
         if snap is None:
             raise InternalError("capture.columnar_snapshot: expected snap is not None")
-        n = len(after)
         source = self._snapshot_source(table, last)
         event = self._chunk_event(table, source, last)
         ts_ms = time.time_ns() // 1_000_000
-        head = '{"before":null,"after":'
-        tail = f',"source":{orjson.dumps(source).decode()},"op":"{_OP_READ}","ts_ms":{ts_ms}}}'
-        value = pc.binary_join_element_wise(head, after, tail, "")
+        names = table.names
+        value = json_object(
+            [names[i] for i in table.value_idx],
+            [fragments[i] for i in table.value_idx],
+            n,
+            head='{"before":null,"after":',
+            tail=f',"source":{orjson.dumps(source).decode()},"op":"{_OP_READ}","ts_ms":{ts_ms}}}',
+        )
+        key = (
+            json_object([names[i] for i in table.key_idx], [fragments[i] for i in table.key_idx], n)
+            if table.key_idx
+            else None
+        )
         first = self._snapshot_position()
         start = first.seq
         if start + n > 2 ** (8 * SEQ_WIDTH):
@@ -375,5 +373,5 @@ def _plain_images(table: CapturedTable) -> bool:
     return all(getattr(cls, m) is getattr(CapturedTable, m) for m in _IMAGE_BUILDERS)
 
 
-def _slice(array: pa.Array | None, offset: int, length: int) -> pa.Array | None:
-    return None if array is None else array.slice(offset, length)
+def _sliced(fragments: dict[int, pa.Array], offset: int, length: int) -> dict[int, pa.Array]:
+    return {i: f.slice(offset, length) for i, f in fragments.items()}
