@@ -43,13 +43,21 @@ from capture.change_records import data_record
 from capture.database_source import DatabaseSource, with_last
 from pipeline.errors import InternalError, PipelineError
 
-__all__ = ["ChunkCursor", "ColumnarSnapshot", "Encoder", "SnapshotChunk", "encode_chunk"]
+__all__ = [
+    "ChunkCursor",
+    "ColumnarSnapshot",
+    "Encoder",
+    "PyColumns",
+    "SnapshotChunk",
+    "encode_chunk",
+]
 
 logger = logging.getLogger(__name__)
 
-Encoder = Callable[[pa.Array], pa.Array]
-"""A column's vectorized JSON encoder: the column as read -> the JSON text of each converted
-value (null where the value is NULL)."""
+Encoder = Callable[[Any], pa.Array]
+"""A column's vectorized JSON encoder: the column as read (an Arrow array, or a list of driver
+values for :class:`PyColumns`) -> the JSON text of each converted value (null where the value is
+NULL)."""
 
 _TS_TYPE = S.EVENTS_SCHEMA.field(S.CAPTURE_TS).type
 _OP_READ = Op.READ.value
@@ -58,6 +66,33 @@ _OP_READ = Op.READ.value
 class _NeedsRows(Exception):  # noqa: N818 - control flow, never leaves this module
     """A value of the chunk needs the per-row path (it does not convert, or has no
     representation)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PyColumns:
+    """A chunk a driver returned as Python rows (MySQL): the rows as the per-row path takes
+    them, and their values transposed to one list per column (None when a row's values could
+    not be prepared: the chunk then goes row by row). Sliced like an Arrow table."""
+
+    rows: list[Any]
+    columns: list[list[Any]] | None
+
+    @property
+    def num_rows(self) -> int:
+        """Rows in the chunk."""
+        return len(self.rows)
+
+    def column(self, i: int) -> list[Any]:
+        """Column ``i``'s values."""
+        if self.columns is None:
+            raise _NeedsRows("a row's values could not be prepared")
+        return self.columns[i]
+
+    def slice(self, offset: int, length: int | None = None) -> PyColumns:
+        """Rows ``offset`` to ``offset + length``."""
+        end = None if length is None else offset + length
+        columns = None if self.columns is None else [c[offset:end] for c in self.columns]
+        return PyColumns(self.rows[offset:end], columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +107,7 @@ class SnapshotChunk:
 
     index: int
     table: CapturedTable
-    rows: pa.Table
+    rows: pa.Table | PyColumns
 
 
 class ChunkCursor(Iterator[tuple[SnapshotChunk, bool]]):
@@ -107,7 +142,7 @@ class ChunkCursor(Iterator[tuple[SnapshotChunk, bool]]):
 
 
 def encode_chunk(
-    table: CapturedTable, encoders: Sequence[Encoder | None], rows: pa.Table
+    table: CapturedTable, encoders: Sequence[Encoder | None], rows: pa.Table | PyColumns
 ) -> dict[int, pa.Array]:
     """The JSON text of every value of the row image's columns (and so the key's).
 
@@ -125,12 +160,20 @@ def encode_chunk(
     fragments: dict[int, pa.Array] = {}
     for i in table.value_idx:
         encoder = encoders[i]
-        column = rows.column(i).combine_chunks()
-        fragments[i] = _fallback(table, i, column) if encoder is None else encoder(column)
+        column = rows.column(i)
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        if encoder is None:
+            fragments[i] = _fallback(table, i, column)
+            continue
+        try:
+            fragments[i] = encoder(column)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+            raise _NeedsRows(f"{table.collection}.{table.names[i]}") from exc
     return fragments
 
 
-def _fallback(table: CapturedTable, i: int, column: pa.Array) -> pa.Array:
+def _fallback(table: CapturedTable, i: int, column: pa.Array | list[Any]) -> pa.Array:
     """A column through its per-value converter and the column masks (what
     :meth:`CapturedTable.row` does to it), as JSON."""
     convert = table.converters[i]
@@ -141,7 +184,7 @@ def _fallback(table: CapturedTable, i: int, column: pa.Array) -> pa.Array:
     out: list[Any] = []
     append = out.append
     try:
-        for value in column.to_pylist():
+        for value in column if isinstance(column, list) else column.to_pylist():
             if value is None:
                 append(None)
                 continue

@@ -162,14 +162,14 @@ class SnapshotReader(ColumnarSnapshot, PostgresAgent):
         return None
 
     def _chunk_after(self, chunk: SnapshotChunk) -> list[Any]:
-        table, rows = chunk.table, chunk.rows
+        table, rows = chunk.table, _arrow(chunk)
         last = rows.num_rows - 1
         if table.has_key:
             return [rows.column(i)[last].as_py() for i in table.key_idx]
         return [rows.column(len(table.names))[last].as_py()]
 
     def _chunk_rows(self, chunk: SnapshotChunk) -> list[Any]:
-        return [list(row) for row in zip(*chunk.rows.to_pydict().values(), strict=True)]
+        return [list(row) for row in zip(*_arrow(chunk).to_pydict().values(), strict=True)]
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
@@ -261,6 +261,12 @@ def keyed_chunks(
             break
     cur.close()
     conn.execute(sql.SQL("CLOSE {}").format(sql.Identifier(cursor)))
+
+
+def _arrow(chunk: SnapshotChunk) -> pa.Table:
+    if not isinstance(chunk.rows, pa.Table):
+        raise InternalError("capture.postgresql.snapshot: expected an Arrow chunk")
+    return chunk.rows
 
 
 _CSV_NAMES_CACHE: dict[int, list[str]] = {}

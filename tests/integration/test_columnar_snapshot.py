@@ -1,6 +1,7 @@
 """The columnar snapshot writes what the per-row snapshot writes, byte for byte (issue 26).
 
-One snapshot of the type-fidelity table (every PostgreSQL type and edge value the suite covers,
+Per connector (PostgreSQL, MariaDB), one snapshot of the type-fidelity table (every type and edge
+value the suite covers,
 an all-NULL row, C1 values), a table of awkward strings under column masks, hashes, truncation
 and a column filter, and a keyless table, read twice from the same snapshot progress: by the
 per-row loop, and by the columnar loop (``COPY`` chunks converted column by column). The two
@@ -17,10 +18,11 @@ import dataclasses
 import datetime as dt
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
-import pyarrow as pa
+import pymysql
 import pytest
 from psycopg import sql
 
@@ -29,31 +31,36 @@ from capture.columnar_snapshot import ColumnarSnapshot
 from capture.postgresql.snapshot import copy_chunks
 from capture.postgresql.source import PostgresSource
 from capture.registry import create_source
-from tests.fidelity import postgresql
+from tests.fidelity import mariadb, postgresql
+from tests.integration.test_mysql_capture import My, corner
 from tests.integration.test_pg_capture import Pg, pg_corner
-
-pytestmark = [pytest.mark.postgres]
 
 _INGEST = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 _OWN_TIMES = (S.CAPTURE_TS, S.EVENT_TS_MS, S.INGEST_TS, S.INGEST_DATE)
 _ENVELOPE_TS = re.compile(r',"ts_ms":\d+}$')
 
 _STRINGS = (
-    "''",
-    "'plain'",
-    "'quote \" and backslash \\ and both \\\"'",
-    "E'tab\\there, newline\\nthere, cr\\r, bell\\x07, unit\\x1f, esc\\x1b, del\\x7f'",
-    "E'form\\ffeed and backspace\\b'",
-    "'unicode é ü 中文 😀 \u2028'",
-    "'NULL'",
-    "'\"quoted\"'",
-    "',comma,'",
+    "",
+    "plain",
+    'quote " and backslash \\ and both \\"',
+    "tab\there, newline\nthere, cr\r, bell\x07, unit\x1f, esc\x1b, del\x7f",
+    "form\ffeed and backspace\b",
+    "unicode é ü 中文 😀 \u2028",
+    "NULL",
+    '"quoted"',
+    ",comma,",
 )
+"""Text values JSON must escape (or not), inserted as parameters."""
 
 
 @pytest.fixture
 def pg(pg_dsn: str) -> Iterator[Pg]:
     yield from pg_corner(pg_dsn)
+
+
+@pytest.fixture
+def my(mariadb_conn: dict[str, Any]) -> Iterator[My]:
+    yield from corner(mariadb_conn)
 
 
 def _setup(pg: Pg) -> None:
@@ -74,12 +81,13 @@ def _setup(pg: Pg) -> None:
         "dropped text, flag boolean, PRIMARY KEY (n, k))",
         f"CREATE TABLE {s}.keyless (s text, n bigint)",
     )
-    for n, literal in enumerate(_STRINGS):
-        pg.sql(
-            f"INSERT INTO {s}.strings VALUES ({literal}, {n}, {literal}, {literal}, {literal}, "
-            f"{literal}, {literal}, {'true' if n % 2 else 'false'})",
-            f"INSERT INTO {s}.keyless VALUES ({literal}, {n})",
-        )
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        for n, text in enumerate(_STRINGS):
+            conn.execute(
+                f"INSERT INTO {s}.strings VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (text, n, text, text, text, text, text, bool(n % 2)),
+            )
+            conn.execute(f"INSERT INTO {s}.keyless VALUES (%s, %s)", (text, n))
     pg.sql(
         f"INSERT INTO {s}.strings (k, n) VALUES ('nulls', 100)",
         f"INSERT INTO {s}.keyless VALUES (NULL, NULL)",
@@ -116,8 +124,55 @@ def _snapshot(source: Any, offset: dict[str, Any] | None) -> list[tuple[Any, ...
         source.release()
 
 
+def assert_same_bytes(
+    config: Any, monkeypatch: pytest.MonkeyPatch, rows: int, lake: Path
+) -> list[str]:
+    """Snapshot ``config``'s tables per row, then columnar from the same first offset; every
+    batch must be equal. Returns the columnar run's VALUE_JSON texts."""
+    per_row = create_source(config)
+    per_row.bind_lake(lake)
+    assert isinstance(per_row, ColumnarSnapshot)
+    monkeypatch.setattr(per_row, "COLUMNAR_SNAPSHOT", False)
+    per_row.open(None)
+    start = per_row._offset_now()  # the snapshot's first offset: the columnar run resumes it
+    per_row.release()
+    expected = _snapshot(per_row, start)
+
+    columnar = create_source(config)
+    assert isinstance(columnar, ColumnarSnapshot)
+    columnar.bind_lake(lake)
+    chunked = 0
+    land = ColumnarSnapshot._add_chunk
+
+    def counting(self: Any, builder: Any, table: Any, fragments: Any, n: int, *args: Any) -> None:
+        nonlocal chunked
+        chunked += n
+        land(self, builder, table, fragments, n, *args)
+
+    monkeypatch.setattr(ColumnarSnapshot, "_add_chunk", counting)
+    got = _snapshot(columnar, start)
+
+    assert sum(len(events) for events, *_ in expected) == rows
+    assert chunked >= 2 * (len(_STRINGS) + 1)  # the strings and keyless tables at least
+    assert len(got) == len(expected)
+    for (events, quarantine, schemas, offset), (want_events, want_q, want_s, want_o) in zip(
+        got, expected, strict=True
+    ):
+        assert events == want_events
+        assert quarantine == want_q
+        assert schemas == want_s
+        assert offset == want_o
+    encoders = {topic.rsplit(".", 1)[1]: e for topic, e in (columnar._encoders or {}).items()}
+    assert all(e is not None for e in encoders["strings"][:3])  # k, n, s: vectorized
+    values = [r[S.VALUE_JSON] for events, *_ in got for r in events]
+    assert any('"masked":"*****"' in v for v in values)  # the masks were applied (both ways)
+    assert any("\\u001f" in v for v in values)  # the control characters were escaped
+    return values
+
+
+@pytest.mark.postgres
 def test_columnar_snapshot_writes_the_per_row_bytes(
-    pg: Pg, monkeypatch: pytest.MonkeyPatch
+    pg: Pg, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _setup(pg)
     s = pg.schema
@@ -129,42 +184,54 @@ def test_columnar_snapshot_writes_the_per_row_bytes(
             "column.exclude.list": f"{s}\\.strings\\.dropped",
         }
     )
-    per_row = create_source(config)
-    assert isinstance(per_row, PostgresSource)
-    monkeypatch.setattr(per_row, "COLUMNAR_SNAPSHOT", False)
-    per_row.open(None)
-    start = per_row._offset_now()  # the snapshot's first offset: the columnar run resumes it
-    per_row.release()
-    expected = _snapshot(per_row, start)
-
-    columnar = create_source(config)
-    chunked = 0
-    land = ColumnarSnapshot._add_chunk
-
-    def counting(self: Any, builder: Any, table: Any, after: pa.Array, *args: Any) -> None:
-        nonlocal chunked
-        chunked += len(after)
-        land(self, builder, table, after, *args)
-
-    monkeypatch.setattr(ColumnarSnapshot, "_add_chunk", counting)
-    got = _snapshot(columnar, start)
-
-    rows = sum(len(events) for events, *_ in expected)
-    assert rows == postgresql.TYPE_TABLE.depth + 1 + 2 * (len(_STRINGS) + 1)
-    assert chunked >= 2 * (len(_STRINGS) + 1)  # the strings and keyless tables at least
-    assert len(got) == len(expected)
-    for (events, quarantine, schemas, offset), (want_events, want_q, want_s, want_o) in zip(
-        got, expected, strict=True
-    ):
-        assert events == want_events
-        assert quarantine == want_q
-        assert schemas == want_s
-        assert offset == want_o
-    values = [r[S.VALUE_JSON] for events, *_ in got for r in events]
-    assert any('"masked":"*****"' in v for v in values)  # the masks were applied (both ways)
-    assert any("\\u001f" in v for v in values)  # the control characters were escaped
+    rows = postgresql.TYPE_TABLE.depth + 1 + 2 * (len(_STRINGS) + 1)
+    assert_same_bytes(config, monkeypatch, rows, tmp_path / "lake")
 
 
+@pytest.mark.mysql
+def test_columnar_mariadb_snapshot_writes_the_per_row_bytes(
+    my: My, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    d = my.database
+    cases = mariadb.TYPE_TABLE.cases
+    columns = ", ".join(f"{c.column} {c.sql_type}" for c in cases)
+    statements = [
+        f"CREATE TABLE {d}.fidelity (id int PRIMARY KEY, {columns}) DEFAULT CHARSET=utf8mb4",
+        f"CREATE TABLE {d}.strings (k varchar(64), n int, s text, masked text, hashed text, "
+        "cut text, dropped text, flag tinyint, PRIMARY KEY (n, k)) DEFAULT CHARSET=utf8mb4",
+        f"CREATE TABLE {d}.keyless (s text, n bigint) DEFAULT CHARSET=utf8mb4",
+    ]
+    names = ", ".join(["id", *(c.column for c in cases)])
+    for row in range(1, mariadb.TYPE_TABLE.depth + 2):
+        values = ", ".join([str(row), *mariadb.TYPE_TABLE.literals(row).values()])
+        statements.append(f"INSERT INTO {d}.fidelity ({names}) VALUES ({values})")
+    statements += [
+        f"INSERT INTO {d}.strings (k, n) VALUES ('nulls', 100)",
+        f"INSERT INTO {d}.keyless VALUES (NULL, NULL)",
+    ]
+    with pymysql.connect(**my.conn, autocommit=True) as db, db.cursor() as cur:
+        for statement in (*mariadb.SESSION, *statements):
+            cur.execute(statement)
+        for n, text in enumerate(_STRINGS):
+            cur.execute(
+                f"INSERT INTO {d}.strings VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (text, n, text, text, text, text, text, n % 2),
+            )
+            cur.execute(f"INSERT INTO {d}.keyless VALUES (%s, %s)", (text, n))
+    config = my.config(
+        **{
+            "column.mask.with.5.chars": f"{d}\\.strings\\.masked",
+            "column.mask.hash.SHA-256.with.salt.pepper": f"{d}\\.strings\\.hashed",
+            "column.truncate.to.3.chars": f"{d}\\.strings\\.cut",
+            "column.exclude.list": f"{d}\\.strings\\.dropped",
+            "include.schema.changes": False,
+        }
+    )
+    rows = mariadb.TYPE_TABLE.depth + 1 + 2 * (len(_STRINGS) + 1)
+    assert_same_bytes(config, monkeypatch, rows, tmp_path / "lake")
+
+
+@pytest.mark.postgres
 def test_copy_chunks_resume_after_a_key_with_quotes(pg: Pg) -> None:
     """The resume key of a ``COPY`` chunk is a literal: a key with quotes and backslashes seeks
     exactly (bound parameters did that before)."""
