@@ -169,6 +169,9 @@ class YugabyteDbSource(PostgresSource):
     """Plugins whose rows are ``{"value", "set"}`` columns (``yboutput``)."""
     INCREMENTAL_SNAPSHOTS: ClassVar[bool] = False
     """No signals: seed 004 does not document them, and the config has no signaling keys."""
+    COLUMNAR_SNAPSHOT: ClassVar[bool] = False
+    """The per-row snapshot: the columnar one (``COPY (SELECT ...)``) is not verified against
+    YugabyteDB's hybrid-time snapshot reads."""
     REPLAYS_FROM_CONFIRMED: ClassVar[bool] = True
     """The server restarts at the slot's confirmed flush, not at the LSN asked for: replayed
     transactions already in bronze are skipped by their commit LSN."""

@@ -150,7 +150,10 @@ def test_the_dictionary_shows_integer_as_oracle_stores_it(tmp_path: Path) -> Non
         "N",
     )
     assert [row[:4] for row in rows] == [("ID", "NUMBER", None, 0), ("X", "NUMBER", None, None)]
-    kinds = [column_type(OracleColumn(*row[:4], True), OracleHandling()) for row in rows]
+    kinds = [
+        column_type(OracleColumn(name, kind, precision, scale, True), OracleHandling())
+        for name, kind, precision, scale, _nullable in rows
+    ]
     assert [k.schema["name"] for k in kinds if k is not None] == [
         "org.apache.kafka.connect.data.Decimal",
         "io.debezium.data.VariableScaleDecimal",
