@@ -8,6 +8,10 @@ for the block and sets as many shuffle partitions as the application has cores (
 configured), so an aggregate or a join over few rows is one job with a task per core. Plans
 change, results do not: the test suite runs without AQE throughout.
 
+Two more sources of per-job cost have their own blocks: a MERGE into small target files
+(:func:`small_target_merge`: no deletion vectors, no broadcasts) and the transaction split of a
+small micro-batch (:func:`split_plans`: no broadcasts).
+
 The settings are the session's, set for the block and restored after it; a table worker's
 session is its own (:mod:`silver.job`), the driver's session is shared with the background
 quality run, which then plans a query or two the same way meanwhile (same results).
@@ -19,14 +23,33 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["SMALL_INPUT_ROWS", "plans_without_adaptive", "small_input_plans"]
+__all__ = [
+    "COPY_ON_WRITE_BYTES",
+    "SMALL_INPUT_ROWS",
+    "SMALL_SPLIT_BYTES",
+    "estimated_bytes",
+    "plans_without_adaptive",
+    "session_settings",
+    "small_input_plans",
+    "small_target_merge",
+    "split_plans",
+]
 
 SMALL_INPUT_ROWS = 100_000
 """Rows up to which an input is planned by :func:`small_input_plans` (a snapshot share, larger,
 keeps the session's settings)."""
 
+COPY_ON_WRITE_BYTES = 16 * 1024**2
+"""Bytes of target files a MERGE may touch up to which it rewrites them rather than writing
+deletion vectors (:func:`small_target_merge`)."""
+SMALL_SPLIT_BYTES = 64 * 1024**2
+"""Estimated bytes of a micro-batch's rows (and ``_pending``'s) up to which the transaction
+split joins them without broadcasts (:func:`split_plans`)."""
+
 _ADAPTIVE = "spark.sql.adaptive.enabled"
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+_BROADCAST = "spark.sql.autoBroadcastJoinThreshold"
+_PERSISTENT_DVS = "spark.databricks.delta.merge.deletionVectors.persistent"
 
 
 @contextlib.contextmanager
@@ -56,10 +79,77 @@ def plans_without_adaptive(spark: Any) -> Iterator[None]:
     Args:
         spark: The session whose settings are changed for the block.
     """
-    conf = spark.conf
     cores = max(1, int(spark.sparkContext.defaultParallelism))
-    configured = int(conf.get(_SHUFFLE_PARTITIONS) or cores)
-    wanted = {_ADAPTIVE: "false", _SHUFFLE_PARTITIONS: str(min(configured, cores))}
+    configured = int(spark.conf.get(_SHUFFLE_PARTITIONS) or cores)
+    with session_settings(
+        spark, {_ADAPTIVE: "false", _SHUFFLE_PARTITIONS: str(min(configured, cores))}
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def small_target_merge(spark: Any, touched_bytes: int) -> Iterator[None]:
+    """Plan a MERGE whose candidate target files are small as few Spark jobs.
+
+    Up to :data:`COPY_ON_WRITE_BYTES` of files the MERGE may touch: (1) it rewrites the files
+    it changes instead of writing deletion vectors for them (Delta's DV write path is seven
+    jobs of its own per MERGE, a rewrite of a few small files one); (2) no broadcast joins:
+    each broadcast is a job of its own, and a sort-merge join of a few megabytes is one job
+    with the rest (with adaptive execution off, :func:`small_input_plans`). Larger targets keep
+    deletion vectors (a row changed in a large file costs a small DV, not the file) and
+    broadcasts. Results are the same either way; readers see no difference (the table keeps
+    the deletion-vector feature, other files keep their vectors).
+
+    Args:
+        spark: The session the MERGE runs in (its settings change for the block).
+        touched_bytes: Size of the target files the MERGE may touch (by their statistics).
+    """
+    if touched_bytes > COPY_ON_WRITE_BYTES:
+        yield
+        return
+    with session_settings(spark, {_PERSISTENT_DVS: "false", _BROADCAST: "-1"}):
+        yield
+
+
+@contextlib.contextmanager
+def split_plans(spark: Any, estimated_bytes: int | None) -> Iterator[None]:
+    """No broadcast joins for the transaction split of a small micro-batch.
+
+    The split joins per-transaction aggregates with each other and with the rows; each
+    broadcast of a small side is a Spark job of its own (13 of the 22 jobs of a 655-row
+    micro-batch), where a sort-merge join over a few thousand rows runs in the query's one job.
+    Above :data:`SMALL_SPLIT_BYTES` (or with no estimate) the session's settings stay.
+
+    Args:
+        spark: The micro-batch's session.
+        estimated_bytes: The optimizer's size estimate of the rows split (None: unknown).
+    """
+    if estimated_bytes is None or estimated_bytes > SMALL_SPLIT_BYTES:
+        yield
+        return
+    with session_settings(spark, {_BROADCAST: "-1"}):
+        yield
+
+
+def estimated_bytes(frame: Any) -> int | None:
+    """The optimizer's size estimate of ``frame``'s rows (from file sizes and plan
+    statistics; no Spark job), None when it cannot tell."""
+    try:
+        return int(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toLong())
+    except Exception:  # noqa: BLE001 - no estimate: the caller keeps the session's plans
+        return None
+
+
+@contextlib.contextmanager
+def session_settings(spark: Any, wanted: dict[str, str]) -> Iterator[None]:
+    """Set SQL settings of ``spark``'s session for the block, restoring the previous values
+    (unset ones unset) after it, whatever happens in it.
+
+    Args:
+        spark: The session.
+        wanted: Setting -> value.
+    """
+    conf = spark.conf
     before = {key: conf.get(key, None) for key in wanted}
     for key, value in wanted.items():
         conf.set(key, value)
