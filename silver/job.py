@@ -71,7 +71,7 @@ from silver import merge as M
 from silver import quarantine as Q
 from silver import scd2 as S
 from silver import transactions as TX
-from silver.plans import estimated_bytes, small_input_plans, split_plans
+from silver.plans import small_input_plans
 from silver.timings import BatchTimings, spark_jobs_started
 
 __all__ = ["SilverJob", "SilverRunResult", "silver_table_name"]
@@ -605,15 +605,12 @@ class SilverJob:
         with timed("split"):
             if M.stored_schema(str(self.pending)) is not None:  # the log, not a Spark snapshot
                 rows = rows.unionByName(self.spark.read.format("delta").load(str(self.pending)))
-            with split_plans(rows.sparkSession, estimated_bytes(rows)):
-                split = split_complete(
-                    rows, now=self._clock, timeout_seconds=self.transaction_timeout
-                )
-                # Nothing held (the usual case): no job to checkpoint an empty frame.
-                waiting = split.waiting.select(*columns)
-                if split.held:
-                    waiting = waiting.localCheckpoint()
+            split = split_complete(rows, now=self._clock, timeout_seconds=self.transaction_timeout)
             self.result.tx_timed_out += split.timed_out
+            # Nothing held (the usual case): no job to checkpoint an empty frame.
+            waiting = split.waiting.select(*columns)
+            if split.held:
+                waiting = waiting.localCheckpoint()
             batch = split.ready.select(*columns).cache()
         try:
             self.result.batches += 1

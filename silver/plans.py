@@ -8,9 +8,8 @@ for the block and sets as many shuffle partitions as the application has cores (
 configured), so an aggregate or a join over few rows is one job with a task per core. Plans
 change, results do not: the test suite runs without AQE throughout.
 
-Two more sources of per-job cost have their own blocks: a MERGE into small target files
-(:func:`small_target_merge`: no deletion vectors, no broadcasts) and the transaction split of a
-small micro-batch (:func:`split_plans`: no broadcasts).
+A MERGE into small target files has a block of its own (:func:`small_target_merge`: no
+deletion vectors, no broadcasts).
 
 The settings are the session's, set for the block and restored after it; a table worker's
 session is its own (:mod:`silver.job`), the driver's session is shared with the background
@@ -26,13 +25,10 @@ from typing import Any
 __all__ = [
     "COPY_ON_WRITE_BYTES",
     "SMALL_INPUT_ROWS",
-    "SMALL_SPLIT_BYTES",
-    "estimated_bytes",
     "plans_without_adaptive",
     "session_settings",
     "small_input_plans",
     "small_target_merge",
-    "split_plans",
 ]
 
 SMALL_INPUT_ROWS = 100_000
@@ -42,9 +38,6 @@ keeps the session's settings)."""
 COPY_ON_WRITE_BYTES = 16 * 1024**2
 """Bytes of target files a MERGE may touch up to which it rewrites them rather than writing
 deletion vectors (:func:`small_target_merge`)."""
-SMALL_SPLIT_BYTES = 64 * 1024**2
-"""Estimated bytes of a micro-batch's rows (and ``_pending``'s) up to which the transaction
-split joins them without broadcasts (:func:`split_plans`)."""
 
 _ADAPTIVE = "spark.sql.adaptive.enabled"
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -109,35 +102,6 @@ def small_target_merge(spark: Any, touched_bytes: int) -> Iterator[None]:
         return
     with session_settings(spark, {_PERSISTENT_DVS: "false", _BROADCAST: "-1"}):
         yield
-
-
-@contextlib.contextmanager
-def split_plans(spark: Any, estimated_bytes: int | None) -> Iterator[None]:
-    """No broadcast joins for the transaction split of a small micro-batch.
-
-    The split joins per-transaction aggregates with each other and with the rows; each
-    broadcast of a small side is a Spark job of its own (13 of the 22 jobs of a 655-row
-    micro-batch), where a sort-merge join over a few thousand rows runs in the query's one job.
-    Above :data:`SMALL_SPLIT_BYTES` (or with no estimate) the session's settings stay.
-
-    Args:
-        spark: The micro-batch's session.
-        estimated_bytes: The optimizer's size estimate of the rows split (None: unknown).
-    """
-    if estimated_bytes is None or estimated_bytes > SMALL_SPLIT_BYTES:
-        yield
-        return
-    with session_settings(spark, {_BROADCAST: "-1"}):
-        yield
-
-
-def estimated_bytes(frame: Any) -> int | None:
-    """The optimizer's size estimate of ``frame``'s rows (from file sizes and plan
-    statistics; no Spark job), None when it cannot tell."""
-    try:
-        return int(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toLong())
-    except Exception:  # noqa: BLE001 - no estimate: the caller keeps the session's plans
-        return None
 
 
 @contextlib.contextmanager
