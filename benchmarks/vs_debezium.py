@@ -11,6 +11,16 @@ One run does, for PostgreSQL and then for MariaDB, each on a private server this
    is stopped, then its catch-up from its committed offsets. It writes every record as JSON
    (with schemas) to a file; a phase ends when the file holds the expected number of records.
 
+3. **the server's limit** (issue 26), in the same run on the same data after the same reset: how
+   fast the server hands the rows and the changes to a client that does nothing with them.
+   PostgreSQL: ``COPY <table> TO STDOUT (FORMAT binary)`` of every snapshotted table through
+   ``psql`` (the snapshot), and a ``test_decoding`` slot created before the workload, decoded up
+   to the workload's end by ``pg_recvlogical`` (the stream). MariaDB: ``mariadb --quick`` reading
+   ``SELECT *`` of every table (the snapshot), and ``mariadb-binlog --read-from-remote-server
+   -v`` decoding the workload's binlog events (the stream). Each figure of the two capture sides
+   is then also given as a fraction of the limit (1.0 would be wire speed). The limits' CPU is the
+   client tool's only (the server's work is on the server), so they have no per-CPU figure.
+
 Both sides land every change with its schema; transaction metadata and schema-change records
 are off on both, so each phase produces the same number of records (checked). Debezium's time
 runs from its ``task started`` log line (after JVM start and engine set-up, which the agent's
@@ -33,6 +43,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -142,14 +153,100 @@ def _debezium_phase(runner: DebeziumRunner, expected: int) -> dict[str, Any]:
 
 
 def _phase_figures(result: dict[str, Any], records: int) -> dict[str, Any]:
+    cpu = result["cpu_seconds"]
     return {
         "records": records,
         "landed": result["landed"],
         "seconds": result["seconds"],
         "per_s": records / result["seconds"],
-        "per_cpu_s": records / result["cpu_seconds"],
+        "per_cpu_s": records / cpu if cpu else 0.0,
         "peak_rss_mib": result["peak_rss_mib"],
     }
+
+
+# --- the servers' limits (issue 26) ---------------------------------------------------------
+
+
+def _timed_tools(commands: list[list[str]], records: int) -> dict[str, Any]:
+    """Run ``commands`` one after the other, output to /dev/null; their wall and CPU time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    for command in commands:
+        with open(os.devnull, "wb") as sink:
+            subprocess.run(command, check=True, stdout=sink, stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"landed": records, "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": 0.0}
+
+
+def _pg_limits(
+    port: int, dsn: str, workload: list[str], rows: int, events: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """PostgreSQL's limits: binary ``COPY`` of the pgbench tables; the workload's changes decoded
+    through a ``test_decoding`` slot."""
+    conn_args = ["-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
+    psql = [str(pg_capture.PG_BIN / "psql"), *conn_args, "-d", "postgres", "-X", "-q", "-c"]
+    tables = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
+    snapshot = _timed_tools(
+        [[*psql, f"COPY public.{t} TO STDOUT (FORMAT binary)"] for t in tables], rows
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_create_logical_replication_slot('limit_bench', 'test_decoding')")
+    try:
+        pg_capture._pgbench(workload, "127.0.0.1", port)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+            assert row is not None
+            end = str(row[0])
+        recvlogical = [
+            str(pg_capture.PG_BIN / "pg_recvlogical"),
+            *conn_args,
+            "-d",
+            "postgres",
+            "--slot",
+            "limit_bench",
+            "--start",
+            "--endpos",
+            end,
+            "--no-loop",
+            "-f",
+            "-",
+        ]
+        stream = _timed_tools([recvlogical], events)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SELECT pg_drop_replication_slot('limit_bench')")
+    return snapshot, stream
+
+
+def _mariadb_limits(
+    server: dict[str, Any], rows: int, transactions: int, events: int, seed: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """MariaDB's limits: ``SELECT *`` of the bench tables to ``mariadb --quick``; the workload's
+    binlog decoded by ``mariadb-binlog -v`` from the server."""
+    conn_args = ["-h", "127.0.0.1", "-P", str(server["port"]), "-u", str(server["user"])]
+    client = ["mariadb", *conn_args, "--quick", "--batch", "-e"]
+    snapshot = _timed_tools(
+        [[*client, f"SELECT * FROM bench.{t}"] for t in ("accounts", "history")], rows
+    )
+    with pymysql.connect(**server, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        status = cur.fetchone()
+        assert status is not None
+        first, position = str(status[0]), int(status[1])
+    mysql_capture._workload(server, rows, transactions, seed=seed)
+    decode = [
+        "mariadb-binlog",
+        *conn_args,
+        "--read-from-remote-server",
+        "--to-last-log",
+        f"--start-position={position}",
+        "-v",
+        first,
+    ]
+    stream = _timed_tools([decode], events)
+    return snapshot, stream
 
 
 def _postgres(args: argparse.Namespace, workdir: Path, run: int) -> dict[str, dict[str, Any]]:
@@ -204,7 +301,10 @@ def _postgres(args: argparse.Namespace, workdir: Path, run: int) -> dict[str, di
             stream["landed"] -= snapshot["landed"]
             return snapshot, stream
 
-        return _compare(reset, medallion, debezium, rows, events)
+        def limits() -> tuple[dict[str, Any], dict[str, Any]]:
+            return _pg_limits(port, dsn, workload, rows, events)
+
+        return _compare(reset, medallion, debezium, rows, events, limits)
     finally:
         subprocess.run(["bash", script, "stop", str(cluster)], check=False, capture_output=True)
 
@@ -259,7 +359,12 @@ def _mariadb(args: argparse.Namespace, workdir: Path, run: int) -> dict[str, dic
             stream["landed"] -= snapshot["landed"]
             return snapshot, stream
 
-        return _compare(reset, medallion, debezium, args.mysql_rows, events)
+        def limits() -> tuple[dict[str, Any], dict[str, Any]]:
+            return _mariadb_limits(
+                server, args.mysql_rows, args.mysql_transactions, events, seed=run
+            )
+
+        return _compare(reset, medallion, debezium, args.mysql_rows, events, limits)
     finally:
         subprocess.run(["bash", script, "stop", str(server_dir)], check=False, capture_output=True)
 
@@ -268,11 +373,16 @@ Side = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
 
 
 def _compare(
-    reset: Callable[[], None], medallion: Side, debezium: Side, rows: int, events: int
+    reset: Callable[[], None],
+    medallion: Side,
+    debezium: Side,
+    rows: int,
+    events: int,
+    limits: Side,
 ) -> dict[str, dict[str, Any]]:
-    """Run both sides from the same state; figures per side and phase."""
+    """Run both sides and the server's limits from the same state; figures per side and phase."""
     out: dict[str, dict[str, Any]] = {}
-    for name, side in (("medallion", medallion), ("debezium", debezium)):
+    for name, side in (("medallion", medallion), ("debezium", debezium), ("limit", limits)):
         reset()
         snapshot, stream = side()
         out[f"{name} snapshot"] = _phase_figures(snapshot, rows)
@@ -293,19 +403,34 @@ def _median_table(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, 
     return table
 
 
+LIMIT_TOOLS = {
+    ("PostgreSQL", "snapshot"): "binary COPY to psql",
+    ("PostgreSQL", "stream"): "test_decoding slot to pg_recvlogical",
+    ("MariaDB", "snapshot"): "SELECT * to mariadb --quick",
+    ("MariaDB", "stream"): "mariadb-binlog -v from the server",
+}
+
+
 def _print(connector: str, table: dict[str, dict[str, Any]]) -> None:
     for phase, unit in (("snapshot", "rows"), ("stream", "events")):
         ours, theirs = table[f"medallion {phase}"], table[f"debezium {phase}"]
+        limit = table[f"limit {phase}"]
         for side, f in (("medallion", ours), ("Debezium Embedded", theirs)):
             print(
                 f"| {connector} {phase} | {side} | {f['records']:,} {unit} | {f['seconds']:.1f} | "
-                f"{f['per_s']:,.0f} | {f['per_cpu_s']:,.0f} | {f['peak_rss_mib']:.0f} |"
+                f"{f['per_s']:,.0f} | {f['per_cpu_s']:,.0f} | {f['peak_rss_mib']:.0f} | "
+                f"{f['per_s'] / limit['per_s']:.3f} |"
             )
+        print(
+            f"| {connector} {phase} | server limit ({LIMIT_TOOLS[(connector, phase)]}) | "
+            f"{limit['records']:,} {unit} | {limit['seconds']:.2f} | {limit['per_s']:,.0f} | | | "
+            "1 |"
+        )
         print(
             f"| {connector} {phase} | **medallion / Debezium** | | | "
             f"**{ours['per_s'] / theirs['per_s']:.2f}x** | "
             f"{ours['per_cpu_s'] / theirs['per_cpu_s']:.2f}x | "
-            f"{ours['peak_rss_mib'] / theirs['peak_rss_mib']:.2f}x |"
+            f"{ours['peak_rss_mib'] / theirs['peak_rss_mib']:.2f}x | |"
         )
         for side, f in (("medallion", ours), ("Debezium", theirs)):
             if any(landed != f["records"] for landed in f["landed"]):
@@ -367,9 +492,9 @@ def main() -> None:
     median = "median " if args.runs > 1 else ""
     print(
         f"| phase | capture | records | {median}seconds | {median}records/s (wall) | "
-        f"{median}per CPU-s | peak RSS MiB |"
+        f"{median}per CPU-s | peak RSS MiB | fraction of the server's limit (wall) |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for connector, table in tables.items():
         _print(connector, table)
     print(f"{machine}; runs: {args.runs}; JVM: {' '.join(fix_debezium.JVM_OPTIONS)}")

@@ -5,6 +5,10 @@ A capture agent reads records, classifies them and adds each one here, either as
 list per column because appending to lists and converting once with ``pa.array`` is several
 times faster than building row dicts, and the landing path has a budget of a few microseconds
 per event.
+
+A columnar reader (:mod:`bronze.columnar`) hands whole Arrow chunks instead
+(:meth:`BatchBuilder.add_columns`); the batch keeps its parts in arrival order, row lists and
+chunks alike, and concatenates them once when it builds the table.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bronze import schema as S
 from bronze.envelope import ChangeEvent
 from bronze.positions import Position
+from pipeline.errors import InternalError
 
-__all__ = ["BatchBuilder", "QuarantinedRecord", "BatchCounts"]
+__all__ = ["ROW_COLUMNS", "ROW_SCHEMA", "BatchBuilder", "QuarantinedRecord", "BatchCounts"]
 
 _TS_TYPE = S.EVENTS_SCHEMA.field(S.CAPTURE_TS).type
 
@@ -54,6 +60,12 @@ _ROW_COLUMNS: tuple[str, ...] = (
     S.CAPTURE_TS,
     S.ORIGIN,
 )
+
+ROW_COLUMNS: tuple[str, ...] = _ROW_COLUMNS
+"""The columns of one :meth:`BatchBuilder.append_row` tuple, in order."""
+ROW_SCHEMA = pa.schema([S.EVENTS_SCHEMA.field(name) for name in _ROW_COLUMNS])
+"""The per-row columns of :data:`bronze.schema.EVENTS_SCHEMA`, in :meth:`BatchBuilder.add_event`
+order: what a chunk given to :meth:`BatchBuilder.add_columns` holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +106,17 @@ class BatchBuilder:
 
     source: str
     _rows: list[tuple[Any, ...]] = field(init=False, default_factory=list)
+    _parts: list[list[tuple[Any, ...]] | pa.Table] = field(init=False, default_factory=list)
+    """Closed parts before ``_rows``, in order: row lists and columnar chunks."""
+    _chunked: int = field(init=False, default=0)
+    """Events in the closed parts."""
     _quarantine: list[QuarantinedRecord] = field(init=False, default_factory=list)
     _schemas: dict[str, tuple[str | None, str]] = field(init=False, default_factory=dict)
     _partial_tx: set[str] = field(init=False, default_factory=set)
 
     def __len__(self) -> int:
         """Number of events (not quarantined records) in the batch."""
-        return len(self._rows)
+        return self._chunked + len(self._rows)
 
     @property
     def quarantined(self) -> int:
@@ -174,10 +190,39 @@ class BatchBuilder:
             )
         )
 
+    def append_row(self, row: tuple[Any, ...]) -> None:
+        """Append one event whose columns the caller derived itself, in :data:`ROW_COLUMNS`
+        order (exactly what :meth:`add_event` packs), for an agent's row changes on the hot
+        path (``capture.change_records.RowAppender``)."""
+        self._rows.append(row)
+
+    def add_columns(self, chunk: pa.Table) -> None:
+        """Append a columnar chunk of events (schema :data:`ROW_SCHEMA`), after every event
+        added so far."""
+        if chunk.schema != ROW_SCHEMA:
+            raise InternalError(
+                f"bronze.batch: a columnar chunk must have the row schema, got {chunk.schema}"
+            )
+        if self._rows:
+            self._parts.append(self._rows)
+            self._chunked += len(self._rows)
+            self._rows = []
+        self._parts.append(chunk)
+        self._chunked += chunk.num_rows
+
+    def _all_parts(self) -> list[list[tuple[Any, ...]] | pa.Table]:
+        return [*self._parts, self._rows] if self._rows or not self._parts else self._parts
+
     def column_values(self, *names: str) -> Iterator[tuple[Any, ...]]:
         """The named columns of every event, one tuple per event (for the metrics)."""
         pick = operator.itemgetter(*(_ROW_COLUMNS.index(n) for n in names))
-        return map(pick, self._rows) if len(names) > 1 else ((pick(r),) for r in self._rows)
+        for part in self._all_parts():
+            if isinstance(part, pa.Table):
+                yield from zip(*(part.column(n).to_pylist() for n in names), strict=True)
+            elif len(names) > 1:
+                yield from map(pick, part)
+            else:
+                yield from ((pick(r),) for r in part)
 
     def add_quarantined(self, record: QuarantinedRecord) -> None:
         """Append one record that could not be landed."""
@@ -214,12 +259,25 @@ class BatchBuilder:
         Returns:
             A table with exactly :data:`bronze.schema.EVENTS_SCHEMA`.
         """
-        n = len(self._rows)
-        columns = list(zip(*self._rows, strict=True)) if n else [()] * len(_ROW_COLUMNS)
-        cols: dict[str, Any] = dict(zip(_ROW_COLUMNS, columns, strict=True))
+        n = len(self)
+        cols: dict[str, Any]
+        if not self._parts:
+            columns = list(zip(*self._rows, strict=True)) if n else [()] * len(_ROW_COLUMNS)
+            cols = dict(zip(_ROW_COLUMNS, columns, strict=True))
+        else:
+            rows = pa.concat_tables(
+                p if isinstance(p, pa.Table) else _rows_table(p) for p in self._all_parts()
+            )
+            cols = {name: rows.column(name).combine_chunks() for name in _ROW_COLUMNS}
         if self._partial_tx:
             partial = self._partial_tx
-            cols[S.TX_PARTIAL] = [tx in partial for tx in cols[S.TX_ID]]
+            tx_ids = cols[S.TX_ID]
+            if isinstance(tx_ids, pa.Array):
+                cols[S.TX_PARTIAL] = pc.fill_null(
+                    pc.is_in(tx_ids, pa.array(sorted(partial), pa.string())), False
+                )
+            else:
+                cols[S.TX_PARTIAL] = [tx in partial for tx in tx_ids]
         else:
             cols[S.TX_PARTIAL] = pa.repeat(False, n)
         cols[S.SOURCE] = pa.repeat(pa.scalar(self.source, pa.string()), n)
@@ -268,3 +326,12 @@ class BatchBuilder:
             S.FIRST_SEEN_TS: [first_seen] * len(new),
         }
         return pa.Table.from_pydict(data, schema=S.SCHEMAS_SCHEMA)
+
+
+def _rows_table(rows: list[tuple[Any, ...]]) -> pa.Table:
+    """A closed row list as a table of :data:`ROW_SCHEMA`."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_ROW_COLUMNS)
+    return pa.Table.from_arrays(
+        [pa.array(c, f.type) for f, c in zip(ROW_SCHEMA, columns, strict=True)],
+        schema=ROW_SCHEMA,
+    )

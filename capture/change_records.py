@@ -9,6 +9,7 @@ key in headers), honouring ``skipped.operations``, ``tombstones.on.delete`` and
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -19,16 +20,27 @@ from bronze.envelope import (
     HEADER_OLD_KEY,
     ConnectRecord,
     Op,
+    RecordKind,
     TransactionInfo,
+    built_data_event,
     fast_record,
     tombstone_for,
 )
 from capture.captured_table import HEADER_UNREPRESENTABLE, AgentRules, CapturedTable, Image
 
 if TYPE_CHECKING:
+    from bronze.batch import BatchBuilder
+    from bronze.positions import Position
     from capture.database_source import OpenTransaction
 
-__all__ = ["data_record", "delete_records", "insert_records", "key_move_records", "update_records"]
+__all__ = [
+    "RowAppender",
+    "data_record",
+    "delete_records",
+    "insert_records",
+    "key_move_records",
+    "update_records",
+]
 
 
 def data_record(
@@ -184,3 +196,110 @@ def key_move_records(
 
 
 _OP_CREATE, _OP_UPDATE, _OP_DELETE = Op.CREATE.value, Op.UPDATE.value, Op.DELETE.value
+
+
+class RowAppender:
+    """Appends an agent's own row changes to a bronze batch without record objects.
+
+    What ``DatabaseSource._add`` lands for a record of :func:`data_record` (through
+    :func:`bronze.envelope.built_data_event` and :meth:`bronze.batch.BatchBuilder.add_event`),
+    derived straight from the record's parts: the envelope dict is built and serialized, and
+    one bronze row appended. What is fixed per table (connector, collection, the normalized
+    ``snapshot``) is worked out once, by ``built_data_event`` itself on the table's first
+    record (of the table's connector and ``snapshot`` value: an agent's table is one source
+    table), so both roads share their helpers; ``tests/unit/test_row_appender.py`` compares
+    the rows of the two.
+
+    Only plain-dict images without headers come here (an unrepresentable value's
+    :class:`~capture.captured_table.Image`, or a key move, takes :func:`data_record`), with an
+    int ``source.ts_ms`` as every agent writes it.
+
+    Args:
+        partition: The agent's Debezium source partition (every row's ``source_partition``).
+    """
+
+    __slots__ = ("_fixed", "partition")
+
+    def __init__(self, partition: str | None) -> None:
+        self.partition = partition
+        self._fixed: dict[
+            tuple[int, Any, Any], tuple[CapturedTable, str | None, str | None, str | None]
+        ] = {}
+
+    def add(
+        self,
+        builder: BatchBuilder,
+        op: str,
+        source: dict[str, Any],
+        images: tuple[dict[str, Any] | None, dict[str, Any] | None],
+        key: Any,
+        transaction: TransactionInfo | None,
+        table: CapturedTable,
+        at: tuple[Position, str, dt.datetime, str | None],
+    ) -> None:
+        """Append the data event ``op`` of ``table``: ``images`` is ``(before, after)``, ``at``
+        the record's ``(position, origin, capture time, transaction id)``."""
+        ts_ms = time.time_ns() // 1_000_000
+        value: dict[str, Any] = {
+            "before": images[0],
+            "after": images[1],
+            "source": source,
+            "op": op,
+            "ts_ms": ts_ms,
+        }
+        total = per_table = None
+        if transaction is not None:
+            total, per_table = transaction.total_order, transaction.data_collection_order
+            value["transaction"] = {
+                "id": transaction.id,
+                "total_order": total,
+                "data_collection_order": per_table,
+            }
+        fixed = self._fixed.get((id(table), source["connector"], source["snapshot"]))
+        if fixed is None or fixed[0] is not table:
+            fixed = self._learn(table, key, value)
+        position, origin, now, tx_id = at
+        builder.append_row(
+            (
+                fixed[1],
+                self.partition,
+                fixed[2],
+                table.topic,
+                _KIND_DATA,
+                op,
+                position.encode(),
+                position.seq,
+                tx_id,
+                total,
+                per_table,
+                None,
+                None,
+                fixed[3],
+                None if key is None else orjson.dumps(key).decode(),
+                orjson.dumps(value).decode(),
+                None if table.key_schema is None else table.key_schema_id,
+                None if table.envelope_schema is None else table.envelope_schema_id,
+                None,
+                source["ts_ms"],
+                ts_ms,
+                now,
+                origin,
+            )
+        )
+
+    def _learn(
+        self, table: CapturedTable, key: Any, value: dict[str, Any]
+    ) -> tuple[CapturedTable, str | None, str | None, str | None]:
+        """What ``built_data_event`` derives from this table's records alike."""
+        event = built_data_event(
+            fast_record(key, value, table.key_schema, table.envelope_schema, (), table.topic)
+        )
+        fixed = (table, event.connector, event.collection, event.snapshot)
+        if len(self._fixed) >= 4096:
+            self._fixed.clear()
+        source = value["source"]
+        self._fixed[(id(table), source["connector"], source["snapshot"])] = fixed
+        return fixed
+
+
+_KIND_DATA = RecordKind.DATA.value

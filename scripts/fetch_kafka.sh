@@ -19,41 +19,27 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-KAFKA_DIR=${MEDALLION_KAFKA_DIR:-$ROOT/.cache/kafka}
+JARS_DIR=${MEDALLION_KAFKA_DIR:-$ROOT/.cache/kafka}
 M2_REPO=${MEDALLION_M2_REPO:-$ROOT/.cache/m2}
 KAFKA_VERSION=${KAFKA_VERSION:-4.1.1}
 LOG4J_VERSION=2.24.3
 SCALA_BINARY=2.13
-DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
-MANIFEST_NAME=MANIFEST.sha256
 KEY="org.apache.kafka:kafka_$SCALA_BINARY:$KAFKA_VERSION + log4j-core, log4j-slf4j-impl $LOG4J_VERSION"
-MANIFEST=$KAFKA_DIR/$MANIFEST_NAME
 
 log() { printf 'fetch_kafka: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=scripts/maven_jars.sh
+. "$ROOT/scripts/maven_jars.sh"
 
-# The manifest's first line names what was fetched; the rest are `sha256sum` lines of every jar.
-manifest_matches() {
-  [ -f "$MANIFEST" ] || return 1
-  [ "$(head -n1 "$MANIFEST")" = "# $KEY" ] || return 1
-  local listed present
-  listed=$(tail -n +2 "$MANIFEST" | awk '{print $2}' | sort)
-  present=$(cd "$KAFKA_DIR" && ls -1 -- *.jar 2>/dev/null | sort)
-  [ -n "$listed" ] && [ "$listed" = "$present" ] || return 1
-  (cd "$KAFKA_DIR" && tail -n +2 "$MANIFEST" | sha256sum --check --quiet --strict >/dev/null 2>&1)
-}
-
-if manifest_matches; then
-  [ "${1:-}" = "--check" ] || log "up to date: $KEY ($(tail -n +2 "$MANIFEST" | wc -l) jars in $KAFKA_DIR)"
-  exit 0
-fi
-[ "${1:-}" = "--check" ] && { log "jars in $KAFKA_DIR do not match $KEY; run 'make bootstrap'"; exit 1; }
+exit_if_current "${1:-}"
 
 command -v mvn >/dev/null || die "mvn not found (Debian package 'maven')"
-mkdir -p "$(dirname "$KAFKA_DIR")" "$M2_REPO"
-WORK=$(mktemp -d "$(dirname "$KAFKA_DIR")/.fetch-kafka.XXXXXX")
+mkdir -p "$(dirname "$JARS_DIR")" "$M2_REPO"
+WORK=$(mktemp -d "$(dirname "$JARS_DIR")/.fetch-kafka.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
+# Not maven_jars.sh's resolve_jars: the broker runs in a JVM of its own, so nothing PySpark ships
+# is left out, and it needs log4j beside the broker's own closure.
 cat >"$WORK/pom.xml" <<POM
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -109,15 +95,4 @@ if absent:
     sys.exit(f"missing jars: {absent}")
 PY
 
-{
-  echo "# $KEY"
-  (cd "$WORK/jars" && sha256sum -- *.jar)
-} >"$WORK/jars/$MANIFEST_NAME"
-
-# Swap the directory in whole, so an interrupted fetch never leaves a half-filled jar directory.
-rm -rf "$KAFKA_DIR.old"
-[ -d "$KAFKA_DIR" ] && mv "$KAFKA_DIR" "$KAFKA_DIR.old"
-mv "$WORK/jars" "$KAFKA_DIR"
-rm -rf "$KAFKA_DIR.old"
-manifest_matches || die "verification of $KAFKA_DIR failed after fetching"
-log "fetched $(tail -n +2 "$MANIFEST" | wc -l) jars for $KEY into $KAFKA_DIR"
+install_jars "$WORK"

@@ -397,7 +397,8 @@ class SilverJob:
         self.pending = self.silver / "_pending"
         self._schemas: dict[str, dict[str, Any]] = {}
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
-        self._failure: PipelineError | None = None
+        self._failure: BaseException | None = None
+        """What failed a micro-batch: re-raised by the run instead of Spark's wrapper."""
         self._tick_seconds = 10.0
         self._batch_id = 0
         self._purge_every: float | None = None
@@ -480,6 +481,8 @@ class SilverJob:
                 query.stop()  # a failed release must not leave the stream running alone
                 raise
             query.awaitTermination()
+            if self._failure is not None:
+                raise self._failure
         except StreamingQueryException:
             # Spark reports a foreachBatch failure as its own exception with our message in
             # text; the medallion error (with its terminal/retryable marker) is re-raised.
@@ -491,9 +494,15 @@ class SilverJob:
 
     # --- one micro-batch --------------------------------------------------------------------
     def _process(self, micro_batch: DataFrame, spark_batch: int) -> None:
-        with self._lock:
-            batch = self._ledger.for_spark_batch(spark_batch, dt.datetime.now(dt.UTC))
-            self._process_silver_batch(micro_batch, batch)
+        try:
+            with self._lock:
+                batch = self._ledger.for_spark_batch(spark_batch, dt.datetime.now(dt.UTC))
+                self._process_silver_batch(micro_batch, batch)
+        except Exception as exc:
+            interruption = _interruption(exc)
+            if interruption is None and self._failure is None:
+                self._failure = exc
+            raise _for_spark(exc, interruption) from None
 
     def release_expired(self) -> bool:
         """Apply the transactions in ``silver/_pending`` whose timeout has passed, now.
@@ -1534,6 +1543,42 @@ _DATA_ERRORS: tuple[type[Exception], ...] = (
 )
 """Failures caused by what an event holds (its schema, a value), as opposed to infrastructure
 (storage, the Spark driver): silver quarantines the events concerned and goes on (C5)."""
+
+_INTERRUPTIONS = (
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+)
+"""The JVM exceptions by which ``query.stop()`` interrupts a micro-batch (Spark's
+``StreamExecution.IO_EXCEPTION_NAMES``): a stop, not a failure."""
+_SPARK_PROXY_ERROR = "py4j.protocol.Py4JJavaError: An error occurred while calling"
+_FOR_SPARK_CHARS = 400
+
+
+def _interruption(exc: BaseException) -> str | None:
+    """The interruption exception that ended the micro-batch, when ``query.stop()`` did."""
+    head = str(exc).split("\n\tat ", 1)[0]  # a Py4JJavaError: the JVM exception, before its stack
+    return next((name for name in _INTERRUPTIONS if name in head), None)
+
+
+def _for_spark(exc: BaseException, interruption: str | None) -> RuntimeError:
+    """What ``foreachBatch`` raises to Spark in place of ``exc``: a short message.
+
+    Spark tests the text of a Python ``foreachBatch`` failure with a regular expression that
+    recurses once per character (``StreamExecution.PROXY_ERROR``, ``(.|\\r\\n|\\r|\\n)*``), on
+    the stream's thread: a Py4JJavaError's full text (a JVM stack trace, a few thousand
+    characters) overflows that thread's stack, and the stream then dies of a
+    ``StackOverflowError`` without a failure to report. The run re-raises ``exc`` itself
+    (:attr:`SilverJob._failure`); Spark gets one line, and for a stop the text by which it
+    recognizes one.
+    """
+    if interruption is not None:
+        return RuntimeError(f"{_SPARK_PROXY_ERROR} the silver micro-batch: {interruption}")
+    first = (str(exc).splitlines() or [""])[0]
+    return RuntimeError(
+        f"silver micro-batch failed: {type(exc).__name__}: {first[:_FOR_SPARK_CHARS]}"
+    )
+
 
 _SHOWN_VALUE_CHARS = 120
 """Characters of an undecodable value quoted in its quarantine reason."""

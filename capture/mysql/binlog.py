@@ -16,12 +16,18 @@ them:
 * MariaDB's GTID and the XID (commit) event, one of each per transaction: their few fixed
   fields are read here.
 * Row events (``WRITE/UPDATE/DELETE_ROWS`` v1 and v2) of a mapped table: decoded here with one
-  precompiled reader per column (:func:`_column_reader`). Integer, float, string, blob and the
-  temporal types the workload uses most are read inline, exactly as the library reads them
-  (including the zero-date text of :func:`capture.mysql.types.install_binlog_date_readers`);
-  every other type is handed to the library's own per-column reader, so its result is the
-  library's by construction. The events are the library's classes (``WriteRowsEvent`` ...)
-  with the same ``rows`` (``values``/``none_sources`` dicts), so the agent cannot tell.
+  precompiled reader per column (:func:`_column_reader`), a full image by the shape of its NULL
+  bitmap (:class:`_Plan`: runs of fixed-width numbers in one ``struct`` unpack). Integer,
+  float, string, blob and the temporal types the workload uses most are read inline, exactly
+  as the library reads them (including the zero-date text of
+  :func:`capture.mysql.types.install_binlog_date_readers`); every other type is handed to the
+  library's own per-column reader, so its result is the library's by construction. The events
+  subclass the library's (``WriteRowsEvent`` ...): their images are value lists in column
+  order (``images``, what the agent reads), and the library's ``rows`` (``values``/
+  ``none_sources`` dicts) are built from them when read.
+
+The stream connection reads the socket in large chunks and serves PyMySQL's packet reads from
+that buffer (:class:`_Connection`).
 
 ``tests/integration/test_mysql_binlog_reader.py`` decodes one binlog with both readers and
 compares every event.
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import errno
 import struct
 from collections.abc import Callable
 from typing import Any, Final
@@ -72,6 +79,8 @@ _HEADER: Final = struct.Struct("<xIBIII")
 """OK byte, then the common header: timestamp, type, server id, event size, next position."""
 _EPOCH: Final = dt.datetime(1970, 1, 1)
 _MAP_CACHE_LIMIT: Final = 4096
+_READ_SIZE: Final = 256 * 1024
+"""Bytes asked of the socket per read while the binlog streams."""
 _MAX_PACKET_LEN: Final = pymysql.connections.MAX_PACKET_LEN
 """A packet this long is continued in the next one (the protocol's 16 MiB split)."""
 
@@ -94,6 +103,52 @@ class _Connection(pymysql.connections.Connection):
             return packet
         return super()._read_packet(packet_type)
 
+    _buffer: bytes = b""
+    _at: int = 0
+    """Bytes read from the socket ahead of the packets (``_buffer[_at:]`` not yet taken)."""
+
+    def _read_bytes(self, num_bytes: int) -> bytes:
+        """PyMySQL's ``_read_bytes`` (every packet read goes through it), served from a buffer
+        filled up to :data:`_READ_SIZE` bytes a socket read: the binlog's small packets then
+        cost a slice each, not a buffered-reader call."""
+        buffer, at = self._buffer, self._at
+        end = at + num_bytes
+        if end <= len(buffer):
+            self._at = end
+            return buffer[at:end]
+        return self._refill(num_bytes)
+
+    def _refill(self, num_bytes: int) -> bytes:
+        """Read until ``num_bytes`` are buffered; PyMySQL's errors for a failed or closed
+        socket."""
+        rest = self._buffer[self._at :]
+        parts, have = [rest], len(rest)
+        while have < num_bytes:
+            try:
+                # read1 hands over what the reader buffered first (from before the dump), then
+                # makes at most one socket read.
+                chunk = self._rfile.read1(max(num_bytes - have, _READ_SIZE))
+            except OSError as error:
+                if error.errno == errno.EINTR:
+                    continue
+                self._force_close()
+                raise pymysql.err.OperationalError(
+                    CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query ({error})"
+                ) from error
+            except BaseException:
+                self._force_close()
+                raise
+            if not chunk:
+                self._force_close()
+                raise pymysql.err.OperationalError(
+                    CR.CR_SERVER_LOST, "Lost connection to MySQL server during query"
+                )
+            parts.append(chunk)
+            have += len(chunk)
+        data = b"".join(parts)
+        self._buffer, self._at = data, num_bytes
+        return data[:num_bytes]
+
     def read_payload(self) -> bytes:
         """The next packet's payload, read as PyMySQL's ``_read_packet`` reads it (sequence
         check, 16 MiB continuation packets, a server error raised) without building the
@@ -103,6 +158,21 @@ class _Connection(pymysql.connections.Connection):
         if pushed is not None:
             self.pushed = None
             return bytes(pushed._data)
+        buffer, at = self._buffer, self._at
+        if at + 4 <= len(buffer) and self._current_timeout == self._read_timeout:
+            # The common case: a whole packet already buffered, in sequence, not continued.
+            length = buffer[at] | buffer[at + 1] << 8 | buffer[at + 2] << 16
+            end = at + 4 + length
+            if (
+                end <= len(buffer)
+                and length < _MAX_PACKET_LEN
+                and buffer[at + 3] == self._next_seq_id
+                and length
+                and buffer[at + 4] != 0xFF
+            ):
+                self._next_seq_id = (self._next_seq_id + 1) % 256
+                self._at = end
+                return buffer[at + 4 : end]
         if self._current_timeout != self._read_timeout:
             self._sock.settimeout(self._read_timeout)
             self._current_timeout = self._read_timeout
@@ -293,11 +363,88 @@ _SMALL_EVENTS: Final[dict[int, tuple[type, Callable[[bytes], Any]]]] = {
 # --- row events ---------------------------------------------------------------------------------
 
 
+class _Images:
+    """A row event decoded here: its row images as value lists in column order
+    (:attr:`images`, what the agent reads), the library's ``rows`` dicts built only when read.
+
+    ``images`` holds one ``(values, reasons)`` pair per image (an update's before and after
+    images follow each other); ``reasons`` is None when no value is None, else the library's
+    ``none_sources`` reason of each None by column index.
+    """
+
+    images: list[tuple[list[Any], dict[int, str] | None]]
+    names: tuple[str, ...]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The library's rows: ``values``/``none_sources`` dicts by column name."""
+        rows: list[dict[str, Any]] | None = self._RowsEvent__rows  # type: ignore[has-type]
+        if rows is None:
+            rows = self._RowsEvent__rows = _library_rows(self.images, self.names, self.paired)
+        return rows
+
+    paired: bool = False
+
+
+class _WriteRows(_Images, WriteRowsEvent):
+    """An insert decoded here (:class:`_Images`)."""
+
+
+class _UpdateRows(_Images, UpdateRowsEvent):
+    """An update decoded here (:class:`_Images`): before and after images alternate."""
+
+    paired = True
+
+
+class _DeleteRows(_Images, DeleteRowsEvent):
+    """A delete decoded here (:class:`_Images`)."""
+
+
+_DECODED: Final[dict[type[RowsEvent], type[RowsEvent]]] = {
+    WriteRowsEvent: _WriteRows,
+    UpdateRowsEvent: _UpdateRows,
+    DeleteRowsEvent: _DeleteRows,
+}
+
+
+def _library_rows(
+    images: list[tuple[list[Any], dict[int, str] | None]], names: tuple[str, ...], paired: bool
+) -> list[dict[str, Any]]:
+    """Row images as mysql-replication's ``rows`` (dicts by column name)."""
+
+    def as_dicts(
+        values: list[Any], reasons: dict[int, str] | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        none = {} if reasons is None else {names[i]: r for i, r in reasons.items()}
+        return dict(zip(names, values, strict=True)), none
+
+    if not paired:
+        out = []
+        for values, reasons in images:
+            row, none = as_dicts(values, reasons)
+            out.append({"values": row, "none_sources": none})
+        return out
+    rows = []
+    for index in range(0, len(images), 2):
+        before, before_none = as_dicts(*images[index])
+        after, after_none = as_dicts(*images[index + 1])
+        rows.append(
+            {
+                "before_values": before,
+                "before_none_sources": before_none,
+                "after_values": after,
+                "after_none_sources": after_none,
+            }
+        )
+    return rows
+
+
 def _rows_event(
     cls: type[RowsEvent], table: Any, data: bytes, post_header: int, end: int, kind: int
 ) -> Any:
-    """One of the library's row event classes, filled without its parser."""
-    event = object.__new__(cls)
+    """One of the library's row event classes (as :class:`_Images`), filled without its
+    parser."""
+    event = object.__new__(_DECODED[cls])
     event.event_type = kind
     event.table_id = table.table_id
     event.schema = table.schema
@@ -307,6 +454,7 @@ def _rows_event(
     event.table_map = {table.table_id: table}
     event.complete = True
     event._processed = True
+    event._RowsEvent__rows = None
     pos = 20 + post_header
     if post_header == 10:  # v2: extra data, its length counting its own two bytes
         pos += int.from_bytes(data[28:30], "little") - 2
@@ -314,65 +462,162 @@ def _rows_event(
     width = (count + 7) >> 3
     present = int.from_bytes(data[pos : pos + width], "little")
     pos += width
-    readers = _readers(table)
-    if len(readers) != count:
+    plan = _plan(table)
+    event.names = plan.names
+    if len(plan.readers) != count:
         raise CaptureError(
             f"binlog row event of {table.schema}.{table.table}: {count} columns, its table map "
-            f"has {len(readers)}"
+            f"has {len(plan.readers)}"
         )
-    out: list[dict[str, Any]] = []
+    images: list[tuple[list[Any], dict[int, str] | None]] = []
+    image = plan.image
     if cls is UpdateRowsEvent:
         after = int.from_bytes(data[pos : pos + width], "little")
         pos += width
         while pos < end:
-            before_values, before_none, pos = _image(data, pos, readers, present)
-            after_values, after_none, pos = _image(data, pos, readers, after)
-            out.append(
-                {
-                    "before_values": before_values,
-                    "before_none_sources": before_none,
-                    "after_values": after_values,
-                    "after_none_sources": after_none,
-                }
-            )
+            before_values, before_none, pos = image(data, pos, present, table)
+            images.append((before_values, before_none))
+            after_values, after_none, pos = image(data, pos, after, table)
+            images.append((after_values, after_none))
     else:
         while pos < end:
-            values, none, pos = _image(data, pos, readers, present)
-            out.append({"values": values, "none_sources": none})
+            values, none, pos = image(data, pos, present, table)
+            images.append((values, none))
     if pos != end:
         raise CaptureError(
             f"binlog row event of {table.schema}.{table.table}: its rows end at byte {pos}, "
             f"the event at {end}"
         )
-    event._RowsEvent__rows = out
+    event.images = images
     return event
 
 
-def _image(
-    data: bytes, pos: int, readers: list[tuple[str, Reader]], present: int
-) -> tuple[dict[str, Any], dict[str, str], int]:
-    """One row image: values by column name, the reasons of its Nones, the offset after it."""
-    width = (present.bit_count() + 7) >> 3
-    nulls = int.from_bytes(data[pos : pos + width], "little")
-    pos += width
-    values: dict[str, Any] = {}
-    none: dict[str, str] = {}
-    bit = 0
-    for index, (name, read) in enumerate(readers):
-        if not (present >> index) & 1:
-            values[name] = None
-            none[name] = NONE_SOURCE.COLS_BITMAP
-            continue
-        if (nulls >> bit) & 1:
-            values[name] = None
-            none[name] = NONE_SOURCE.NULL
-        else:
-            value, pos = read(data, pos)
-            values[name] = value
-            if value is None:
-                none[name] = _library_reason(read, name)
-        bit += 1
-    return values, none, pos
+class _Plan:
+    """How the row images of one parsed table map are read.
+
+    A full image (every column present, as ``binlog_row_image=FULL`` writes them) is read by
+    the shape of its NULL bitmap, worked out once per bitmap: each run of non-NULL fixed-width
+    numeric columns with one ``struct`` unpack, every other column with its reader. Any other
+    image (columns left out of a MINIMAL image), or a table with more NULL patterns than
+    :data:`_SHAPES_LIMIT`, is read column by column.
+    """
+
+    __slots__ = ("all_present", "library", "names", "readers", "shapes", "width")
+
+    def __init__(self, table: Any) -> None:
+        columns = table.columns
+        self.names = tuple((c.name or f"UNKNOWN_COL{i}") for i, c in enumerate(columns))
+        self.readers = [_column_reader(table, c, i) for i, c in enumerate(columns)]
+        self.all_present = (1 << len(columns)) - 1
+        self.width = (len(columns) + 7) >> 3
+        self.library = tuple(
+            i for i, read in enumerate(self.readers) if isinstance(read, _LibraryReader)
+        )
+        self.shapes: dict[int, tuple[list[_Run], dict[int, str] | None]] = {}
+        self._shape(table, 0)
+
+    def _shape(self, table: Any, nulls: int) -> tuple[list[_Run], dict[int, str] | None] | None:
+        """The runs that read a full image with NULL bitmap ``nulls``, and its reasons."""
+        if len(self.shapes) >= _SHAPES_LIMIT:
+            return None
+        runs: list[_Run] = []
+        formats = ""
+        for index, (column, read) in enumerate(zip(table.columns, self.readers, strict=True)):
+            code = None if (nulls >> index) & 1 else _struct_code(column)
+            if code is not None:
+                formats += code
+                continue
+            if formats:
+                shape = struct.Struct("<" + formats)
+                runs.append((shape.unpack_from, shape.size, None))
+                formats = ""
+            runs.append((None, 0, _null if (nulls >> index) & 1 else read))
+        if formats:
+            shape = struct.Struct("<" + formats)
+            runs.append((shape.unpack_from, shape.size, None))
+        reasons = {i: NONE_SOURCE.NULL for i in range(len(self.readers)) if (nulls >> i) & 1}
+        self.shapes[nulls] = (runs, reasons or None)
+        return self.shapes[nulls]
+
+    def image(
+        self, data: bytes, pos: int, present: int, table: Any
+    ) -> tuple[list[Any], dict[int, str] | None, int]:
+        """One row image: values in column order, the reasons of its Nones (shared between
+        images of one shape: read, never changed), the offset after it."""
+        everything = self.all_present
+        if present == everything:
+            width = self.width
+            # The server leaves the bitmap's unused high bits set: only the columns' bits count.
+            nulls = int.from_bytes(data[pos : pos + width], "little") & everything
+            shape = self.shapes.get(nulls) or self._shape(table, nulls)
+            if shape is not None:
+                runs, reasons = shape
+                pos += width
+                values: list[Any] = []
+                for unpack, size, read in runs:
+                    if read is None:
+                        values.extend(unpack(data, pos))
+                        pos += size
+                    else:
+                        value, pos = read(data, pos)
+                        values.append(value)
+                if self.library and None in values:
+                    return values, self._reasons(values, reasons), pos
+                return values, reasons, pos
+        return self._by_column(data, pos, present)
+
+    def _by_column(
+        self, data: bytes, pos: int, present: int
+    ) -> tuple[list[Any], dict[int, str] | None, int]:
+        width = (present.bit_count() + 7) >> 3
+        nulls = int.from_bytes(data[pos : pos + width], "little")
+        pos += width
+        values: list[Any] = []
+        reasons: dict[int, str] = {}
+        bit = 0
+        for index, read in enumerate(self.readers):
+            if not (present >> index) & 1:
+                values.append(None)
+                reasons[index] = NONE_SOURCE.COLS_BITMAP
+                continue
+            if (nulls >> bit) & 1:
+                values.append(None)
+                reasons[index] = NONE_SOURCE.NULL
+            else:
+                value, pos = read(data, pos)
+                values.append(value)
+                if value is None:
+                    reasons[index] = _library_reason(read, self.names[index])
+            bit += 1
+        return values, reasons or None, pos
+
+    def _reasons(self, values: list[Any], nulls: dict[int, str] | None) -> dict[int, str] | None:
+        reasons = dict(nulls or {})
+        for i in self.library:
+            if values[i] is None and i not in reasons:
+                reasons[i] = _library_reason(self.readers[i], self.names[i])
+        return reasons or None
+
+
+_Run = tuple[Any, int, "Reader | None"]
+"""One step of a :class:`_Plan` shape: (a struct's ``unpack_from``, its size, None) for a run
+of fixed-width columns, (None, 0, reader) for one column."""
+_SHAPES_LIMIT: Final = 64
+"""NULL patterns read by shape per table map; beyond them, column by column."""
+
+
+def _null(data: bytes, pos: int) -> tuple[Any, int]:
+    """A NULL column of a shape: no bytes in the image."""
+    return None, pos
+
+
+def _plan(table: Any) -> _Plan:
+    """The table's :class:`_Plan`, built once per parsed table map."""
+    plan: _Plan | None = table.__dict__.get("_medallion_plan")
+    if plan is None:
+        plan = _Plan(table)
+        table.__dict__["_medallion_plan"] = plan  # "_": not part of Table.data
+    return plan
 
 
 def _length_coded(data: bytes, pos: int) -> tuple[int, int]:
@@ -381,18 +626,6 @@ def _length_coded(data: bytes, pos: int) -> tuple[int, int]:
         return first, pos + 1
     size = {252: 2, 253: 3, 254: 8}[first]
     return int.from_bytes(data[pos + 1 : pos + 1 + size], "little"), pos + 1 + size
-
-
-def _readers(table: Any) -> list[tuple[str, Reader]]:
-    """The table's column readers, compiled once per parsed table map."""
-    readers: list[tuple[str, Reader]] | None = table.__dict__.get("_medallion_readers")
-    if readers is None:
-        readers = [
-            ((column.name or f"UNKNOWN_COL{i}"), _column_reader(table, column, i))
-            for i, column in enumerate(table.columns)
-        ]
-        table.__dict__["_medallion_readers"] = readers  # "_": not part of Table.data
-    return readers
 
 
 # --- column readers -----------------------------------------------------------------------------
@@ -431,6 +664,16 @@ _INTEGERS: Final = {
 }
 """Little-endian integer columns: their struct format (upper case when UNSIGNED)."""
 _FLOATS: Final = {FIELD_TYPE.FLOAT: "f", FIELD_TYPE.DOUBLE: "d"}
+
+
+def _struct_code(column: Any) -> str | None:
+    """The ``struct`` code of a fixed-width numeric column (what :func:`_column_reader` reads
+    with ``_fixed``), None for every other column."""
+    kind = column.type
+    if kind in _INTEGERS:
+        code = _INTEGERS[kind]
+        return code.upper() if column.unsigned else code
+    return _FLOATS.get(kind)
 
 
 def _fixed(shape: struct.Struct) -> Reader:

@@ -13,12 +13,16 @@ import time
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
+import pyarrow as pa
 import pymysql
 
+from bronze.columnar import json_strings
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
+from capture.column_types import ValueConversionError
+from capture.columnar_snapshot import ColumnarSnapshot, Encoder, PyColumns, SnapshotChunk
 from capture.database_source import SnapshotRow
 from capture.mysql.agent import CONNECTION_LOST, MySqlTable, SnapshotProgress, raw_row
 from capture.mysql.position import MySqlPosition
@@ -73,8 +77,13 @@ def _decode_key(values: Sequence[Any]) -> list[Any]:
     return out
 
 
-class SnapshotReader(TableTracker):
-    """The snapshot side of the agent: start, resume, read and finish a snapshot."""
+class SnapshotReader(ColumnarSnapshot, TableTracker):
+    """The snapshot side of the agent: start, resume, read and finish a snapshot.
+
+    The rows are read as before (PyMySQL, a keyed query per chunk) and then landed a chunk at a
+    time (:mod:`capture.columnar_snapshot`): integer and text columns are encoded column by
+    column, other columns through their per-value converters.
+    """
 
     def _start_snapshot(self, *, with_data: bool) -> None:
         s = self.settings
@@ -146,8 +155,8 @@ class SnapshotReader(TableTracker):
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         self._snap_conn = conn
 
-    def _snapshot_rows(self) -> Iterator[tuple[int, MySqlTable, tuple[list[Any], list[Any]]]]:
-        """``(table index, table, (values, key))`` of the remaining rows, in key order."""
+    def _remaining_tables(self) -> Iterator[tuple[int, MySqlTable, list[Any] | None, int]]:
+        """``(table index, table, key to resume after, fetch size)`` of each table left."""
         snap, conn = self._snapshot, self._snap_conn
         if snap is None:
             raise InternalError("capture.mysql.snapshot: expected snap is not None")
@@ -158,11 +167,43 @@ class SnapshotReader(TableTracker):
         while index < len(snap.tables):
             table = self._captured(*snap.tables[index])
             if isinstance(table, MySqlTable):
-                bound = None if after is None else _decode_key(after)
-                for chunk in keyed_chunks(conn, table, size, after=bound):
-                    for row_and_key in chunk:
-                        yield index, table, row_and_key
+                yield index, table, None if after is None else _decode_key(after), size
             index, after = index + 1, None
+
+    def _snapshot_rows(self) -> Iterator[tuple[int, MySqlTable, tuple[list[Any], list[Any]]]]:
+        """``(table index, table, (values, key))`` of the remaining rows, in key order."""
+        for index, table, bound, size in self._remaining_tables():
+            for chunk in keyed_chunks(self._snap_conn, table, size, after=bound):
+                for row_and_key in chunk:
+                    yield index, table, row_and_key
+
+    def _snapshot_chunks(self) -> Iterator[SnapshotChunk]:
+        for index, table, bound, size in self._remaining_tables():
+            for pairs in keyed_chunks(self._snap_conn, table, size, after=bound):
+                if pairs:
+                    yield SnapshotChunk(index, table, _py_columns(table, pairs))
+
+    def _column_encoder(self, table: CapturedTable, i: int) -> Encoder | None:
+        if table.masker is not None and table.masker.covers(table.collection, table.names[i]):
+            return None
+        convert = _unguarded(table.types[i].convert)
+        if convert is int:
+            return _ints
+        if getattr(convert, "__qualname__", "") == _TEXT_CONVERTER:
+            return _texts
+        return None
+
+    def _chunk_after(self, chunk: SnapshotChunk) -> list[Any]:
+        rows = chunk.rows
+        if not isinstance(rows, PyColumns):
+            raise InternalError("capture.mysql.snapshot: expected PyColumns")
+        return _encode_key(rows.rows[-1][1])
+
+    def _chunk_rows(self, chunk: SnapshotChunk) -> list[Any]:
+        rows = chunk.rows
+        if not isinstance(rows, PyColumns):
+            raise InternalError("capture.mysql.snapshot: expected PyColumns")
+        return rows.rows
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
@@ -267,6 +308,50 @@ def keyed_chunks(
         if len(rows) < size:
             return
         bound = [rows[-1][i] for i in key_idx] if key_idx else [skipped + len(rows)]
+
+
+def _py_columns(table: MySqlTable, pairs: list[tuple[list[Any], list[Any]]]) -> PyColumns:
+    """A chunk's ``(row, key)`` pairs with their values prepared as :func:`snapshot_values` does
+    row by row, transposed to columns (none if a row's values do not prepare: row by row)."""
+    definition = table.definition
+    try:
+        prepared = [snapshot_values(definition, row) for row, _ in pairs]
+    except ValueConversionError:
+        return PyColumns(pairs, None)
+    return PyColumns(pairs, [list(c) for c in zip(*prepared, strict=True)])
+
+
+def _unguarded(convert: Any) -> Any:
+    """The converter :func:`capture.mysql.types._guarded` wraps (it only names the column in
+    the errors, which the columnar path leaves to the per-row one)."""
+    code = getattr(convert, "__code__", None)
+    if getattr(convert, "__qualname__", "") != _GUARD or code is None:
+        return convert
+    return convert.__closure__[code.co_freevars.index("convert")].cell_contents
+
+
+_GUARD: Final = "_guarded.<locals>.run"
+_TEXT_CONVERTER: Final = "_text.<locals>.convert"
+"""The per-value converter of MySQL text columns (:func:`capture.mysql.types._text`): the value
+itself when the driver returns text."""
+_NONE_TYPE: Final = type(None)
+
+
+def _only(values: list[Any], kind: type) -> bool:
+    """Whether every value is exactly ``kind`` or None (a bool is not an int here)."""
+    return set(map(type, values)) <= {kind, _NONE_TYPE}
+
+
+def _ints(values: list[Any]) -> pa.Array:
+    if not _only(values, int):
+        raise ValueError("a value is not an int")
+    return pa.array(values, pa.int64()).cast(pa.string())
+
+
+def _texts(values: list[Any]) -> pa.Array:
+    if not _only(values, str):
+        raise ValueError("a value is not text")
+    return json_strings(pa.array(values, pa.string()))
 
 
 _position = MySqlPosition._new

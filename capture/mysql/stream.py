@@ -28,13 +28,14 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from bronze.batch import BatchBuilder
 from bronze.envelope import (
     ConnectRecord,
+    Op,
     heartbeat,
     schema_change,
     truncate_record,
 )
 from bronze.position_base import Phase
 from capture.captured_table import AgentRules
-from capture.change_records import delete_records, insert_records, update_records
+from capture.change_records import RowAppender, delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
 from capture.database_source import VERSION, BatchLimits
 from capture.mysql.agent import CONNECTOR, MySqlTable, MySqlTx, raw_row
@@ -49,9 +50,7 @@ from capture.mysql.server import (
     merge_gtid,
 )
 from capture.mysql.tables import TableTracker
-from capture.mysql.types import (
-    stream_values,
-)
+from capture.mysql.types import stream_row, stream_values
 from pipeline.errors import (
     CaptureError,
     CaptureStopped,
@@ -80,6 +79,10 @@ _EVENTS = [
 
 class StreamReader(TableTracker):
     """The stream side of the agent: the binlog read loop and event handling."""
+
+    _appender: RowAppender | None = None
+    _numbered: tuple[str, int] = ("", 0)
+    """The binlog file :meth:`_file_number` numbered last, and its number."""
 
     def _start_stream_at(self, point: BinlogPoint, *, reset_schema: bool) -> None:
         """``snapshot.mode=never``: stream from ``point`` with an empty schema history."""
@@ -437,7 +440,12 @@ class StreamReader(TableTracker):
         return merge_gtid(self._gtids, gtid, mariadb=mariadb)
 
     def _file_number(self) -> int:
-        return int(self._file.rsplit(".", 1)[-1])
+        numbered = self._numbered
+        if numbered[0] == self._file:  # every event asks; the file changes at a rotation
+            return numbered[1]
+        number = int(self._file.rsplit(".", 1)[-1])
+        self._numbered = (self._file, number)
+        return number
 
     def _source(
         self,
@@ -495,6 +503,15 @@ class StreamReader(TableTracker):
             return
         definition = table.definition
         rules = s.rules
+        images = getattr(event, "images", None)
+        if (
+            images is not None
+            and self._window is None
+            and not isinstance(event, DeleteRowsEvent)
+            and not ("c" in rules.skipped_operations or "u" in rules.skipped_operations)
+        ):
+            self._decoded_rows(builder, event, images, table, tx, start, now)
+            return
         origin_server = int(event.packet.server_id)
         for row_index, row in enumerate(event.rows):
             source = self._source(
@@ -512,17 +529,117 @@ class StreamReader(TableTracker):
                 continue
             if self._window is not None:
                 self._incremental_saw(table, [record.key for record in records])
-            for seq, record in enumerate(records):
-                if record.value is not None and not tx.begun and rules.provide_transaction_metadata:
-                    self._begin_record(builder, tx, now)
-                position = _position(
-                    file_number, start, _STREAM, row_index, seq, self._file, tx.gtid
-                )
+            self._land(builder, records, (file_number, start, row_index), tx, table, now)
+
+    def _decoded_rows(
+        self,
+        builder: BatchBuilder,
+        event: Any,
+        images: list[tuple[list[Any], dict[int, str] | None]],
+        table: MySqlTable,
+        tx: MySqlTx,
+        start: int,
+        now: dt.datetime,
+    ) -> None:
+        """The inserts and updates of a row event :class:`BinlogReader` decoded, when neither
+        is a skipped operation and no incremental snapshot is open: the same records as the loop of
+        :meth:`_rows`, appended to the batch by :class:`RowAppender` (a row whose image has an
+        unrepresentable value, or an update that moved the key, takes that loop's road)."""
+        rules = self.settings.rules
+        metadata = rules.provide_transaction_metadata
+        definition, collection = table.definition, table.collection
+        file, file_number, gtid = self._file, self._file_number(), tx.gtid
+        origin = f"mysql:{file}:{start}"
+        ts_ms = int(event.timestamp) * 1000
+        origin_server = int(event.packet.server_id)
+        update = isinstance(event, UpdateRowsEvent)
+        op = _OP_UPDATE if update else _OP_CREATE
+        appender = self._appender
+        if appender is None:
+            appender = self._appender = RowAppender(self.partition)
+        self._register(builder, table.key_schema_id, table.key_schema)
+        self._register(builder, table.envelope_schema_id, table.envelope_schema)
+        before = old_key = None
+        for row_index in range(len(images) >> update):
+            source = self._source(
+                table, start, row_index, gtid, ts_ms, tx.thread, tx.query, origin_server
+            )
+            try:
+                if update:
+                    before, old_key = table.row_and_key(
+                        stream_row(definition, *images[2 * row_index])
+                    )
+                    after, key = table.row_and_key(
+                        stream_row(definition, *images[2 * row_index + 1])
+                    )
+                else:
+                    after, key = table.row_and_key(stream_row(definition, *images[row_index]))
+            except (ValueConversionError, PipelineError) as exc:
+                position = _position(file_number, start, _STREAM, row_index, 0, file, gtid)
                 if tx.count():
-                    self._add(builder, record, position, f"{origin}#{row_index}", now, tx, table)
-                if record.value is not None:
-                    tx.note_data(table.collection)
+                    self._quarantine(
+                        builder,
+                        raw_row(event.rows[row_index]),
+                        f"{origin}#{row_index}",
+                        exc,
+                        now,
+                        table,
+                    )
                 self._last_position = position
+                continue
+            if (
+                after.__class__ is not dict
+                or (update and before.__class__ is not dict)
+                or (old_key != key and old_key is not None and key is not None)
+            ):
+                if update:
+                    records = update_records(
+                        source, (before, after), (old_key, key), table, tx, rules
+                    )
+                else:
+                    records = insert_records(source, after, key, table, tx, rules)
+                self._land(builder, records, (file_number, start, row_index), tx, table, now)
+                continue
+            if metadata and not tx.begun:
+                self._begin_record(builder, tx, now)
+            position = _position(file_number, start, _STREAM, row_index, 0, file, gtid)
+            if tx.count():
+                appender.add(
+                    builder,
+                    op,
+                    source,
+                    (before, after),
+                    key,
+                    tx.block(collection, metadata),
+                    table,
+                    (position, f"{origin}#{row_index}", now, tx.id),
+                )
+                tx.in_batch += 1
+            tx.note_data(collection)
+            self._last_position = position
+
+    def _land(
+        self,
+        builder: BatchBuilder,
+        records: list[ConnectRecord],
+        at: tuple[int, int, int],
+        tx: MySqlTx,
+        table: MySqlTable,
+        now: dt.datetime,
+    ) -> None:
+        """Add the records of one row at ``at`` (file number, event start, row index)."""
+        file_number, start, row_index = at
+        metadata = self.settings.rules.provide_transaction_metadata
+        for seq, record in enumerate(records):
+            if record.value is not None and not tx.begun and metadata:
+                self._begin_record(builder, tx, now)
+            position = _position(file_number, start, _STREAM, row_index, seq, self._file, tx.gtid)
+            if tx.count():
+                origin = f"mysql:{self._file}:{start}#{row_index}"
+                self._add(builder, record, position, origin, now, tx, table)
+            if record.value is not None:
+                tx.note_data(table.collection)
+            self._last_position = position
 
     def _begin_record(self, builder: BatchBuilder, tx: MySqlTx, now: dt.datetime) -> None:
         # BEGIN sorts before every change of its group: it takes the group's first position.
@@ -601,6 +718,7 @@ def _table_change(change: SchemaChange) -> dict[str, Any]:
 
 
 _position = MySqlPosition._new
+_OP_CREATE, _OP_UPDATE = Op.CREATE.value, Op.UPDATE.value
 _STREAM = Phase.STREAM
 """Looked up once: an enum member read from its class is a descriptor call (Python 3.11), and
 the row loop needs it for every record."""

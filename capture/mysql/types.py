@@ -89,7 +89,7 @@ import json
 import re
 import struct
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any, Final
@@ -126,6 +126,7 @@ __all__ = [
     "column_type",
     "snapshot_connect_kwargs",
     "snapshot_values",
+    "stream_row",
     "stream_values",
 ]
 
@@ -836,10 +837,38 @@ def stream_values(
             NULL SET came back None without the empty-set reason.
     """
     _check_width(table, len(values), "the binlog row image")
+    return _corrected(table, values.items(), none_sources)
+
+
+def stream_row(table: TableDef, values: list[Any], reasons: Mapping[int, str] | None) -> list[Any]:
+    """:func:`stream_values` of a row image :mod:`capture.mysql.binlog` decoded itself: its
+    values in column order and the ``none_sources`` reason of each None by column index (None
+    when no value is None). Same rules, same errors; an image that needs no correction is
+    returned as it is.
+
+    Raises:
+        ValueConversionError: As :func:`stream_values`.
+    """
+    _check_width(table, len(values), "the binlog row image")
+    plan = _stream_plan(table)
+    if reasons is None and not _PLAN_FIXES[id(table)] and None not in values:
+        return values
+    return _corrected(table, enumerate(values), reasons or {}, plan)
+
+
+def _corrected(
+    table: TableDef,
+    values: Iterable[tuple[Any, Any]],
+    reasons: Mapping[Any, str],
+    plan: tuple[tuple[ColumnDef, str, bool], ...] | None = None,
+) -> list[Any]:
+    """The image's values in column order, each None explained and each value needing it fixed;
+    ``values`` pairs each value with its key in ``reasons`` (why it is None)."""
     out: list[Any] = []
-    for (column, name, fix), (key, value) in zip(_stream_plan(table), values.items(), strict=True):
+    steps = _stream_plan(table) if plan is None else plan
+    for (column, name, fix), (key, value) in zip(steps, values, strict=True):
         if value is None:
-            out.append(_stream_none(table, column, name, none_sources.get(key, "null")))
+            out.append(_stream_none(table, column, name, reasons.get(key, "null")))
         elif fix:
             out.append(_stream_value(column, name, value, table.charset))
         else:
@@ -849,6 +878,9 @@ def stream_values(
 
 _PLANS: dict[int, tuple[TableDef, tuple[tuple[ColumnDef, str, bool], ...]]] = {}
 """``id(table)`` -> (the table, its columns' (definition, base type, needs a fix))."""
+_PLAN_FIXES: dict[int, bool] = {}
+"""``id(table)`` -> whether any column of its plan may need :func:`_stream_value` (kept
+beside ``_PLANS``, with the same keys)."""
 
 
 def _stream_plan(table: TableDef) -> tuple[tuple[ColumnDef, str, bool], ...]:
@@ -866,7 +898,9 @@ def _stream_plan(table: TableDef) -> tuple[tuple[ColumnDef, str, bool], ...]:
         plan.append((column, name, fix))
     if len(_PLANS) >= 4096:
         _PLANS.clear()
+        _PLAN_FIXES.clear()
     _PLANS[id(table)] = (table, tuple(plan))
+    _PLAN_FIXES[id(table)] = any(fix for _, _, fix in plan)
     return _PLANS[id(table)][1]
 
 

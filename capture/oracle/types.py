@@ -125,6 +125,11 @@ def _numeric(column: OracleColumn, handling: OracleHandling) -> ColumnType:
     precision, scale, name = column.precision, column.scale, column.data_type
     if column.data_type in ("INTEGER", "SMALLINT", "INT"):
         precision, scale = 38, 0
+    elif precision is None and scale is not None and column.data_type == "NUMBER":
+        # How ALL_TAB_COLUMNS shows INTEGER, SMALLINT and NUMBER(*,S): no precision, a scale.
+        # Oracle's JDBC metadata (what Debezium reads) reports precision 38 for these; only a
+        # bare NUMBER (neither declared) is variable-scale.
+        precision = 38
     if precision is None or column.data_type == "FLOAT":
         return _variable_scale(handling, name)
     scale = scale or 0

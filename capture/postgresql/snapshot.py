@@ -1,31 +1,51 @@
 """The PostgreSQL agent's initial snapshot: :class:`SnapshotReader`.
 
-Reads each captured table in key order through a server-side cursor in the exported snapshot
-of the slot's consistent point (see :mod:`capture.postgresql.source`, step 2).
+Reads each captured table in key order in the exported snapshot of the slot's consistent point
+(see :mod:`capture.postgresql.source`, step 2): by default a chunk at a time with
+``COPY (SELECT ... ORDER BY key LIMIT n) TO STDOUT (FORMAT csv, FORCE_QUOTE *)``, parsed by
+Arrow's CSV reader into columns of the text each type's output function writes (what pgoutput
+sends, and what the per-row path reads through a server-side cursor), then converted column by
+column (:mod:`capture.columnar_snapshot`).
+
+Why CSV and not binary COPY: every converter of :mod:`capture.postgresql.types` takes the output
+function's text, so the text form keeps one conversion for the snapshot and the stream; and with
+every non-NULL value quoted (``FORCE_QUOTE *``) Arrow's reader tells NULL (unquoted empty) from
+the empty string (quoted) exactly. Why a query per chunk and not one ``COPY`` per table: a chunk
+is complete when its query ends, so it is parsed in one piece (a value may hold newlines) and
+the memory bound is one chunk, and a restart resumes after the last landed key as before.
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import queue
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import psycopg
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
+from bronze import connect_schema as cs
+from bronze.columnar import json_strings
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
+from capture.columnar_snapshot import ColumnarSnapshot, Encoder, SnapshotChunk
 from capture.database_source import SnapshotRow
 from capture.postgresql.agent import PostgresAgent, SnapshotProgress
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
 from pipeline.errors import CaptureError, InternalError
 
-__all__ = ["SNAPSHOT_CURSOR", "SnapshotReader", "keyed_chunks", "text_cursor"]
+__all__ = ["SNAPSHOT_CURSOR", "SnapshotReader", "copy_chunks", "keyed_chunks", "text_cursor"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +54,7 @@ SNAPSHOT_CURSOR = "medallion_snapshot"
 _TID_OID = 27
 
 
-class SnapshotReader(PostgresAgent):
+class SnapshotReader(ColumnarSnapshot, PostgresAgent):
     """The snapshot side of the agent: start, resume, read and finish the initial snapshot."""
 
     def _start_snapshot(self) -> None:
@@ -87,8 +107,12 @@ class SnapshotReader(PostgresAgent):
         """After a restart: the exported snapshot is gone, so PostgreSQL reads the present (a
         hook: YugabyteDB reads at the slot's restart hybrid time again)."""
 
-    def _snapshot_rows(self) -> Iterator[tuple[int, TableSchema, list[str | None]]]:
-        """Rows of the remaining tables, in key order, as ``(table index, schema, texts)``."""
+    def _remaining_tables(
+        self,
+    ) -> Iterator[tuple[psycopg.Connection[Any], int, int, TableSchema, list[Any] | None]]:
+        """``(connection, fetch size, table index, schema, after)`` of each table left to read
+        (``after``: the key to resume after in the first one), read from the catalog when its
+        turn comes; a table dropped since is skipped."""
         snap, conn = self._snapshot, self._snap_conn
         if snap is None:
             raise InternalError("capture.postgresql.snapshot: expected snap is not None")
@@ -99,13 +123,53 @@ class SnapshotReader(PostgresAgent):
         while index < len(snap.tables):
             schema, table = snap.tables[index]
             ts = self._table_schema(conn, schema, table)
-            if ts is None:
-                index, after = index + 1, None
-                continue
+            if ts is not None:
+                yield conn, size, index, ts, after
+            index, after = index + 1, None
+
+    def _snapshot_rows(self) -> Iterator[tuple[int, TableSchema, list[str | None]]]:
+        """Rows of the remaining tables, in key order, as ``(table index, schema, texts)``."""
+        for conn, size, index, ts, after in self._remaining_tables():
             for chunk in keyed_chunks(conn, ts, SNAPSHOT_CURSOR, size, after=after):
                 for values in chunk:
                     yield index, ts, list(values)
-            index, after = index + 1, None
+
+    def _columnar_ready(self) -> bool:
+        conn = self._snap_conn
+        # Arrow reads UTF-8 only; another client encoding keeps the per-row path.
+        return (
+            self.COLUMNAR_SNAPSHOT
+            and conn is not None
+            and conn.info.encoding.replace("-", "").lower() == "utf8"
+        )
+
+    def _snapshot_chunks(self) -> Iterator[SnapshotChunk]:
+        for conn, size, index, ts, after in self._remaining_tables():
+            for rows in prefetched(copy_chunks(conn, ts, size, after=after)):
+                yield SnapshotChunk(index, ts, rows)
+
+    def _column_encoder(self, table: CapturedTable, i: int) -> Encoder | None:
+        if table.masker is not None and table.masker.covers(table.collection, table.names[i]):
+            return None
+        column_type = table.types[i]
+        convert = column_type.convert
+        if convert is int:
+            return _pg_int  # the output function writes the canonical decimal JSON has
+        if convert is str:
+            return json_strings
+        if column_type.type_name == "bool" and column_type.schema == _BOOLEAN:
+            return _pg_bool
+        return None
+
+    def _chunk_after(self, chunk: SnapshotChunk) -> list[Any]:
+        table, rows = chunk.table, _arrow(chunk)
+        last = rows.num_rows - 1
+        if table.has_key:
+            return [rows.column(i)[last].as_py() for i in table.key_idx]
+        return [rows.column(len(table.names))[last].as_py()]
+
+    def _chunk_rows(self, chunk: SnapshotChunk) -> list[Any]:
+        return [list(row) for row in zip(*_arrow(chunk).to_pydict().values(), strict=True)]
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
@@ -197,6 +261,144 @@ def keyed_chunks(
             break
     cur.close()
     conn.execute(sql.SQL("CLOSE {}").format(sql.Identifier(cursor)))
+
+
+def _arrow(chunk: SnapshotChunk) -> pa.Table:
+    if not isinstance(chunk.rows, pa.Table):
+        raise InternalError("capture.postgresql.snapshot: expected an Arrow chunk")
+    return chunk.rows
+
+
+_CSV_NAMES_CACHE: dict[int, list[str]] = {}
+
+
+def copy_chunks(
+    conn: psycopg.Connection[Any],
+    ts: TableSchema,
+    size: int,
+    *,
+    after: Sequence[Any] | None = None,
+) -> Iterator[pa.Table]:
+    """:func:`keyed_chunks` through ``COPY``: each chunk an Arrow table of string columns (the
+    table's columns, then ``ctid`` for a keyless table), holding the text each type's output
+    function writes, NULL as null; no empty chunk.
+
+    ``COPY`` takes no parameters, so the resume key is a literal (quoted by psycopg, untyped:
+    the server reads it as the key column's type, as it does a bound parameter).
+    """
+    keyed = ts.has_key
+    names = [sql.Identifier(n) for n in ts.names]
+    order = sql.SQL(", ").join(names[i] for i in ts.key_idx) if keyed else sql.SQL("ctid")
+    columns = sql.SQL(", ").join(names if keyed else [*names, sql.SQL("ctid")])
+    width = len(ts.names) + (0 if keyed else 1)
+    bound = None if after is None else list(after)
+    cur = conn.cursor()
+    try:
+        while True:
+            query = sql.SQL("SELECT {} FROM {}").format(
+                columns, sql.Identifier(ts.schema, ts.table)
+            )
+            if bound is not None:
+                literals = sql.SQL(", ").join(sql.Literal(v) for v in bound)
+                if keyed:
+                    query = sql.SQL("{} WHERE ({}) > ({})").format(query, order, literals)
+                else:
+                    query = sql.SQL("{} WHERE ctid > {}::tid").format(query, literals)
+            query = sql.SQL("{} ORDER BY {} LIMIT {}").format(query, order, sql.Literal(size))
+            statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT csv, FORCE_QUOTE *)").format(query)
+            buffer = io.BytesIO()
+            with cur.copy(statement) as copy:
+                for block in copy:
+                    buffer.write(block)
+            rows = _parse_csv(buffer.getvalue(), width)
+            if rows.num_rows:
+                yield rows
+            if rows.num_rows < size:
+                return
+            last = rows.num_rows - 1
+            key_columns = ts.key_idx if keyed else (len(ts.names),)
+            bound = [rows.column(i)[last].as_py() for i in key_columns]
+    finally:
+        cur.close()
+
+
+def _parse_csv(data: bytes, width: int) -> pa.Table:
+    """``COPY ... (FORMAT csv, FORCE_QUOTE *)`` output as string columns ``c0``... (exact: a
+    quoted value is never NULL, an unquoted empty field always is)."""
+    names = _CSV_NAMES_CACHE.get(width)
+    if names is None:
+        names = _CSV_NAMES_CACHE[width] = [f"c{i}" for i in range(width)]
+    if not data:
+        return pa.table({n: pa.array([], pa.string()) for n in names})
+    return pacsv.read_csv(
+        io.BytesIO(data),
+        read_options=pacsv.ReadOptions(column_names=names, block_size=max(len(data) + 1, 1 << 20)),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()),
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+
+
+_PREFETCH_CHUNKS: Final = 1
+"""Chunks read ahead while the previous one is converted: the memory bound of the snapshot is
+this many chunks, plus the one converted and the one :func:`with_last` holds back."""
+
+_DONE: Final = object()
+
+
+def prefetched(chunks: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """``chunks``, read by a thread of its own up to :data:`_PREFETCH_CHUNKS` ahead: the next
+    ``COPY`` (network wait and Arrow's parser, both without the GIL) overlaps the conversion of
+    the previous chunk. The thread stops when the consumer does (the generator is closed)."""
+    handoff: queue.Queue[Any] = queue.Queue(maxsize=_PREFETCH_CHUNKS)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for chunk in chunks:
+                if not put(chunk):
+                    return
+            put(_DONE)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            put(exc)
+
+    thread = threading.Thread(target=read, name="medallion-snapshot-copy", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = handoff.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _pg_int(values: pa.Array) -> pa.Array:
+    return values
+
+
+def _pg_bool(values: pa.Array) -> pa.Array:
+    return pc.if_else(pc.equal(values, "t"), "true", "false")
+
+
+_BOOLEAN: Final = cs.primitive("boolean")
 
 
 def text_cursor(conn: psycopg.Connection[Any], ts: TableSchema) -> psycopg.Cursor[Any]:

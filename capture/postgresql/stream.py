@@ -19,12 +19,13 @@ import psycopg
 from bronze.batch import BatchBuilder
 from bronze.envelope import (
     ConnectRecord,
+    Op,
     heartbeat,
     message_record,
     truncate_record,
 )
 from bronze.position_base import Phase
-from capture.change_records import delete_records, insert_records, update_records
+from capture.change_records import RowAppender, delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
 from capture.database_source import VERSION, BatchLimits
 from capture.postgresql import slot as pg_slot
@@ -73,6 +74,8 @@ sent everything up to the WAL position seen when the batch started."""
 
 class StreamReader(PostgresAgent):
     """The stream side of the agent: the read loop, message handling and acknowledgement."""
+
+    _appender: RowAppender | None = None
 
     def _start_streaming(self) -> None:
         repl = self._repl if self._repl is not None and not self._repl.closed else None
@@ -268,16 +271,47 @@ class StreamReader(PostgresAgent):
                     builder, table.row(message.new), f"pg:{format_pg_lsn(lsn)}", (tx, lsn), now
                 )
             return  # the signaling table's rows are signals, never data
+        rules = self.settings.rules
+        if (
+            not isinstance(message, Delete)
+            and self._window is None
+            and not ("c" in rules.skipped_operations or "u" in rules.skipped_operations)
+        ):
+            self._append_change(builder, message, table, tx, lsn, raw, now)
+            return
         try:
             records = self._change_records(table, message, lsn, tx)
         except (ValueConversionError, PipelineError) as exc:
-            position = self._position(tx, lsn)
-            if tx.count():
-                self._quarantine(builder, raw, f"pg:{format_pg_lsn(lsn)}", exc, now, table)
-            self._last_position = position
+            self._quarantine_change(builder, exc, (tx, table, lsn, raw), now)
             return
         if self._window is not None:
             self._incremental_saw(table, [record.key for record in records])
+        self._land(builder, records, table, tx, lsn, now)
+
+    def _quarantine_change(
+        self,
+        builder: BatchBuilder,
+        exc: Exception,
+        at: tuple[PgTx, TableSchema, int, bytes],
+        now: dt.datetime,
+    ) -> None:
+        """Quarantine the change at ``at`` (transaction, table, LSN, message bytes)."""
+        tx, table, lsn, raw = at
+        position = self._position(tx, lsn)
+        if tx.count():
+            self._quarantine(builder, raw, f"pg:{format_pg_lsn(lsn)}", exc, now, table)
+        self._last_position = position
+
+    def _land(
+        self,
+        builder: BatchBuilder,
+        records: list[ConnectRecord],
+        table: TableSchema,
+        tx: PgTx,
+        lsn: int,
+        now: dt.datetime,
+    ) -> None:
+        """Add the records of the change at ``lsn``."""
         for record in records:
             if record.value is not None:
                 self._begin_if_needed(builder, tx, now)
@@ -287,6 +321,88 @@ class StreamReader(PostgresAgent):
             if record.value is not None:
                 tx.note_data(table.collection)
             self._last_position = position
+
+    def _append_change(
+        self,
+        builder: BatchBuilder,
+        message: Insert | Update,
+        table: TableSchema,
+        tx: PgTx,
+        lsn: int,
+        raw: bytes,
+        now: dt.datetime,
+    ) -> None:
+        """An insert or update when neither is a skipped operation and no incremental snapshot
+        is open: the same record as :meth:`_change_records` gives, appended to the batch by
+        :class:`RowAppender` (an image with an unrepresentable value, or an update that moved
+        the key, takes the records' road)."""
+        source = self._source(tx, table, lsn)
+        try:
+            if isinstance(message, Insert):
+                before, old_key = None, None
+                after, key = table.row_and_key(message.new)
+            else:
+                before, after, old_key, key = self._update_images(table, message)
+        except (ValueConversionError, PipelineError) as exc:
+            self._quarantine_change(builder, exc, (tx, table, lsn, raw), now)
+            return
+        rules = self.settings.rules
+        if (
+            after.__class__ is not dict
+            or (before is not None and before.__class__ is not dict)
+            or (old_key != key and old_key is not None and key is not None)
+        ):
+            if before is None and message.__class__ is Insert:
+                records = insert_records(source, after, key, table, tx, rules)
+            else:
+                records = update_records(source, (before, after), (old_key, key), table, tx, rules)
+            self._land(builder, records, table, tx, lsn, now)
+            return
+        self._begin_if_needed(builder, tx, now)
+        position = self._position(tx, lsn)
+        if tx.count():
+            appender = self._appender
+            if appender is None:
+                appender = self._appender = RowAppender(self.partition)
+            self._register(builder, table.key_schema_id, table.key_schema)
+            self._register(builder, table.envelope_schema_id, table.envelope_schema)
+            appender.add(
+                builder,
+                _OP_CREATE if message.__class__ is Insert else _OP_UPDATE,
+                source,
+                (before, after),
+                key,
+                tx.block(table.collection, rules.provide_transaction_metadata),
+                table,
+                (position, f"pg:{format_pg_lsn(lsn)}", now, tx.id),
+            )
+            tx.in_batch += 1
+        tx.note_data(table.collection)
+        self._last_position = position
+
+    def _update_images(
+        self, table: TableSchema, message: Update
+    ) -> tuple[dict[str, Any] | None, dict[str, Any], Any, Any]:
+        """An update's ``before`` and ``after`` images and its old and new keys."""
+        new_values = message.new
+        if message.old_kind == "O" and message.old is not None:
+            # REPLICA IDENTITY FULL logs the whole old row, so an unchanged TOAST value the new
+            # tuple leaves out ('u') is known: take it instead of the placeholder.
+            old_values = message.old
+            new_values = tuple(
+                old_values[i] if v is UNCHANGED_TOAST else v for i, v in enumerate(new_values)
+            )
+        after, new_key = table.row_and_key(new_values)
+        old_key = new_key
+        before: dict[str, Any] | None
+        if message.old is not None:
+            old_key = table.key(message.old)
+            before = self._old_image(table, message.old, message.old_kind)
+        elif table.replica_identity in ("d", "i"):
+            before = table.key_only_row(new_key)
+        else:
+            before = None
+        return before, after, old_key, new_key
 
     def _handle_other(
         self,
@@ -406,24 +522,7 @@ class StreamReader(PostgresAgent):
                 tx,
                 rules,
             )
-        new_values = message.new
-        if message.old_kind == "O" and message.old is not None:
-            # REPLICA IDENTITY FULL logs the whole old row, so an unchanged TOAST value the new
-            # tuple leaves out ('u') is known: take it instead of the placeholder.
-            old_values = message.old
-            new_values = tuple(
-                old_values[i] if v is UNCHANGED_TOAST else v for i, v in enumerate(new_values)
-            )
-        after, new_key = table.row_and_key(new_values)
-        old_key = new_key
-        before: dict[str, Any] | None
-        if message.old is not None:
-            old_key = table.key(message.old)
-            before = self._old_image(table, message.old, message.old_kind)
-        elif table.replica_identity in ("d", "i"):
-            before = table.key_only_row(new_key)
-        else:
-            before = None
+        before, after, old_key, new_key = self._update_images(table, message)
         return update_records(source, (before, after), (old_key, new_key), table, tx, rules)
 
     @staticmethod
@@ -532,3 +631,4 @@ _MISSING_TABLE: Any = object()
 # it decoded itself, so it takes the unchecked constructor the landing path uses.
 
 _position = PostgresPosition._new
+_OP_CREATE, _OP_UPDATE = Op.CREATE.value, Op.UPDATE.value

@@ -96,6 +96,9 @@ class YbReplicationStream(ReplicationStream):
         super().__init__(*args, **kwargs)
         self._pending: collections.deque[bytes] = collections.deque()
         self._pending_end = 0
+        self._announced: bytes | None = None
+        """The keepalive :meth:`wal_end` ends its read-ahead with (by identity: the server's
+        own keepalives may hold the same bytes)."""
 
     def read(self, timeout: float) -> bytes | None:
         """The next message: one read ahead by :meth:`wal_end` first, then the server's."""
@@ -109,9 +112,14 @@ class YbReplicationStream(ReplicationStream):
         Args:
             flush_lsn: The LSN the status update asking for a keepalive confirms again.
         """
-        if self._pending:
+        if any(data is not self._announced for data in self._pending):
             # Still reading what the last call read ahead (a backlog): its end stands.
             return self._pending_end
+        # At most the announcement of an end is left, unread when a keepalive of the server's
+        # had already carried the batch loop there: left pending, it would answer every later
+        # call, and the stream would never be read again (neither new changes nor a lost
+        # connection).
+        self._pending.clear()
         self.send_status(flush_lsn, reply=True)
         end = 0
         started = time.monotonic()
@@ -134,7 +142,8 @@ class YbReplicationStream(ReplicationStream):
             elif kind == b"k":
                 end = max(end, decode_keepalive(data)[0])
         if end:
-            self._pending.append(_KEEPALIVE.pack(b"k", end, 0, 0))
+            self._announced = _KEEPALIVE.pack(b"k", end, 0, 0)
+            self._pending.append(self._announced)
         self._pending_end = end
         return end
 
@@ -160,6 +169,9 @@ class YugabyteDbSource(PostgresSource):
     """Plugins whose rows are ``{"value", "set"}`` columns (``yboutput``)."""
     INCREMENTAL_SNAPSHOTS: ClassVar[bool] = False
     """No signals: seed 004 does not document them, and the config has no signaling keys."""
+    COLUMNAR_SNAPSHOT: ClassVar[bool] = False
+    """The per-row snapshot: the columnar one (``COPY (SELECT ...)``) is not verified against
+    YugabyteDB's hybrid-time snapshot reads."""
     REPLAYS_FROM_CONFIRMED: ClassVar[bool] = True
     """The server restarts at the slot's confirmed flush, not at the LSN asked for: replayed
     transactions already in bronze are skipped by their commit LSN."""

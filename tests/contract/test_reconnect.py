@@ -34,19 +34,25 @@ def test_reconnects_after_a_server_restart(
 
     runner = threading.Thread(target=follow)
     runner.start()
+
+    def wait_for(count: int, deadline: float) -> None:
+        while time.monotonic() < deadline and not failure:
+            landed = landed_events(driver, lake)
+            if len(landed.data) - landed.snapshot >= count:
+                return
+            time.sleep(0.3)
+
     try:
         transactions = history.transactions(10)
         driver.apply(transactions)
+        # Restart only once the follower streams: a restart before its first connection would
+        # leave it nothing to reconnect from.
+        wait_for(len(expected_events(transactions)), time.monotonic() + 90)
         driver.restart()
         transactions += history.transactions(10)
         driver.apply(transactions[10:])
         expected = expected_events(transactions)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not failure:
-            landed = landed_events(driver, lake)
-            if len(landed.data) - landed.snapshot >= len(expected):
-                break
-            time.sleep(0.3)
+        wait_for(len(expected), time.monotonic() + 90)
     finally:
         stop.set()
         runner.join(timeout=60)

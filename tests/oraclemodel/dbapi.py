@@ -149,6 +149,14 @@ def _fetch_info(name: str, column: Column, utc: bool) -> FetchInfo:
     return FetchInfo(name, code, precision, scale, column.nullable)
 
 
+def _dictionary_type(column: Column) -> tuple[str, int | None, int | None]:
+    """``DATA_TYPE``, ``DATA_PRECISION``, ``DATA_SCALE`` as ``ALL_TAB_COLUMNS`` shows a column:
+    Oracle stores ``INTEGER``/``INT``/``SMALLINT`` as ``NUMBER(*,0)``, no precision, scale 0."""
+    if column.data_type in ("INTEGER", "INT", "SMALLINT"):
+        return "NUMBER", None, 0
+    return column.data_type, column.precision, column.scale
+
+
 @dataclass(frozen=True)
 class Var:
     """What ``cursor.var(...)`` returns: the Python type fetched values take."""
@@ -341,7 +349,7 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any], cursor
         _in_pdb(conn, model)
         found = model.tables.get((args[0], args[1]))
         rows = [
-            (c.name, c.data_type, c.precision, c.scale, "Y" if c.nullable else "N")
+            (c.name, *_dictionary_type(c), "Y" if c.nullable else "N")
             for c in ([] if found is None else found.columns)
         ]
         return rows, ["COLUMN_NAME", "DATA_TYPE", "DATA_PRECISION", "DATA_SCALE", "NULLABLE"]

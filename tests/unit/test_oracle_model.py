@@ -129,3 +129,32 @@ def test_online_groups_are_reused_and_flashback_reads_committed_rows(tmp_path: P
         _run(cursor, flashback, at_insert - 1)
     with pytest.raises(dbapi.DatabaseError, match="ORA-08181"):
         _run(cursor, flashback, 10**12)
+
+
+def test_the_dictionary_shows_integer_as_oracle_stores_it(tmp_path: Path) -> None:
+    """``ALL_TAB_COLUMNS`` shows ``INTEGER`` as ``NUMBER`` with no precision and scale 0 (Oracle
+    keeps it as ``NUMBER(*,0)``), which the agent maps to Debezium's ``Decimal(38,0)``."""
+    from capture.oracle.types import OracleColumn, OracleHandling, column_type
+
+    model = OracleModel()
+    model.create_table("S", "N", [Column("ID", "INTEGER"), Column("X", "NUMBER")], ["ID"])
+    path = tmp_path / "n.model"
+    model.save(path)
+    cursor = dbapi.connect(user="u", dsn=str(path)).cursor()
+    _run(cursor, f"ALTER SESSION SET CONTAINER = {model.pdb}")
+    rows = _run(
+        cursor,
+        "SELECT COLUMN_NAME, DATA_TYPE, DATA_PRECISION, DATA_SCALE, NULLABLE FROM ALL_TAB_COLUMNS "
+        "WHERE OWNER = :1 AND TABLE_NAME = :2",
+        "S",
+        "N",
+    )
+    assert [row[:4] for row in rows] == [("ID", "NUMBER", None, 0), ("X", "NUMBER", None, None)]
+    kinds = [
+        column_type(OracleColumn(name, kind, precision, scale, True), OracleHandling())
+        for name, kind, precision, scale, _nullable in rows
+    ]
+    assert [k.schema["name"] for k in kinds if k is not None] == [
+        "org.apache.kafka.connect.data.Decimal",
+        "io.debezium.data.VariableScaleDecimal",
+    ]

@@ -122,6 +122,11 @@ def test_number_widths_follow_the_document() -> None:
     assert _type("NUMBER", 10, 2).convert("12.5") == "BOI="  # 1250 at scale 2
     assert _type("NUMBER").schema["name"] == "io.debezium.data.VariableScaleDecimal"
     assert _type("NUMBER").convert("1.25") == {"scale": 2, "value": "fQ=="}
+    # INTEGER as ALL_TAB_COLUMNS shows it: NUMBER, no precision, scale 0 (Decimal(38,0) in Debezium)
+    integer = _type("NUMBER", None, 0)
+    assert integer.schema["name"] == "org.apache.kafka.connect.data.Decimal"
+    assert integer.schema["parameters"]["scale"] == "0"
+    assert integer.convert("-12") == _type("NUMBER", 38, 0).convert("-12")
     assert _type("DATE").convert(dt.datetime(2021, 1, 2)) == 18629 * 86_400_000
     assert _type("TIMESTAMP(9)").schema["name"] == "io.debezium.time.NanoTimestamp"
     assert column_type(OracleColumn("C", "BFILE", None, None, True), OracleHandling()) is None
