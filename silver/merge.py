@@ -38,6 +38,7 @@ from pyspark.sql.types import DataType, StringType, StructType
 
 from bronze.storage import open_delta
 from pipeline.sql import quote_identifier, quote_string_literal
+from silver.plans import SMALL_INPUT_ROWS, session_settings, small_target_merge
 
 __all__ = [
     "MergeResult",
@@ -616,7 +617,6 @@ def apply_changes(
     Returns:
         Counts, and the rejected events for quarantine.
     """
-    from delta.tables import DeltaTable
     from deltalake import DeltaTable as LogTable
     from deltalake.exceptions import TableNotFoundError
 
@@ -630,7 +630,10 @@ def apply_changes(
     purge_horizon = _hex_position(properties.get(PURGE_HORIZON_PROPERTY))
     truncated = _hex_position(properties.get(TRUNCATE_HORIZON_PROPERTY))
     lowest = max((h for h in (purge_horizon, truncated) if h is not None), default=None)
-    changes = changes.cache()
+    # A small batch is checkpointed locally (lazily: the statistics job below computes it), so
+    # the MERGE can read it twice without Delta materializing it again (see below).
+    small = events_hint is not None and events_hint <= SMALL_INPUT_ROWS
+    changes = changes.localCheckpoint(eager=False) if small else changes.cache()
     cached: list[DataFrame] = [changes]
     try:
         has_moves = OLD_KEY in changes.columns
@@ -668,8 +671,13 @@ def apply_changes(
             last = collapse(folded)
         else:
             last = collapse_by_aggregate(changes.drop(OLD_KEY, NEXT_KEY))
-        last = last.withColumn(KEY_ORDER, key_order(F.col(KEY))).cache()
-        cached.append(last)
+        last = last.withColumn(KEY_ORDER, key_order(F.col(KEY)))
+        # The usual batch reads ``last`` once, in the MERGE: no cache (Delta refuses a cached
+        # source it does not materialize itself). The others query it first.
+        own_source = small and not stats["placeholders"] and list_keys
+        if not own_source:
+            last = last.cache()
+            cached.append(last)
         probe: Any = stats
         if stats["placeholders"]:
             # The fold resolves some placeholders: what is left is known after it.
@@ -727,23 +735,19 @@ def apply_changes(
             inserts[quote_identifier(name)] = F.col(f"{s}.{quote_identifier(name)}")
         if on_rejected is not None and rejected is not None and rejected_count:
             on_rejected(rejected)
+        # Delta reads a MERGE's source twice (the files it touches, then the rows it writes)
+        # and, unless told otherwise, copies it first (a Spark job) in case two reads differ.
+        # Ours cannot: it is the checkpointed batch (lineage cut, every read the same rows),
+        # grouped by key (the same keys, one row each, every time; only between events
+        # redelivered at the same position, identical in data, may the pick differ).
+        materialize = {_MATERIALIZE_SOURCE: "none"} if own_source and rejected is None else {}
         set_delta_txn(spark, txn_app_id, txn_version)
         try:
-            (
-                DeltaTable.forPath(spark, path)
-                .alias(t)
-                .merge(
-                    accepted.alias(s),
-                    (F.col(f"{t}.{KEY}") == F.col(f"{s}.{KEY}")) & key_bound(ranges, alias=t)
-                    if ranges
-                    else F.col(f"{t}.{KEY}") == F.col(f"{s}.{KEY}"),
-                )
-                .whenMatchedUpdate(
-                    condition=f"{s}.{POSITION} > {t}.{POSITION}", set={**sets, **meta}
-                )
-                .whenNotMatchedInsert(values=inserts)
-                .execute()
-            )
+            with (
+                session_settings(spark, materialize),
+                small_target_merge(spark, _candidate_bytes(log, ranges)),
+            ):
+                _merge(spark, path, accepted, ranges, sets, meta, inserts)
         finally:
             clear_delta_txn(spark)
         metrics = last_commit_metrics(path)
@@ -761,7 +765,83 @@ def apply_changes(
         )
     finally:
         for frame in cached:
-            frame.unpersist()
+            _release(frame)
+
+
+_MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
+
+
+def _merge(
+    spark: SparkSession,
+    path: str,
+    accepted: DataFrame,
+    ranges: Sequence[tuple[str, str]],
+    sets: dict[str, Column | str],
+    meta: dict[str, Column],
+    inserts: dict[str, Column | str],
+) -> None:
+    """The MERGE itself: a key's change applies only when newer than the stored row."""
+    from delta.tables import DeltaTable
+
+    t, s = "t", "s"
+    (
+        DeltaTable.forPath(spark, path)
+        .alias(t)
+        .merge(
+            accepted.alias(s),
+            (F.col(f"{t}.{KEY}") == F.col(f"{s}.{KEY}")) & key_bound(ranges, alias=t)
+            if ranges
+            else F.col(f"{t}.{KEY}") == F.col(f"{s}.{KEY}"),
+        )
+        .whenMatchedUpdate(condition=f"{s}.{POSITION} > {t}.{POSITION}", set={**sets, **meta})
+        .whenNotMatchedInsert(values=inserts)
+        .execute()
+    )
+
+
+def _candidate_bytes(log: Any, ranges: Sequence[tuple[str, str]]) -> int:
+    """Bytes of the table's files a MERGE bounded by ``ranges`` may touch, from the files'
+    statistics in the Delta log (no Spark job): a file whose ``_cdc_key_order`` range meets
+    no range is skipped by the MERGE; one without statistics, or with rows that have no key
+    order (:func:`key_bound` keeps those), may be touched. No table (None): nothing to touch.
+    Delta's min/max of a long text are a prefix and a prefix raised, so the test stays
+    conservative.
+    """
+    import pyarrow as pa
+
+    if log is None:
+        return 0
+    actions = pa.table(log.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return 0
+    sizes = actions.column("size_bytes").to_pylist()
+    names = (f"min.{KEY_ORDER}", f"max.{KEY_ORDER}", f"null_count.{KEY_ORDER}")
+    if not ranges or any(n not in actions.column_names for n in names):
+        return int(sum(sizes))
+    lows, highs, nulls = (actions.column(n).to_pylist() for n in names)
+    total = 0
+    for size, low, high, null in zip(sizes, lows, highs, nulls, strict=True):
+        if (
+            low is None
+            or high is None
+            or null is None
+            or null > 0
+            or any(low <= r_high and high >= r_low for r_low, r_high in ranges)
+        ):
+            total += size
+    return total
+
+
+def _release(frame: DataFrame) -> None:
+    """Free what ``frame`` holds: its cache, or the blocks of its local checkpoint (left to
+    the garbage collector otherwise, possibly for many micro-batches)."""
+    frame.unpersist()
+    try:
+        plan = frame._jdf.queryExecution().analyzed()
+        if plan.getClass().getSimpleName() == "LogicalRDD":
+            plan.rdd().unpersist(False)
+    except Exception:  # noqa: BLE001 - freeing early is an optimization; the cleaner frees later
+        logger.debug("could not free the checkpoint of a MERGE source", exc_info=True)
 
 
 def _refuse(

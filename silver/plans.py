@@ -8,6 +8,9 @@ for the block and sets as many shuffle partitions as the application has cores (
 configured), so an aggregate or a join over few rows is one job with a task per core. Plans
 change, results do not: the test suite runs without AQE throughout.
 
+A MERGE into small target files has a block of its own (:func:`small_target_merge`: no
+deletion vectors, no broadcasts).
+
 The settings are the session's, set for the block and restored after it; a table worker's
 session is its own (:mod:`silver.job`), the driver's session is shared with the background
 quality run, which then plans a query or two the same way meanwhile (same results).
@@ -19,14 +22,27 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["SMALL_INPUT_ROWS", "plans_without_adaptive", "small_input_plans"]
+__all__ = [
+    "COPY_ON_WRITE_BYTES",
+    "SMALL_INPUT_ROWS",
+    "plans_without_adaptive",
+    "session_settings",
+    "small_input_plans",
+    "small_target_merge",
+]
 
 SMALL_INPUT_ROWS = 100_000
 """Rows up to which an input is planned by :func:`small_input_plans` (a snapshot share, larger,
 keeps the session's settings)."""
 
+COPY_ON_WRITE_BYTES = 16 * 1024**2
+"""Bytes of target files a MERGE may touch up to which it rewrites them rather than writing
+deletion vectors (:func:`small_target_merge`)."""
+
 _ADAPTIVE = "spark.sql.adaptive.enabled"
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+_BROADCAST = "spark.sql.autoBroadcastJoinThreshold"
+_PERSISTENT_DVS = "spark.databricks.delta.merge.deletionVectors.persistent"
 
 
 @contextlib.contextmanager
@@ -56,10 +72,48 @@ def plans_without_adaptive(spark: Any) -> Iterator[None]:
     Args:
         spark: The session whose settings are changed for the block.
     """
-    conf = spark.conf
     cores = max(1, int(spark.sparkContext.defaultParallelism))
-    configured = int(conf.get(_SHUFFLE_PARTITIONS) or cores)
-    wanted = {_ADAPTIVE: "false", _SHUFFLE_PARTITIONS: str(min(configured, cores))}
+    configured = int(spark.conf.get(_SHUFFLE_PARTITIONS) or cores)
+    with session_settings(
+        spark, {_ADAPTIVE: "false", _SHUFFLE_PARTITIONS: str(min(configured, cores))}
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def small_target_merge(spark: Any, touched_bytes: int) -> Iterator[None]:
+    """Plan a MERGE whose candidate target files are small as few Spark jobs.
+
+    Up to :data:`COPY_ON_WRITE_BYTES` of files the MERGE may touch: (1) it rewrites the files
+    it changes instead of writing deletion vectors for them (Delta's DV write path is seven
+    jobs of its own per MERGE, a rewrite of a few small files one); (2) no broadcast joins:
+    each broadcast is a job of its own, and a sort-merge join of a few megabytes is one job
+    with the rest (with adaptive execution off, :func:`small_input_plans`). Larger targets keep
+    deletion vectors (a row changed in a large file costs a small DV, not the file) and
+    broadcasts. Results are the same either way; readers see no difference (the table keeps
+    the deletion-vector feature, other files keep their vectors).
+
+    Args:
+        spark: The session the MERGE runs in (its settings change for the block).
+        touched_bytes: Size of the target files the MERGE may touch (by their statistics).
+    """
+    if touched_bytes > COPY_ON_WRITE_BYTES:
+        yield
+        return
+    with session_settings(spark, {_PERSISTENT_DVS: "false", _BROADCAST: "-1"}):
+        yield
+
+
+@contextlib.contextmanager
+def session_settings(spark: Any, wanted: dict[str, str]) -> Iterator[None]:
+    """Set SQL settings of ``spark``'s session for the block, restoring the previous values
+    (unset ones unset) after it, whatever happens in it.
+
+    Args:
+        spark: The session.
+        wanted: Setting -> value.
+    """
+    conf = spark.conf
     before = {key: conf.get(key, None) for key in wanted}
     for key, value in wanted.items():
         conf.set(key, value)

@@ -120,7 +120,7 @@ class BatchTimings:
                 ids = tracker.getJobIdsForGroup(group)
                 ran = len(ids)
                 if ran and logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s: %s", group, _job_names(tracker, ids))
+                    logger.debug("%s: %s", group, _job_names(tracker, ids, _status_store(context)))
             except Exception:  # noqa: BLE001 - a diagnostic only; never fails a micro-batch
                 ran = 0
             if ran:
@@ -169,15 +169,39 @@ class BatchTimings:
         return ", ".join(f"{k} {v}" for k, v in sorted(counted.items(), key=lambda kv: -kv[1]))
 
 
-def _job_names(tracker: Any, ids: list[int]) -> str:
-    """Each job with the names of its stages (Spark's call sites: what ran it), for DEBUG."""
+def _job_names(tracker: Any, ids: list[int], store: Any = None) -> str:
+    """Each job with its description (Delta names its jobs: "MERGE operation - materialize
+    source", "Compute snapshot for version: 7") or else its stages' names (Spark's call sites),
+    for DEBUG."""
     named = []
     for job in sorted(ids):
+        described = _description(store, job)
+        if described:
+            named.append(f"job {job}: {described}")
+            continue
         info = tracker.getJobInfo(job)
         stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
         named.append(f"job {job}: " + " | ".join(s.name for s in stages if s is not None))
         # Stage info of a finished job may already be gone: the job id is still shown.
     return "; ".join(named)
+
+
+def _description(store: Any, job: int) -> str | None:
+    """The job's description from the application's status store (None: unset or gone)."""
+    if store is None:
+        return None
+    try:
+        described = store.job(job).description()
+        return str(described.get()) if described.isDefined() else None
+    except Exception:  # noqa: BLE001 - a diagnostic only: the job may have left the store
+        return None
+
+
+def _status_store(context: Any) -> Any:
+    try:
+        return context._jsc.sc().statusStore()
+    except Exception:  # noqa: BLE001 - a diagnostic only
+        return None
 
 
 def _context(spark: Any) -> Any:

@@ -31,6 +31,11 @@ WORKER_MEMORY = "768m"
 """What each worker offers its executors (one executor of :data:`CLUSTER_APP_CONF` fits)."""
 DAEMON_MEMORY = "256m"
 """Heap of the master and worker JVMs themselves (they only schedule)."""
+SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""Options of the module's JVMs (daemons, executors, the drivers of one run): each lives a few
+minutes, and C2 compilation and G1's threads cost more in warm-up than they return (a Spark
+JVM's start: -34% CPU with these, docs/benchmarks.md, "The test suite"). The suite's shared
+sessions, which live through a whole worker, keep the JDK defaults."""
 _STARTUP_SECONDS = 240.0  # a loaded 2-core machine starts a JVM in 5-40 s
 _START_ATTEMPTS = 3  # a free port can be taken between choosing it and the master binding it
 _MASTER_UP = re.compile(r"I have been elected leader|Starting Spark master at spark://")
@@ -50,6 +55,8 @@ CLUSTER_APP_CONF: dict[str, str] = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
+    "spark.driver.extraJavaOptions": SHORT_LIVED_JVM,
+    "spark.executor.extraJavaOptions": SHORT_LIVED_JVM,
 }
 """Settings of an application the tests run on the cluster."""
 
@@ -102,6 +109,7 @@ def _daemon_env(base: Path) -> dict[str, str]:
             "SPARK_LOG_DIR": str(base),
             # The REST submission server binds a fixed port (6066); nothing here uses it.
             "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+            "SPARK_DAEMON_JAVA_OPTS": SHORT_LIVED_JVM,
         }
     )
     return env

@@ -7,10 +7,18 @@ conditional writes (``If-None-Match``) that delta-rs commits with.
 
 ``s3_server`` starts one server per test module on a free loopback port; a missing server
 binary fails the test (never skips) and names ``make bootstrap``.
+
+Spark reaches the server from the suite's shared session (``tests/fix_spark.py``), not from a JVM
+of its own: :func:`s3a_class_path` puts the S3A jars on that session's class path when it starts
+(a JVM cannot load them later), and :func:`s3a_bucket` gives it one bucket's settings at run time,
+as :func:`pipeline.spark_storage.object_store_settings` writes them. The product's rule that a
+local lake never loads the AWS SDK is about medallion's sessions; the suite's session only has
+the jars on its class path, and nothing loads them until a test names an ``s3://`` path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -20,12 +28,16 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bronze.storage import ObjectPath, ObjectStoreOptions
+from pipeline.errors import NotInstalledError
+from pipeline.spark_storage import object_store_settings, with_object_store
+from pipeline.sql import qualified, quote_identifier
 
-__all__ = ["MOTO_DIR_ENV", "S3Server", "s3_server"]
+__all__ = ["MOTO_DIR_ENV", "S3Server", "s3_server", "s3a_bucket", "s3a_class_path"]
 
 MOTO_DIR_ENV = "MEDALLION_MOTO_DIR"
 """Directory of moto's virtualenv (``scripts/fetch_moto.sh`` reads it too)."""
@@ -78,6 +90,82 @@ class S3Server:
         )
         fs.create_dir(name)
         return ObjectPath(name, "", options)
+
+
+_CLASS_PATH = "spark.driver.extraClassPath"
+_S3A_CLASS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+_HADOOP = "spark.hadoop."
+
+
+def s3a_class_path() -> dict[str, str]:
+    """The driver class-path setting that carries the S3A jars, as medallion's own sessions get it
+    for an ``s3://`` lake (:func:`pipeline.spark_storage.with_object_store`); empty when
+    ``make bootstrap`` has not fetched them (the object-store tests then fail, naming it)."""
+    try:
+        settings = with_object_store({}, ObjectPath("class-path-probe"))
+    except NotInstalledError:
+        return {}
+    return {_CLASS_PATH: settings[_CLASS_PATH]}
+
+
+@contextlib.contextmanager
+def s3a_bucket(spark: Any, root: ObjectPath) -> Iterator[list[str]]:
+    """The shared session reaching ``root``'s bucket through S3A, for the ``with`` block.
+
+    The bucket's Hadoop settings are :func:`~pipeline.spark_storage.object_store_settings` of
+    ``root``, set on the running context's Hadoop configuration (where the ``spark.hadoop.*``
+    settings of a new session end up). Afterwards the names registered at ``s3://`` locations
+    are dropped from the session's catalog, so that no later test resolves a table of a server
+    that is gone, and the bucket's settings are removed.
+
+    Args:
+        spark: The shared SparkSession.
+        root: A location in a bucket of the test's S3 server; use a bucket name of its own
+            (S3A keeps one file system per bucket for the JVM's life).
+
+    Yields:
+        A list that holds, after the block, the ``<schema>.<name>`` entries it dropped.
+    """
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName(_S3A_CLASS)
+    except Exception as exc:
+        pytest.fail(
+            f"the shared SparkSession cannot load {_S3A_CLASS} ({type(exc).__name__}): the S3A "
+            "jars (.cache/s3a-jars) were not on its class path when it started; run make "
+            "bootstrap",
+            pytrace=False,
+        )
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    settings = {k.removeprefix(_HADOOP): v for k, v in object_store_settings(root).items()}
+    bucket_keys = [k for k in settings if k.startswith(f"fs.s3a.bucket.{root.bucket}.")]
+    for key, value in settings.items():
+        hadoop.set(key, value)
+    dropped: list[str] = []
+    try:
+        yield dropped
+    finally:
+        dropped.extend(_drop_object_store_names(spark))
+        for key in bucket_keys:
+            hadoop.unset(key)
+
+
+def _drop_object_store_names(spark: Any) -> list[str]:
+    dropped: set[str] = set()
+    out: list[str] = []
+    for schema in ("bronze", "silver", "gold"):
+        if not spark.catalog.databaseExists(schema):
+            continue
+        listed = spark.sql(f"SHOW TABLE EXTENDED IN {quote_identifier(schema)} LIKE '*'")
+        for row in listed.collect():
+            name, info = str(row["tableName"]), str(row["information"] or "")
+            # Gold's views are named after the silver tables they read.
+            if row["isTemporary"] or ("s3://" not in info and name not in dropped):
+                continue
+            kind = "VIEW" if "Type: VIEW" in info else "TABLE"
+            spark.sql(f"DROP {kind} IF EXISTS {qualified(schema, name)}")
+            dropped.add(name)
+            out.append(f"{schema}.{name}")
+    return out
 
 
 def moto_server_binary() -> Path:

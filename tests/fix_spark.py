@@ -54,6 +54,7 @@ def spark(request: pytest.FixtureRequest, spark_lake_root: Path) -> Iterator[Spa
     # Imported here so tests that never touch Spark do not pay for importing pyspark.
     from pipeline.errors import NotInstalledError
     from pipeline.spark import build_spark_session, stop_spark_session
+    from tests.fix_s3 import s3a_class_path
 
     started = time.monotonic()
     try:
@@ -61,7 +62,9 @@ def spark(request: pytest.FixtureRequest, spark_lake_root: Path) -> Iterator[Spa
             master=TEST_MASTER,
             app_name="medallion-tests",
             lake_root=spark_lake_root,
-            conf=TEST_SPARK_CONF,
+            # The S3A jars on the class path, so the object-store tests need no JVM of their
+            # own (tests/fix_s3.py); nothing loads them until a test reads an s3:// path.
+            conf={**TEST_SPARK_CONF, **s3a_class_path()},
         )
     except NotInstalledError as exc:
         pytest.fail(f"cannot start Spark: {exc}", pytrace=False)

@@ -2,30 +2,35 @@
 the capture agent with delta-rs, silver and gold by Spark through s3a, gold materialized and
 read back with ``deltalake``; compared with the real PostgreSQL source.
 
-Spark runs in a child process (``medallion run``): the S3A jars go on ``spark.jars`` only for an
-``s3://`` lake, and the suite's shared session was started without them.
+``medallion run`` runs in this process on the suite's shared session, which carries the S3A
+jars on its class path (``tests/fix_spark.py``) and gets the bucket's settings as
+:func:`pipeline.spark_storage.object_store_settings` writes them (:func:`tests.fix_s3.s3a_bucket`).
+What a new session of an ``s3://`` lake is given (the jars on the class path, the settings as
+``spark.hadoop.*``) is ``tests/unit/test_lake_storage.py``'s.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import logging
 import threading
+import uuid
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 import yaml
+from click.testing import CliRunner
 from deltalake import DeltaTable, write_deltalake
 
 from bronze.storage import ObjectPath, is_delta_table, open_delta, storage_options
 from gold.materialize import materialized_path
+from pipeline.cli import cli
 from pipeline.config import load_config
 from pipeline.orchestration import land_sources
-from tests.fix_s3 import S3Server, s3_server
-from tests.fix_spark import TEST_SPARK_CONF
+from tests.fix_s3 import S3Server, s3_server, s3a_bucket
+from tests.fix_spark import TEST_MASTER
 from tests.integration import test_pg_capture
 from tests.integration.test_pg_capture import Pg
 
@@ -33,8 +38,6 @@ pg = test_pg_capture.pg  # the fixture: one private schema, slot and publication
 s3 = s3_server  # one moto server for the module
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
-
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_concurrent_delta_rs_writers_never_overwrite_a_commit(s3: S3Server) -> None:
@@ -75,7 +78,7 @@ def _config_file(tmp_path: Path, s3: S3Server, root: ObjectPath, pg: Pg) -> Path
             "s3.access.key.id": "${TEST_S3_KEY}",
             "s3.secret.access.key": "${TEST_S3_SECRET}",
         },
-        "spark": {"master": "local[1]", "conf": dict(TEST_SPARK_CONF)},
+        "spark": {"master": TEST_MASTER},
         "gold": {"materialize": True},
         "quality": {"enabled": False},
         "sources": [source],
@@ -85,9 +88,13 @@ def _config_file(tmp_path: Path, s3: S3Server, root: ObjectPath, pg: Pg) -> Path
     return path
 
 
-@pytest.mark.slow  # a Spark of its own: scheduled first
 def test_postgres_to_gold_on_object_storage_equals_the_source(
-    pg: Pg, s3: S3Server, tmp_path: Path
+    pg: Pg,
+    s3: S3Server,
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     s = pg.schema
     pg.sql(
@@ -97,10 +104,12 @@ def test_postgres_to_gold_on_object_storage_equals_the_source(
         f"DELETE FROM {s}.accounts WHERE id = 3",
         f"INSERT INTO {s}.accounts VALUES (4, 'dee', -1.25)",
     )
-    root = s3.bucket("medallion-lake") / "lake"
-    env = {**os.environ, "TEST_S3_KEY": s3.access_key, "TEST_S3_SECRET": s3.secret_key}
+    # A bucket of this run's own: the shared JVM keeps one S3A file system per bucket.
+    root = s3.bucket(f"medallion-lake-{uuid.uuid4().hex[:8]}") / "lake"
+    monkeypatch.setenv("TEST_S3_KEY", s3.access_key)
+    monkeypatch.setenv("TEST_S3_SECRET", s3.secret_key)
     config_path = _config_file(tmp_path, s3, root, pg)
-    config = load_config(config_path, env=env)
+    config = load_config(config_path)
     assert config.lake.root == root
 
     # Bronze: the agent writes to the bucket with delta-rs; nothing lands on the local disk.
@@ -113,20 +122,19 @@ def test_postgres_to_gold_on_object_storage_equals_the_source(
     (again,) = land_sources(config, ["pg"])  # a replay lands nothing twice
     assert again.landed == 0 and open_delta(events).version() == bronze_version
 
-    # Silver and gold: Spark through s3a, in its own process.
-    run = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "--config", str(config_path), "run"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**env, "PYTHONPATH": str(_REPO_ROOT)},
-        cwd=tmp_path,
-        check=False,
-    )
-    assert run.returncode == 0, (run.stdout[-3000:], run.stderr[-5000:])
-    assert s3.secret_key not in run.stdout + run.stderr
+    # Silver and gold: `medallion run`, Spark through s3a.
+    caplog.set_level(logging.INFO)
+    with s3a_bucket(spark, root) as dropped:
+        run = CliRunner().invoke(cli, ["--config", str(config_path), "run"])
+    assert run.exit_code == 0, (run.output[-5000:], run.exception)
+    assert "silver" in run.output
+    assert s3.secret_key not in run.output + caplog.text
+    assert not [p for p in tmp_path.rglob("*") if "_delta_log" in p.parts]
 
     name = f"pg__{s}__accounts"
+    # The names the run defined on s3:// (bronze's tables, gold's view) left the shared session
+    # with the bucket's settings.
+    assert {"bronze.events", f"gold.{name}"} <= set(dropped), dropped
     assert is_delta_table(root / "silver" / name)
     gold = open_delta(materialized_path(root, name))
     assert gold.protocol().min_reader_version == 1

@@ -329,3 +329,52 @@ def test_key_ranges_cover_every_key_and_cut_at_the_widest_gaps() -> None:
         assert len(got) <= limit
         assert all(any(lo <= o <= hi for lo, hi in got) for o in orders)
     assert key_ranges([]) == []
+
+
+def test_small_targets_are_rewritten_large_ones_get_deletion_vectors_same_rows(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+    from deltalake import DeltaTable as LogTable
+
+    from silver import merge as M
+    from silver import plans
+
+    def hinted(path: Path, *events: tuple[Any, ...]) -> None:
+        # As the silver job calls it: a small batch, its own checkpoint as the MERGE's source.
+        df = spark.createDataFrame(list(events), SCHEMA)
+        version = next(_versions)
+        apply_changes(
+            spark, str(path), df, DATA, txn_app_id="t", txn_version=version, events_hint=9
+        )
+
+    small, large = tmp_path / "small", tmp_path / "large"
+    for t in (small, large):
+        hinted(t, *[ev(i, "c", i, f"n{i}", "x") for i in range(1, 5)])
+    log = LogTable(str(small))
+    total = sum(pa.table(log.get_add_actions(flatten=True)).column("size_bytes").to_pylist())
+    assert total > 0 and M._candidate_bytes(log, [("p", "q")]) == total
+    assert M._candidate_bytes(log, [("s", "t")]) == 0  # text keys only: no integer key's file
+    assert M._candidate_bytes(None, [("p", "q")]) == 0
+
+    hinted(small, ev(10, "u", 2, "changed", "x"))
+    monkeypatch.setattr(plans, "COPY_ON_WRITE_BYTES", -1)  # every target counts as large
+    hinted(large, ev(10, "u", 2, "changed", "x"))
+
+    rewritten, marked = M.last_commit_metrics(str(small)), M.last_commit_metrics(str(large))
+    assert rewritten["numTargetDeletionVectorsAdded"] == 0 and rewritten["numTargetFilesRemoved"]
+    assert marked["numTargetDeletionVectorsAdded"] >= 1 and not marked["numTargetFilesRemoved"]
+
+    def stored(path: Path) -> dict[int, dict[str, Any]]:
+        return {
+            k: {c: v for c, v in r.items() if c != "_cdc_updated_at"}
+            for k, r in rows(spark, path).items()
+        }
+
+    assert stored(small) == stored(large) and stored(small)[2]["name"] == "changed"
+    # The settings were the MERGE's only: the session is as it was.
+    for setting in (
+        "spark.databricks.delta.merge.deletionVectors.persistent",
+        "spark.databricks.delta.merge.materializeSource",
+    ):
+        assert spark.conf.get(setting, None) is None

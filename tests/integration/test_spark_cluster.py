@@ -37,7 +37,7 @@ from psycopg import sql
 
 from pipeline.config import load_config
 from pipeline.orchestration import land_sources, run_pipeline
-from tests.fix_cluster import CLUSTER_APP_CONF, SparkCluster
+from tests.fix_cluster import CLUSTER_APP_CONF, SHORT_LIVED_JVM, SparkCluster
 from tests.fix_spark import TEST_SPARK_CONF
 from tests.integration.test_cli import titled
 from tests.integration.test_pg_capture import Pg, pg_corner, raw_config
@@ -229,7 +229,11 @@ def runs(
 
     empty_lake = base / "reader-lake"
     empty_lake.mkdir()
-    conf = {**TEST_SPARK_CONF, "spark.driver.memory": "512m"}
+    conf = {
+        **TEST_SPARK_CONF,
+        "spark.driver.memory": "512m",
+        "spark.driver.extraJavaOptions": SHORT_LIVED_JVM,
+    }
     reader = _child(
         ["-c", _READER, metastore_url, user, str(empty_lake), json.dumps(conf)], base, "reader"
     )
