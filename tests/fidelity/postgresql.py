@@ -19,7 +19,7 @@ from tests.fidelity.model import Edge, Reading, TypeCase, TypeTable, array_of, c
 __all__ = ["SETUP", "TYPE_TABLE"]
 
 SETUP = (
-    "CREATE EXTENSION IF NOT EXISTS hstore",
+    "CREATE EXTENSION IF NOT EXISTS hstore SCHEMA public",
     "CREATE TYPE {s}.mood AS ENUM ('sad', 'ok', 'happy')",
     "CREATE DOMAIN {s}.posint AS integer CHECK (VALUE > 0)",
 )

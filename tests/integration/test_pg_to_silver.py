@@ -329,22 +329,22 @@ def test_workload_with_toast_key_moves_truncate_and_added_column(
 # --- every type of the guide's table --------------------------------------------------------------
 
 TYPES_DDL = """
-CREATE EXTENSION IF NOT EXISTS hstore SCHEMA {s};
-CREATE EXTENSION IF NOT EXISTS ltree SCHEMA {s};
-CREATE EXTENSION IF NOT EXISTS citext SCHEMA {s};
+CREATE EXTENSION IF NOT EXISTS hstore SCHEMA public;
+CREATE EXTENSION IF NOT EXISTS ltree SCHEMA public;
+CREATE EXTENSION IF NOT EXISTS citext SCHEMA public;
 CREATE TYPE {s}.mood AS ENUM ('sad', 'ok', 'happy');
 CREATE DOMAIN {s}.price AS numeric(8, 2);
 CREATE TABLE {s}.all_types (
   id int PRIMARY KEY, c_bool boolean, c_bit1 bit(1), c_bits bit(10), c_varbit varbit(8),
   c_int2 smallint, c_int4 integer, c_int8 bigint, c_float4 real, c_float8 double precision,
   c_numeric numeric(10, 3), c_numeric_free numeric, c_money money,
-  c_char char(3), c_varchar varchar(20), c_text text, c_citext {s}.citext,
+  c_char char(3), c_varchar varchar(20), c_text text, c_citext public.citext,
   c_inet inet, c_cidr cidr, c_macaddr macaddr, c_macaddr8 macaddr8,
   c_int4range int4range, c_int8range int8range, c_numrange numrange, c_tsrange tsrange,
   c_tstzrange tstzrange, c_daterange daterange,
   c_date date, c_time time, c_time3 time(3), c_timetz timetz, c_ts timestamp,
   c_ts3 timestamp(3), c_tstz timestamptz, c_interval interval, c_bytea bytea,
-  c_json json, c_jsonb jsonb, c_xml xml, c_uuid uuid, c_ltree {s}.ltree, c_hstore {s}.hstore,
+  c_json json, c_jsonb jsonb, c_xml xml, c_uuid uuid, c_ltree public.ltree, c_hstore public.hstore,
   c_mood {s}.mood, c_price {s}.price, c_point point, c_box box, c_polygon polygon,
   c_int_array int[], c_text_array text[], c_oid oid, c_tsvector tsvector
 );
@@ -458,7 +458,7 @@ TYPES_COMPARED = [
     ),
     Col("c_bytea"),
     # hstore.handling.mode json: a JSON object text
-    Col("c_hstore", source="{s}.hstore_to_json(c_hstore)", convert=json.loads),
+    Col("c_hstore", source="public.hstore_to_json(c_hstore)", convert=json.loads),
     Col("c_price"),
     Col("c_point_x", source="c_point[0]", silver="c_point.x"),
     Col("c_point_y", source="c_point[1]", silver="c_point.y"),

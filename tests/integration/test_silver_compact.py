@@ -17,9 +17,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
 def test_compaction_keeps_every_row_and_the_next_merge_applies(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "t"
-    # Two micro-batches' MERGEs, as run --continuous leaves them: a file (at least) each.
+    # Micro-batches' MERGEs as run --continuous leaves them: a small file the MERGE may touch is
+    # rewritten, but new keys beyond every file's key range land in a file of their own.
     apply(spark, table, ev(1, "c", 1, "a", "x"), ev(2, "c", 2, "b", "y"), ev(3, "c", 9, "z", "z"))
-    apply(spark, table, ev(4, "u", 1, "a2", "x"), ev(5, "c", 3, "c", None), ev(6, "d", 2))
+    apply(spark, table, ev(4, "c", 20, "t", None))
+    apply(spark, table, ev(5, "u", 1, "a2", "x"), ev(6, "c", 3, "c", None), ev(7, "d", 2))
     files = M.small_files(spark, str(table))
     assert files >= 2
     assert M.compact(spark, str(table), min_files=files + 1) is None  # too few: untouched
@@ -35,4 +37,4 @@ def test_compaction_keeps_every_row_and_the_next_merge_applies(spark: Any, tmp_p
     r = apply(spark, table, ev(8, "u", 3, "c2", "v"), ev(9, "d", 9), ev(10, "c", 5, "e", None))
     assert (r.inserted, r.updated) == (1, 2)
     live = {i: (v["name"], v["notes"]) for i, v in rows(spark, table).items()}
-    assert live == {1: ("a2", "x"), 3: ("c2", "v"), 5: ("e", None)}
+    assert live == {1: ("a2", "x"), 3: ("c2", "v"), 5: ("e", None), 20: ("t", None)}
