@@ -16,25 +16,30 @@ from pipeline.errors import InternalError
 
 pytestmark = pytest.mark.unit
 
-COLUMNS = (
-    CatalogColumn("id", 23, -1, not_null=True, in_primary_key=True, in_identity=True),
-    CatalogColumn("price", 1700, -1),
-    CatalogColumn("note", 25, -1),
-)
-TABLE = TableSchema(
-    "srv",
-    "public",
-    "t",
-    COLUMNS,
-    "f",
-    handling=ValueHandling(),
-    lookup=None,
-    column_filter=TableFilter(),
-    key_overrides=KeyOverrides(),
-    masker=None,
-    placeholder="__debezium_unavailable_value",
-    with_transaction=True,
-)
+def table(*, with_transaction: bool = True, keyed: bool = True) -> TableSchema:
+    """The three-column PostgreSQL table these tests build events of (``id`` the key if keyed)."""
+    columns = (
+        CatalogColumn("id", 23, -1, not_null=True, in_primary_key=keyed, in_identity=keyed),
+        CatalogColumn("price", 1700, -1),
+        CatalogColumn("note", 25, -1),
+    )
+    return TableSchema(
+        "srv",
+        "public",
+        "t",
+        columns,
+        "f",
+        handling=ValueHandling(),
+        lookup=None,
+        column_filter=TableFilter(),
+        key_overrides=KeyOverrides(),
+        masker=None,
+        placeholder="__debezium_unavailable_value",
+        with_transaction=with_transaction,
+    )
+
+
+TABLE = table()
 
 SOURCES: dict[str, dict[str, Any]] = {
     "postgresql": {

@@ -14,35 +14,12 @@ from bronze.position_base import Phase
 from capture.change_records import RowAppender, data_record
 from capture.database_source import DatabaseSource, OpenTransaction
 from capture.mysql.position import MySqlPosition
-from capture.postgresql.schema import CatalogColumn, KeyOverrides, TableFilter, TableSchema
-from capture.postgresql.types import ValueHandling
 from tests.unit.test_built_events import SOURCES
+from tests.unit.test_built_events import table as table_of
 
 pytestmark = pytest.mark.unit
 
 NOW = dt.datetime(2026, 11, 29, 5, 0, tzinfo=dt.UTC)
-
-
-def _table(with_transaction: bool, keyed: bool = True) -> TableSchema:
-    columns = (
-        CatalogColumn("id", 23, -1, not_null=True, in_primary_key=keyed, in_identity=keyed),
-        CatalogColumn("price", 1700, -1),
-        CatalogColumn("note", 25, -1),
-    )
-    return TableSchema(
-        "srv",
-        "public",
-        "t",
-        columns,
-        "f",
-        handling=ValueHandling(),
-        lookup=None,
-        column_filter=TableFilter(),
-        key_overrides=KeyOverrides(),
-        masker=None,
-        placeholder="__debezium_unavailable_value",
-        with_transaction=with_transaction,
-    )
 
 
 @pytest.mark.parametrize("with_transaction", [False, True])
@@ -51,7 +28,7 @@ def test_the_appended_rows_equal_the_added_ones(
     with_transaction: bool, keyed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(time, "time_ns", lambda: 1_764_392_400_123_456_789)
-    table = _table(with_transaction, keyed)
+    table = table_of(with_transaction=with_transaction, keyed=keyed)
     values, other = ("1", "2.50", "x"), ("1", "3", None)
     row, key = table.row_and_key(values)
     changed = table.row(other)
