@@ -16,6 +16,7 @@ from pipeline.errors import InternalError
 
 pytestmark = pytest.mark.unit
 
+
 def table(*, with_transaction: bool = True, keyed: bool = True) -> TableSchema:
     """The three-column PostgreSQL table these tests build events of (``id`` the key if keyed)."""
     columns = (
