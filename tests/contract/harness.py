@@ -1,17 +1,15 @@
 """Landing a contract driver's source into a lake, in this process or in a child that may be
 killed, and reading bronze back as the suite compares it.
 
-The child is ``python -m tests.contract.agent`` (:mod:`tests.contract.agent`): the same landing
-as :func:`land`, so that ``MEDALLION_FAULTS`` can SIGKILL it at the points of
-:mod:`pipeline.faults`.
+The child runs :mod:`tests.contract.agent` (the same landing as :func:`land`), so that
+``MEDALLION_FAULTS`` can SIGKILL it at the points of :mod:`pipeline.faults`; it is forked from a
+process that imported the agent once (:mod:`tests.contract.agent_forks`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ from bronze.writer import BronzeTables, BronzeWriter
 from capture.registry import create_source
 from pipeline.config import SourceConfig
 from pipeline.landing import LandingAgent, LandingResult
+from tests.contract.agent_forks import run_forked
 from tests.contract.history import TABLES, Event, History
 
 if TYPE_CHECKING:
@@ -93,11 +92,10 @@ def run_child(
     env["PYTHONPATH"] = str(ROOT)
     if faults:
         env["MEDALLION_FAULTS"] = faults
-    args = [sys.executable, "-m", "tests.contract.agent", orjson.dumps(raw).decode(), str(lake)]
-    args.append(str(max_transaction_events))
-    proc = subprocess.run(args, env=env, capture_output=True, timeout=180, check=False)
-    assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.decode()[-3000:]
-    return proc.returncode
+    argv = [orjson.dumps(raw).decode(), str(lake), str(max_transaction_events)]
+    child = run_forked(argv, env, timeout=180)
+    assert child.returncode in (0, -signal.SIGKILL), child.output[-3000:]
+    return child.returncode
 
 
 @dataclass(frozen=True)
