@@ -347,8 +347,7 @@ class BronzeWriter:
             raise BronzeError(
                 f"bronze commit of {agent_id} batch {batch_seq} failed: {exc}"
             ) from exc
-        events.update_incremental()
-        version = events.version()
+        version = events.version()  # the write moved ``events`` to its own commit
         logger.info(
             "committed %s events (%s quarantined) of %s as batch %s, bronze version %s",
             counts.landed,
