@@ -11,17 +11,19 @@ at the high watermark are taken from the columns and assembled with the snapshot
 kernels. The bronze rows are byte for byte the per-row path's
 (``tests/integration/test_incremental_columnar.py``).
 
-A chunk with a value that does not convert or has no representation (C1) is held row by row
-whole (its bad rows are quarantined, its C1 values flagged, as before), and so is every chunk of
-a table class with images of its own, or when the engine cannot read the chunk in bulk.
+The engine's chunk read (:meth:`IncrementalSnapshots._incremental_read`, the one hook) returns
+:class:`ColumnRows` when it read the chunk in bulk. A chunk with a value that does not convert or
+has no representation (C1) is held row by row whole (its bad rows are quarantined, its C1 values
+flagged, as before), and so is every chunk of a table class with images of its own, or one the
+engine read row by row.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, overload
 
 import pyarrow as pa
 
@@ -41,38 +43,53 @@ from capture.columnar_snapshot import (
 from capture.incremental_snapshot import ChunkWindow, IncrementalSnapshots
 from pipeline.errors import InternalError
 
-__all__ = ["ColumnarIncremental"]
+__all__ = ["ColumnRows", "ColumnarIncremental"]
 
 logger = logging.getLogger(__name__)
 
 _OP_READ = Op.READ.value
 
 
+class ColumnRows(Sequence[list[Any]]):
+    """An incremental chunk an engine read in bulk (:meth:`_incremental_read`'s result): its
+    columns in table order as the initial snapshot's chunks hold them, and, as a sequence, the
+    same rows one list each (what the per-row path takes)."""
+
+    def __init__(self, columns: pa.Table) -> None:
+        self.columns = columns
+        self._as_rows: list[list[Any]] | None = None
+
+    def __len__(self) -> int:
+        return int(self.columns.num_rows)
+
+    @overload
+    def __getitem__(self, index: int) -> list[Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> list[Any] | list[list[Any]]:
+        return self._rows()[index]
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        return iter(self._rows())
+
+    def _rows(self) -> list[list[Any]]:
+        if self._as_rows is None:
+            values = self.columns.to_pydict().values()
+            self._as_rows = [list(row) for row in zip(*values, strict=True)]
+        return self._as_rows
+
+
 class ColumnarIncremental(ColumnarSnapshot, IncrementalSnapshots):
-    """Incremental-snapshot chunks through the columnar path (see the module docstring); the
-    engine implements :meth:`_incremental_columns` and :meth:`_incremental_columnar_ready`."""
+    """Incremental-snapshot chunks through the columnar path (see the module docstring): the
+    engine's :meth:`_incremental_read` returns :class:`ColumnRows` when it read the chunk in
+    bulk (it decides, e.g. by :attr:`COLUMNAR_INCREMENTAL` and the connection's encoding)."""
 
     COLUMNAR_INCREMENTAL: ClassVar[bool] = True
     """Read incremental-snapshot chunks column by column; False: row by row. Only when
     :attr:`COLUMNAR_SNAPSHOT` holds too: an engine whose bulk read is not verified (YugabyteDB)
     reads both snapshots row by row."""
-
-    # --- hooks ---------------------------------------------------------------------------------
-    def _incremental_columnar_ready(self) -> bool:
-        """Whether chunks can be read in bulk now (PostgreSQL: the side connection's encoding)."""
-        return False
-
-    def _incremental_columns(
-        self,
-        table: CapturedTable,
-        after: list[Any] | None,
-        until: list[Any],
-        condition: str | None,
-        limit: int,
-    ) -> pa.Table:
-        """:meth:`_incremental_read`'s rows as a chunk of the initial snapshot's form (the
-        table's columns in table order)."""
-        raise NotImplementedError(f"{type(self).__name__} reads no chunk in bulk")
 
     # --- the window ----------------------------------------------------------------------------
     def _read_window(
@@ -83,23 +100,21 @@ class ColumnarIncremental(ColumnarSnapshot, IncrementalSnapshots):
         until: list[Any],
         condition: str | None,
     ) -> ChunkWindow | None:
+        rows = self._incremental_read(table, after, until, condition, self.signals.chunk_size)
+        if not rows:
+            return None
         if not (
-            self.COLUMNAR_INCREMENTAL
-            and self.COLUMNAR_SNAPSHOT
+            isinstance(rows, ColumnRows)
             and _plain_images(table)
             and table.key_idx
             and set(table.key_idx) <= set(table.value_idx)
-            and self._incremental_columnar_ready()
         ):
-            return super()._read_window(chunk_id, table, after, until, condition)
-        rows = self._incremental_columns(table, after, until, condition, self.signals.chunk_size)
-        n = rows.num_rows
-        if n == 0:
-            return None
-        chunk = SnapshotChunk(-1, table, rows)
+            return self._buffer(chunk_id, table, rows)
+        n = len(rows)
+        chunk = SnapshotChunk(-1, table, rows.columns)
         encoders = tuple(self._column_encoder(table, i) for i in range(len(table.names)))
         try:
-            fragments = encode_chunk(table, encoders, rows)
+            fragments = encode_chunk(table, encoders, rows.columns)
         except _NeedsRows as exc:
             logger.debug(
                 "source %s: incremental chunk of %s goes row by row (%s)",
@@ -107,7 +122,7 @@ class ColumnarIncremental(ColumnarSnapshot, IncrementalSnapshots):
                 table.collection,
                 exc,
             )
-            return self._buffer(chunk_id, table, self._chunk_rows(chunk))
+            return self._buffer(chunk_id, table, rows)
         names = table.names
         ordered = sorted(table.key_idx, key=lambda i: names[i])  # record_key sorts its keys
         keys = json_object([names[i] for i in ordered], [fragments[i] for i in ordered], n)

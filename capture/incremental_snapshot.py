@@ -527,7 +527,7 @@ class IncrementalSnapshots(DatabaseSource):
         condition: str | None,
     ) -> ChunkWindow | None:
         """Read the next chunk (between the watermarks) into its window; None when no row is
-        left. Row by row here; :mod:`capture.incremental_columnar` reads whole columns."""
+        left. Row by row here; :mod:`capture.incremental_columnar` holds whole columns."""
         rows = self._incremental_read(table, after, until, condition, self.signals.chunk_size)
         return self._buffer(chunk_id, table, rows) if rows else None
 
@@ -619,9 +619,10 @@ class IncrementalSnapshots(DatabaseSource):
         until: list[Any],
         condition: str | None,
         limit: int,
-    ) -> list[Any]:
+    ) -> Sequence[Any]:
         """Up to ``limit`` rows with ``after < key <= until`` under ``condition``, in key order,
-        each as :meth:`_snapshot_decode` takes it."""
+        each as :meth:`_snapshot_decode` takes it (a chunk read in bulk may come as
+        :class:`capture.incremental_columnar.ColumnRows`, which is such a sequence too)."""
         raise NotImplementedError(f"{type(self).__name__} takes no incremental snapshot")
 
     def _write_signal(self, signal: Signal) -> None:

@@ -16,12 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-import pyarrow as pa
 from psycopg import sql
 
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
-from capture.incremental_columnar import ColumnarIncremental
+from capture.incremental_columnar import ColumnarIncremental, ColumnRows
 from capture.postgresql.agent import PgTx
 from capture.postgresql.position import PostgresPosition
 from capture.postgresql.schema import TableSchema
@@ -77,32 +76,21 @@ class IncrementalReader(ColumnarIncremental, StreamReader):
         until: list[Any],
         condition: str | None,
         limit: int,
-    ) -> list[Any]:
+    ) -> list[Any] | ColumnRows:
         ts = self._pg_table(table)
-        cur = text_cursor(self._side(), ts)
+        side = self._side()
+        if self.COLUMNAR_INCREMENTAL and self.COLUMNAR_SNAPSHOT and utf8(side):
+            # COPY takes no parameters: the bounds are literals, untyped as bound parameters are.
+            query = _chunk_query(ts, after, until, condition, limit, sql.Literal)
+            with side.cursor() as cur:
+                return ColumnRows(copy_rows(cur, query, len(ts.names)))
+        cur = text_cursor(side, ts)
         try:
             params = [*until, *(after or [])]
             cur.execute(_chunk_query(ts, after, until, condition, limit, _placeholder), params)
             return [list(row) for row in cur.fetchall()]
         finally:
             cur.close()
-
-    def _incremental_columnar_ready(self) -> bool:
-        return utf8(self._side())
-
-    def _incremental_columns(
-        self,
-        table: CapturedTable,
-        after: list[Any] | None,
-        until: list[Any],
-        condition: str | None,
-        limit: int,
-    ) -> pa.Table:
-        ts = self._pg_table(table)
-        # COPY takes no parameters: the bounds are literals, untyped as bound parameters are.
-        query = _chunk_query(ts, after, until, condition, limit, sql.Literal)
-        with self._side().cursor() as cur:
-            return copy_rows(cur, query, len(ts.names))
 
     def _write_signal(self, signal: Signal) -> None:
         target = self.signals.table
