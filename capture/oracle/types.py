@@ -72,6 +72,8 @@ class OracleColumn:
         nullable: ``NULLABLE = 'Y'``.
         length: ``CHAR_LENGTH`` / ``DATA_LENGTH`` of a character or RAW type, when known (from
             DDL text; schema-change records only).
+        default: ``DATA_DEFAULT``, the ``DEFAULT`` expression's text (contract C4,
+            :mod:`capture.sql_defaults`); None without one.
     """
 
     name: str
@@ -80,6 +82,7 @@ class OracleColumn:
     scale: int | None
     nullable: bool
     length: int | None = None
+    default: str | None = None
 
 
 _FRACTION = re.compile(r"\((\d)\)")

@@ -11,6 +11,7 @@ Python values do.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -275,14 +276,18 @@ def test_the_ddl_forms_that_change_columns() -> None:
         OracleColumn("T", "TIMESTAMP(3) WITH LOCAL TIME ZONE", None, None, True),
         OracleColumn("I", "INTERVAL DAY(3) TO SECOND(2)", None, None, True),
         OracleColumn("Y", "NUMBER", 38, 0, True),
-        OracleColumn("D", "DATE", None, None, True),
+        OracleColumn("D", "DATE", None, None, True, default="SYSDATE"),
     ]
     add = parse_ddl("ALTER TABLE customers ADD (phone varchar2(20 char) default 'x' not null)", "S")
-    assert add is not None and add.add == [OracleColumn("PHONE", "VARCHAR2", None, None, False, 20)]
+    assert add is not None
+    assert add.add == [OracleColumn("PHONE", "VARCHAR2", None, None, False, 20, "'x'")]
     columns = [OracleColumn("ID", "NUMBER", 9, 0, False), *add.add]
     modify = parse_ddl("alter table customers modify phone null", "S")
     assert modify is not None
-    assert apply_ddl(columns, ["ID"], modify)[0][1].nullable is True
+    assert apply_ddl(columns, ["ID"], modify)[0][1] == replace(add.add[0], nullable=True)
+    modify = parse_ddl("alter table customers modify (phone default -1.5)", "S")
+    assert modify is not None
+    assert apply_ddl(columns, ["ID"], modify)[0][1].default == "-1.5"
     rename = parse_ddl('alter table "S"."CUSTOMERS" rename column phone to "tel"', "S")
     assert rename is not None and apply_ddl(columns, ["ID"], rename)[0][1].name == "tel"
     drop = parse_ddl("alter table customers drop (phone)", "S")
