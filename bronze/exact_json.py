@@ -6,13 +6,13 @@ Such literals are legal JSON, and Jackson (Kafka Connect's ``JsonConverter``, De
 them. Wherever a parsed document is written again, or its integers are looked at, the literal
 must stay the integer it is.
 
-Checking every document for them costs a regular-expression scan of its text; parsing every
-document with the stdlib costs several times orjson's time. So the text is scanned for a digit
-run only a literal orjson reads inexactly can have, and only a text that has one is parsed again
-with the stdlib (whose integers are exact). orjson reads integers up to ``2^64 - 1`` (twenty
-digits) exactly: a float comes only from twenty or more digits, or from nineteen after a minus
-sign starting with ``9`` (below ``-2^63``). A digit run inside a string, or a long fraction,
-costs only the second parse.
+Parsing every document with the stdlib costs several times orjson's time, and so does a
+regular expression over its text. So the text is scanned (one ``bytes.translate`` and a
+substring search, about half of orjson's parse time) for a digit run only a literal orjson reads
+inexactly can have, and only a text that has one is parsed again with the stdlib (whose
+integers are exact). orjson reads integers up to ``2^64 - 1`` (twenty digits) exactly: a float
+comes only from twenty or more digits, or from nineteen after a minus sign (below ``-2^63``).
+A digit run inside a string, or a long fraction, costs only the second parse.
 
     >>> loads(b'{"id": 10000000000000000000000000000000000000000}')["id"] == 10**40
     True
@@ -23,21 +23,30 @@ costs only the second parse.
 from __future__ import annotations
 
 import json as _stdlib_json
-import re
 from typing import Any, Final
 
 import orjson
 
 __all__ = ["loads", "exact"]
 
-_INEXACT_BYTES: Final = re.compile(rb"\d{20}|-9\d{18}")
-_INEXACT_TEXT: Final = re.compile(r"\d{20}|-9\d{18}")
+# Every digit becomes 0: a run of digits is then a run of zeros, found by a substring search.
+# One pass in C each; a regular expression costs several times orjson's parse.
+_ZEROED_BYTES: Final = bytes.maketrans(b"123456789", b"000000000")
+_ZEROED_TEXT: Final = str.maketrans("123456789", "000000000")
+_LONG_RUN: Final = "0" * 20
+_NEGATIVE_RUN: Final = "-" + "0" * 19
+_LONG_RUN_BYTES: Final = _LONG_RUN.encode()
+_NEGATIVE_RUN_BYTES: Final = _NEGATIVE_RUN.encode()
 
 
 def _may_be_inexact(text: str | bytes | bytearray | memoryview) -> bool:
+    # Twenty digits, or a minus and nineteen (a superset of "-9 and 18": a false positive costs
+    # only the second parse).
     if isinstance(text, str):
-        return _INEXACT_TEXT.search(text) is not None
-    return _INEXACT_BYTES.search(text) is not None
+        zeroed = text.translate(_ZEROED_TEXT)
+        return _LONG_RUN in zeroed or _NEGATIVE_RUN in zeroed
+    zeroed_bytes = bytes(text).translate(_ZEROED_BYTES)
+    return _LONG_RUN_BYTES in zeroed_bytes or _NEGATIVE_RUN_BYTES in zeroed_bytes
 
 
 def exact(doc: Any, text: str | bytes | bytearray | memoryview) -> Any:
