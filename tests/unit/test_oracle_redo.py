@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from capture.oracle.buffer import MinedChange, TxBuffer
 from capture.oracle.ddl import DdlChange, apply_ddl, parse_ddl
@@ -31,7 +32,9 @@ from capture.oracle.redo import (
     parse_lob_operation,
     parse_redo,
 )
+from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, OracleHandling, column_type, redo_python
+from pipeline.config import SourceConfig
 from tests.oraclemodel.database import Column, render
 
 pytestmark = pytest.mark.unit
@@ -138,6 +141,48 @@ def test_number_widths_follow_the_document() -> None:
     )
     ds = redo_python(RedoFunction("TO_DSINTERVAL", ("-01 02:03:04.5",)))
     assert _type("INTERVAL DAY(2) TO SECOND(6)").convert(ds) == -(93_784_500_000)
+
+
+@pytest.mark.parametrize(
+    ("data_type", "redo", "text"),
+    [
+        ("INTERVAL YEAR(2) TO MONTH", ("TO_YMINTERVAL", "+01-02"), "P1Y2M0DT0H0M0S"),
+        ("INTERVAL YEAR(2) TO MONTH", ("TO_YMINTERVAL", "-01-02"), "P-1Y-2M0DT0H0M0S"),
+        ("INTERVAL YEAR(2) TO MONTH", ("TO_YMINTERVAL", "+00-00"), "P0Y0M0DT0H0M0S"),
+        ("INTERVAL DAY(2) TO SECOND(6)", ("TO_DSINTERVAL", "+01 02:03:04.5"), "P0Y0M1DT2H3M4.5S"),
+        (
+            "INTERVAL DAY(2) TO SECOND(6)",
+            ("TO_DSINTERVAL", "-01 02:03:04.5"),
+            "P0Y0M-1DT-2H-3M-4.5S",
+        ),
+        (
+            "INTERVAL DAY(2) TO SECOND(6)",
+            ("TO_DSINTERVAL", "+00 00:00:00.000001"),
+            "P0Y0M0DT0H0M0.000001S",
+        ),
+    ],
+)
+def test_interval_handling_mode_string_is_exact_iso_text(
+    data_type: str, redo: tuple[str, str], text: str
+) -> None:
+    """``interval.handling.mode=string`` (seed 002): ``io.debezium.time.Interval``, months and
+    days kept apart (MicroDuration counts a month as 365.25 / 12 days)."""
+    column = OracleColumn("C", data_type, None, None, True)
+    converted = column_type(column, OracleHandling(interval="string"))
+    assert converted is not None
+    assert converted.schema["name"] == "io.debezium.time.Interval"
+    assert converted.schema["type"] == "string"
+    assert converted.convert(redo_python(RedoFunction(redo[0], (redo[1],)))) == text
+
+
+def test_interval_handling_mode_is_a_config_key() -> None:
+    raw = {"name": "ora", "connector": "oracle", "topic.prefix": "p", "database.user": "u"}
+    raw |= {"database.password": "x", "database.dbname": "ORCLCDB", "database.hostname": "h"}
+    for extra, mode in (({}, "numeric"), ({"interval.handling.mode": "string"}, "string")):
+        config = TypeAdapter(SourceConfig).validate_python({**raw, **extra})
+        assert OracleSettings.from_config(config).handling.interval == mode
+    with pytest.raises(ValidationError, match="interval.handling.mode"):
+        TypeAdapter(SourceConfig).validate_python({**raw, "interval.handling.mode": "iso"})
 
 
 COLUMNS = [
