@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import orjson
 import pyarrow as pa
-from deltalake import write_deltalake
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from bronze.storage import LakePath, lake_path, open_delta, storage_options
@@ -76,6 +76,20 @@ class HistoryEntry:
     ts_ms: int | None = None
 
 
+_READ = [f.name for f in HISTORY_SCHEMA if f.name != "written_at"]
+"""The columns :meth:`SchemaHistory.load` reads."""
+
+
+def _read_all(table: DeltaTable) -> pa.Table:
+    """Every row of the history table, read by delta-rs's own query engine.
+
+    Not ``to_pyarrow_dataset``: that imports ``pyarrow.dataset``, a fixed cost of every agent
+    start larger than the read (the table holds a few rows per DDL statement).
+    """
+    reader = QueryBuilder().register("history", table).execute("SELECT * FROM history")
+    return pa.RecordBatchReader.from_stream(reader).read_all()
+
+
 class SchemaHistory:
     """The history entries of one source, loaded once and appended to.
 
@@ -98,14 +112,14 @@ class SchemaHistory:
         if self._loaded:
             return list(self._entries)
         try:
-            table = (
-                open_delta(self.path)
-                .to_pyarrow_dataset()
-                .to_table(filter=pa.compute.field("source") == self.source)
-            )
+            table = _read_all(open_delta(self.path))
         except TableNotFoundError:
             table = HISTORY_SCHEMA.empty_table()
-        rows = sorted(table.to_pylist(), key=lambda r: r["seq"])
+        # Not ``written_at``: a zoned timestamp's conversion to Python imports pandas.
+        rows = sorted(
+            (r for r in table.select(_READ).to_pylist() if r["source"] == self.source),
+            key=lambda r: r["seq"],
+        )
         for row in rows:
             entry = HistoryEntry(
                 MySqlPosition.from_json(orjson.loads(row["position_json"])),
