@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import orjson
 import pyarrow as pa
-from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from deltalake import write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from bronze.storage import LakePath, lake_path, open_delta, storage_options
+from bronze.storage import LakePath, lake_path, open_delta, read_delta, storage_options
 from capture.mysql.position import MySqlPosition
 from pipeline.errors import CaptureError
 
@@ -77,17 +77,8 @@ class HistoryEntry:
 
 
 _READ = [f.name for f in HISTORY_SCHEMA if f.name != "written_at"]
-"""The columns :meth:`SchemaHistory.load` reads."""
-
-
-def _read_all(table: DeltaTable) -> pa.Table:
-    """Every row of the history table, read by delta-rs's own query engine.
-
-    Not ``to_pyarrow_dataset``: that imports ``pyarrow.dataset``, a fixed cost of every agent
-    start larger than the read (the table holds a few rows per DDL statement).
-    """
-    reader = QueryBuilder().register("history", table).execute("SELECT * FROM history")
-    return pa.RecordBatchReader.from_stream(reader).read_all()
+"""The columns :meth:`SchemaHistory.load` reads (a zoned timestamp's conversion to Python
+imports pandas)."""
 
 
 class SchemaHistory:
@@ -112,12 +103,11 @@ class SchemaHistory:
         if self._loaded:
             return list(self._entries)
         try:
-            table = _read_all(open_delta(self.path))
+            table = read_delta(open_delta(self.path), _READ)
         except TableNotFoundError:
             table = HISTORY_SCHEMA.empty_table()
-        # Not ``written_at``: a zoned timestamp's conversion to Python imports pandas.
         rows = sorted(
-            (r for r in table.select(_READ).to_pylist() if r["source"] == self.source),
+            (r for r in table.to_pylist() if r["source"] == self.source),
             key=lambda r: r["seq"],
         )
         for row in rows:
