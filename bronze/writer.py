@@ -33,15 +33,9 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from bronze import schema as S
+from bronze import storage
 from bronze.batch import BatchBuilder
-from bronze.storage import (
-    LakePath,
-    is_delta_table,
-    lake_path,
-    open_delta,
-    read_delta,
-    storage_options,
-)
+from bronze.storage import LakePath, is_delta_table, lake_path, open_delta, storage_options
 from pipeline.errors import BronzeCommitConflict, BronzeError, OffsetError
 
 __all__ = ["BronzeTables", "BronzeWriter", "CommitResult", "CommittedBatch", "agent_app_id"]
@@ -362,7 +356,7 @@ class BronzeWriter:
 
     def _schema_ids(self) -> set[str]:
         if self._known_schema_ids is None:
-            ids = read_delta(open_delta(self.tables.schemas), [S.SCHEMA_ID])
+            ids = storage.read_delta(open_delta(self.tables.schemas), [S.SCHEMA_ID])
             self._known_schema_ids = set(ids.column(0).to_pylist())
         return self._known_schema_ids
 
