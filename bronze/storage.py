@@ -298,8 +298,10 @@ def open_delta(path: LakePath | str, **kwargs: Any) -> DeltaTable:
 def read_delta(table: DeltaTable, columns: list[str]) -> pa.Table:
     """``columns`` of every row of a small Delta table, read by delta-rs's own query engine.
 
-    Not ``to_pyarrow_dataset``: importing ``pyarrow.dataset`` (and pandas with it) costs
-    ~0.25 CPU-s, paid by each capture agent at its start for a read of a few rows.
+    Not ``to_pyarrow_dataset``: that imports ``pyarrow.dataset`` and, through it, pandas
+    (~0.25 CPU-s), which a capture agent would pay on its own thread at its start, before its
+    first read. (pyarrow still imports pandas on the first Arrow C-stream export, which every
+    ``write_deltalake`` does: that cost moves to the first commit, on the commit thread.)
     """
     import pyarrow as pa
     from deltalake import QueryBuilder
