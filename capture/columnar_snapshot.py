@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import orjson
@@ -46,6 +46,7 @@ from pipeline.errors import InternalError, PipelineError
 
 __all__ = [
     "ChunkCursor",
+    "ChunkRows",
     "ColumnarSnapshot",
     "Encoder",
     "PyColumns",
@@ -96,6 +97,22 @@ class PyColumns:
         return PyColumns(self.rows[offset:end], columns)
 
 
+class ChunkRows(Protocol):
+    """Rows of a chunk in an agent's own form (MySQL's text result set): read column by column
+    (an Arrow array for a column an encoder takes, else anything with ``to_pylist``), sliced
+    like an Arrow table."""
+
+    @property
+    def num_rows(self) -> int:
+        """Rows in the chunk."""
+
+    def column(self, i: int) -> Any:
+        """Column ``i``."""
+
+    def slice(self, offset: int, length: int | None = None) -> ChunkRows:
+        """Rows ``offset`` to ``offset + length``."""
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotChunk:
     """Rows of one table read in one piece.
@@ -108,7 +125,7 @@ class SnapshotChunk:
 
     index: int
     table: CapturedTable
-    rows: pa.Table | PyColumns
+    rows: pa.Table | PyColumns | ChunkRows
 
 
 class ChunkCursor(Iterator[tuple[SnapshotChunk, bool]]):
@@ -143,7 +160,7 @@ class ChunkCursor(Iterator[tuple[SnapshotChunk, bool]]):
 
 
 def encode_chunk(
-    table: CapturedTable, encoders: Sequence[Encoder | None], rows: pa.Table | PyColumns
+    table: CapturedTable, encoders: Sequence[Encoder | None], rows: pa.Table | PyColumns | ChunkRows
 ) -> dict[int, pa.Array]:
     """The JSON text of every value of the row image's columns (and so the key's).
 
