@@ -332,6 +332,11 @@ def _delta_jars(jars_dir: Path | None) -> list[Path]:
     return jars
 
 
+_CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"
+CODEGEN_CACHE_ENTRIES = "2000"
+"""Compiled classes the JVM keeps (Spark's default is 100)."""
+
+
 def _log4j_options() -> str:
     """JVM options that give the driver :data:`LOG4J_CONFIG`, at ERROR unless this process logs
     at DEBUG (then WARN, Spark's own default), decided when the session starts."""
@@ -363,6 +368,11 @@ def _local_process_settings(master: str, lake_root: LakePath, jars: list[Path]) 
         "spark.ui.showConsoleProgress": "false",
         # Bronze rows are wide; the default (25) makes Delta's plans log a truncation warning.
         "spark.sql.debug.maxToStringFields": "200",
+        # Spark keeps 100 compiled classes by default; a pipeline's many tables generate more
+        # distinct classes per micro-batch than that (projections, predicates, whole-stage code
+        # per table schema), so each micro-batch compiled them again with Janino. Static: only
+        # a JVM this process starts gets it (the test suite measured 2,383 -> 421 compilations).
+        _CODEGEN_CACHE: CODEGEN_CACHE_ENTRIES,
         _DRIVER_JAVA_OPTIONS: _log4j_options(),
     }
     threads = _local_threads(master)
