@@ -35,6 +35,13 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from bronze import schema as S
 from bronze.batch import BatchBuilder
 from bronze.storage import LakePath, is_delta_table, lake_path, open_delta, storage_options
+from bronze.writer_format import (
+    DEFAULT_COMPRESSION,
+    ParquetCompression,
+    events_properties,
+    quarantine_properties,
+    schemas_properties,
+)
 from pipeline.errors import BronzeCommitConflict, BronzeError, OffsetError
 
 __all__ = ["BronzeTables", "BronzeWriter", "CommitResult", "CommittedBatch", "agent_app_id"]
@@ -122,11 +129,23 @@ class BronzeWriter:
 
     Args:
         tables: Where the bronze tables live.
+        compression: The Parquet codec of the files it writes (``bronze.parquet.compression``;
+            the column layout is :mod:`bronze.writer_format`'s).
     """
 
-    def __init__(self, tables: BronzeTables) -> None:
+    def __init__(
+        self, tables: BronzeTables, compression: ParquetCompression = DEFAULT_COMPRESSION
+    ) -> None:
         self.tables = tables
+        self.compression = compression
+        self._events_properties = events_properties(compression)
+        self._quarantine_properties = quarantine_properties(compression)
+        self._schemas_properties = schemas_properties(compression)
         self._known_schema_ids: set[str] | None = None
+        self._events: DeltaTable | None = None
+        """``events`` as the last commit left it: brought up to date before each commit by
+        reading only the log entries written since (loading the whole log and file list per
+        commit grew with the table)."""
 
     # --- set-up ------------------------------------------------------------------------------
     def ensure_tables(self) -> None:
@@ -271,7 +290,7 @@ class BronzeWriter:
             BronzeError: Any other Delta failure.
         """
         ingest_ts = now or dt.datetime.now(dt.UTC)
-        events = open_delta(self.tables.events)
+        events = self._current_events()
         committed = events.transaction_version(agent_id)
         expected = 0 if committed is None else committed + 1
         if committed is not None and batch_seq <= committed:
@@ -308,9 +327,10 @@ class BronzeWriter:
                 ).decode(),
             }
             write_deltalake(
-                str(self.tables.events),
+                events,
                 table,
                 mode="append",
+                writer_properties=self._events_properties,
                 commit_properties=CommitProperties(
                     custom_metadata=metadata,
                     app_transactions=[Transaction(app_id=agent_id, version=batch_seq)],
@@ -318,14 +338,16 @@ class BronzeWriter:
                 storage_options=storage_options(self.tables.events),
             )
         except CommitFailedError as exc:
+            self._events = None  # reloaded whole next time: the conflict may have been anything
             raise BronzeCommitConflict(
                 f"bronze commit of {agent_id} batch {batch_seq}: {exc}"
             ) from exc
         except (OSError, pa.ArrowException) as exc:
+            self._events = None
             raise BronzeError(
                 f"bronze commit of {agent_id} batch {batch_seq} failed: {exc}"
             ) from exc
-        version = open_delta(self.tables.events).version()
+        version = events.version()  # the write moved ``events`` to its own commit
         logger.info(
             "committed %s events (%s quarantined) of %s as batch %s, bronze version %s",
             counts.landed,
@@ -335,6 +357,14 @@ class BronzeWriter:
             version,
         )
         return CommitResult(batch_seq, counts.landed, counts.quarantined, added, version, False)
+
+    def _current_events(self) -> DeltaTable:
+        """``events`` at its latest version (opened once, then updated incrementally)."""
+        if self._events is None:
+            self._events = open_delta(self.tables.events)
+        else:
+            self._events.update_incremental()
+        return self._events
 
     def _commit_schemas(self, batch: BatchBuilder, now: dt.datetime) -> int:
         ids = set(batch.schema_ids())
@@ -348,6 +378,7 @@ class BronzeWriter:
             str(self.tables.schemas),
             table,
             mode="append",
+            writer_properties=self._schemas_properties,
             storage_options=storage_options(self.tables.schemas),
         )
         known.update(table.column(S.SCHEMA_ID).to_pylist())
@@ -377,6 +408,7 @@ class BronzeWriter:
             str(self.tables.quarantine),
             table,
             mode="append",
+            writer_properties=self._quarantine_properties,
             commit_properties=CommitProperties(
                 custom_metadata={
                     META_AGENT: agent_id,

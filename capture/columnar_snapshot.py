@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -38,6 +38,7 @@ from bronze.batch import ROW_SCHEMA, BatchBuilder
 from bronze.columnar import json_object, json_texts, positions
 from bronze.envelope import ChangeEvent, Op, built_data_event
 from bronze.position_base import SEQ_WIDTH
+from bronze.positions import Position
 from capture.captured_table import CapturedTable
 from capture.change_records import data_record
 from capture.database_source import DatabaseSource, with_last
@@ -348,7 +349,42 @@ class ColumnarSnapshot(DatabaseSource):
         if snap is None:
             raise InternalError("capture.columnar_snapshot: expected snap is not None")
         source = self._snapshot_source(table, last)
-        event = self._chunk_event(table, source, last)
+        first = self._snapshot_position()
+        start = first.seq
+        if start + n > 2 ** (8 * SEQ_WIDTH):
+            raise PipelineError(
+                f"source {self.name}: snapshot sequence {start + n} beyond the position's range"
+            )
+        snap.seq = start + n - 1
+        self._last_position = self._snapshot_position()
+        self._add_image_rows(
+            builder,
+            table,
+            fragments,
+            n,
+            event=self._chunk_event(table, source, last),
+            source=source,
+            first=first,
+            origin=table.snapshot_origin,
+            now=now,
+        )
+
+    def _add_image_rows(
+        self,
+        builder: BatchBuilder,
+        table: CapturedTable,
+        fragments: Mapping[int, pa.Array],
+        n: int,
+        *,
+        event: ChangeEvent,
+        source: dict[str, Any],
+        first: Position,
+        origin: str,
+        now: dt.datetime,
+    ) -> None:
+        """Add ``n`` ``op r`` rows of ``table`` whose values' JSON is ``fragments``, sharing the
+        ``source`` block and ``event``'s fields, at ``first`` and the ``n - 1`` sequences after
+        it: byte for byte what :meth:`DatabaseSource._add` writes for each row's record."""
         ts_ms = time.time_ns() // 1_000_000
         names = table.names
         value = json_object(
@@ -363,14 +399,7 @@ class ColumnarSnapshot(DatabaseSource):
             if table.key_idx
             else None
         )
-        first = self._snapshot_position()
         start = first.seq
-        if start + n > 2 ** (8 * SEQ_WIDTH):
-            raise PipelineError(
-                f"source {self.name}: snapshot sequence {start + n} beyond the position's range"
-            )
-        snap.seq = start + n - 1
-        self._last_position = self._snapshot_position()
         key_sid = None if table.key_schema is None else table.key_schema_id
         self._register(builder, key_sid, table.key_schema)
         self._register(builder, table.envelope_schema_id, table.envelope_schema)
@@ -401,7 +430,7 @@ class ColumnarSnapshot(DatabaseSource):
             S.SOURCE_TS_MS: same(event.source_ts_ms, pa.int64()),
             S.EVENT_TS_MS: same(ts_ms, pa.int64()),
             S.CAPTURE_TS: same(now, _TS_TYPE),
-            S.ORIGIN: same(table.snapshot_origin, pa.string()),
+            S.ORIGIN: same(origin, pa.string()),
         }
         builder.add_columns(pa.Table.from_pydict(columns, schema=ROW_SCHEMA))
 

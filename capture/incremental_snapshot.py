@@ -66,7 +66,7 @@ from capture.signals import (
     parse_signal,
 )
 from capture.signals_blocking import read_blocking
-from pipeline.errors import CaptureError, PipelineError
+from pipeline.errors import CaptureError, InternalError, PipelineError
 
 __all__ = ["ENDED_KEPT", "ChunkWindow", "IncrementalProgress", "IncrementalSnapshots"]
 
@@ -170,23 +170,32 @@ class IncrementalProgress:
 class ChunkWindow:
     """A chunk read between its watermarks, waiting for the high one (memory only).
 
+    A chunk read column by column (:mod:`capture.incremental_columnar`) keeps its values as
+    JSON fragments and, per record key, the row's index in them; one read row by row keeps each
+    row's images. Either way :attr:`rows` is keyed by :func:`record_key`, in the chunk's key
+    order, and the stream's changes remove keys from it alike.
+
     Attributes:
         id: The chunk id (the watermark rows' ``id`` is ``<id>-open`` / ``<id>-close``).
         table: The table read.
-        rows: The record key (JSON) -> ``(after image, key)`` of each row still to emit.
+        rows: The record key (JSON) -> ``(after image, key)`` of each row still to emit, or the
+            row's index in :attr:`fragments`.
         bad: Rows that did not convert: ``(raw, error)``, quarantined at the high watermark.
         last: The chunk's last key (JSON form): where the next chunk starts.
         read: Rows the chunk's query returned.
         opened: The low watermark was read from the stream.
+        fragments: Column index -> the JSON text of the column's values, one per row read
+            (None: the chunk was read row by row).
     """
 
     id: str
     table: CapturedTable
-    rows: dict[bytes, tuple[dict[str, Any], Any]]
+    rows: dict[bytes, Any]
     bad: list[tuple[bytes, Exception]]
     last: list[Any]
     read: int = 0
     opened: bool = False
+    fragments: Mapping[int, Any] | None = None
 
 
 def record_key(key: Any) -> bytes:
@@ -502,14 +511,25 @@ class IncrementalSnapshots(DatabaseSource):
                     continue
             chunk_id = new_signal_id()
             self._write_signal(Signal(f"{chunk_id}-open", WINDOW_OPEN, {}))
-            rows = self._incremental_read(
-                table, snap.after, snap.until, condition, self.signals.chunk_size
-            )
-            if not rows:
+            window = self._read_window(chunk_id, table, snap.after, snap.until, condition)
+            if window is None:
                 snap.next_table()
                 continue
-            self._window = self._buffer(chunk_id, table, rows)
+            self._window = window
             self._write_signal(Signal(f"{chunk_id}-close", WINDOW_CLOSE, {}))
+
+    def _read_window(
+        self,
+        chunk_id: str,
+        table: CapturedTable,
+        after: list[Any] | None,
+        until: list[Any],
+        condition: str | None,
+    ) -> ChunkWindow | None:
+        """Read the next chunk (between the watermarks) into its window; None when no row is
+        left. Row by row here; :mod:`capture.incremental_columnar` holds whole columns."""
+        rows = self._incremental_read(table, after, until, condition, self.signals.chunk_size)
+        return self._buffer(chunk_id, table, rows) if rows else None
 
     def _buffer(self, chunk_id: str, table: CapturedTable, rows: Sequence[Any]) -> ChunkWindow:
         window = ChunkWindow(chunk_id, table, {}, [], [], len(rows))
@@ -551,9 +571,12 @@ class IncrementalSnapshots(DatabaseSource):
         source = self._incremental_source(table, at)
         positions = self._incremental_positions(at, len(window.rows))
         origin = f"{self.ORIGIN}:incremental:{table.collection}"
-        for (after, key), position in zip(window.rows.values(), positions, strict=True):
-            record = data_record(_OP_READ, source, None, after, key, None, table)
-            self._add(builder, record, position, origin, now, None, table)
+        if window.fragments is not None:
+            self._emit_columns(builder, window, source, positions, origin, now)
+        else:
+            for (after, key), position in zip(window.rows.values(), positions, strict=True):
+                record = data_record(_OP_READ, source, None, after, key, None, table)
+                self._add(builder, record, position, origin, now, None, table)
         for raw, exc in window.bad:
             self._quarantine(builder, raw, origin, exc, now, table)
         snap.after = window.last
@@ -567,6 +590,18 @@ class IncrementalSnapshots(DatabaseSource):
             len(window.rows),
             window.read - len(window.rows) - len(window.bad),
         )
+
+    def _emit_columns(
+        self,
+        builder: BatchBuilder,
+        window: ChunkWindow,
+        source: dict[str, Any],
+        positions: Sequence[Position],
+        origin: str,
+        now: dt.datetime,
+    ) -> None:
+        """Emit the remaining rows of a window read column by column (at ``positions``)."""
+        raise InternalError(f"{type(self).__name__} reads no incremental chunk column by column")
 
     # --- hooks the engine implements -----------------------------------------------------------
     def _incremental_table(self, collection: str) -> CapturedTable | None:
@@ -584,9 +619,10 @@ class IncrementalSnapshots(DatabaseSource):
         until: list[Any],
         condition: str | None,
         limit: int,
-    ) -> list[Any]:
+    ) -> Sequence[Any]:
         """Up to ``limit`` rows with ``after < key <= until`` under ``condition``, in key order,
-        each as :meth:`_snapshot_decode` takes it."""
+        each as :meth:`_snapshot_decode` takes it (a chunk read in bulk may come as
+        :class:`capture.incremental_columnar.ColumnRows`, which is such a sequence too)."""
         raise NotImplementedError(f"{type(self).__name__} takes no incremental snapshot")
 
     def _write_signal(self, signal: Signal) -> None:

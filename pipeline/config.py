@@ -128,6 +128,7 @@ from bronze.storage import (
     parse_object_uri,
     remember_bucket,
 )
+from bronze.writer_format import DEFAULT_COMPRESSION, ParquetCompression
 from capture.registry import SOURCE_CONFIG_MODELS
 from capture.source_config import CONNECTOR, NAME, SourceConfigBase
 from pipeline.catalog import CatalogKind, HiveMetastore
@@ -224,6 +225,7 @@ BRONZE_MAX_BATCH_SIZE = "max.batch.size"
 BRONZE_MAX_BATCH_SIZE_DEFAULT = 20_000
 BRONZE_MAX_TRANSACTION_SIZE = "max.transaction.size"
 BRONZE_MAX_TRANSACTION_SIZE_DEFAULT = 100_000
+BRONZE_PARQUET_COMPRESSION = "parquet.compression"
 
 # --- silver ---------------------------------------------------------------------------------
 SILVER_TOMBSTONE_RETENTION_HOURS = "tombstone.retention.hours"
@@ -455,6 +457,11 @@ class BronzeConfig(ConfigModel):
         BRONZE_MAX_TRANSACTION_SIZE_DEFAULT, BRONZE_MAX_TRANSACTION_SIZE
     )
     """A transaction larger than this is committed in parts, flagged ``tx_partial``."""
+    parquet_compression: ParquetCompression = config_key(
+        DEFAULT_COMPRESSION, BRONZE_PARQUET_COMPRESSION
+    )
+    """Codec of the Parquet files the agents write (``lz4_raw``, ``zstd``, ``snappy``, ``gzip``,
+    ``uncompressed``); files written before with another codec stay readable beside them."""
 
 
 class SchemaEvolutionPolicy(StrEnum):

@@ -66,7 +66,7 @@ def land_sources(
     Returns:
         One result per source.
     """
-    writer = BronzeWriter(bronze_tables(config, lake_root))
+    writer = BronzeWriter(bronze_tables(config, lake_root), config.bronze.parquet_compression)
     stop = stop or threading.Event()
     return [
         landing_agent(config, source_config, writer).run(

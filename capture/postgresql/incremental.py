@@ -3,13 +3,16 @@
 The hooks of :class:`capture.incremental_snapshot.IncrementalSnapshots` for PostgreSQL: chunks
 are read on the side connection (each ``SELECT`` its own snapshot, between the two watermark
 inserts, each committed at once), as the text the output functions write, like the initial
-snapshot and pgoutput; a chunk's rows take the high watermark's place in the log, ``(commit LSN
+snapshot and pgoutput: through ``COPY ... (FORMAT csv)`` into columns
+(:mod:`capture.incremental_columnar`) when the connection speaks UTF-8, else row by row through a
+text cursor; a chunk's rows take the high watermark's place in the log, ``(commit LSN
 of its transaction, stream, its LSN, 0..n-1)``: the watermark's transaction holds nothing else.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -17,10 +20,11 @@ from psycopg import sql
 
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
+from capture.incremental_columnar import ColumnarIncremental, ColumnRows
 from capture.postgresql.agent import PgTx
 from capture.postgresql.position import PostgresPosition
 from capture.postgresql.schema import TableSchema
-from capture.postgresql.snapshot import text_cursor
+from capture.postgresql.snapshot import copy_rows, text_cursor, utf8
 from capture.postgresql.stream import StreamReader
 from capture.signals import Signal
 from pipeline.errors import InternalError
@@ -30,7 +34,7 @@ __all__ = ["IncrementalReader"]
 logger = logging.getLogger(__name__)
 
 
-class IncrementalReader(StreamReader):
+class IncrementalReader(ColumnarIncremental, StreamReader):
     """Chunks, watermarks and positions of the PostgreSQL agent's incremental snapshots."""
 
     def _incremental_table(self, collection: str) -> TableSchema | None:
@@ -72,27 +76,18 @@ class IncrementalReader(StreamReader):
         until: list[Any],
         condition: str | None,
         limit: int,
-    ) -> list[Any]:
+    ) -> list[Any] | ColumnRows:
         ts = self._pg_table(table)
-        order = self._key_list(ts)
-        marks = sql.SQL(", ").join(sql.Placeholder() for _ in ts.key_idx)
-        bounds = [sql.SQL("({}) <= ({})").format(order, marks)]
-        params = list(until)
-        if after is not None:
-            bounds.append(sql.SQL("({}) > ({})").format(order, marks))
-            params += list(after)
-        if condition:
-            bounds.append(sql.SQL("({})").format(sql.SQL(condition)))
-        query = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT {}").format(
-            sql.SQL(", ").join(sql.Identifier(n) for n in ts.names),
-            sql.Identifier(ts.schema, ts.table),
-            sql.SQL(" AND ").join(bounds),
-            order,
-            sql.Literal(limit),
-        )
-        cur = text_cursor(self._side(), ts)
+        side = self._side()
+        if self.COLUMNAR_INCREMENTAL and self.COLUMNAR_SNAPSHOT and utf8(side):
+            # COPY takes no parameters: the bounds are literals, untyped as bound parameters are.
+            query = _chunk_query(ts, after, until, condition, limit, sql.Literal)
+            with side.cursor() as cur:
+                return ColumnRows(copy_rows(cur, query, len(ts.names)))
+        cur = text_cursor(side, ts)
         try:
-            cur.execute(query, params)
+            params = [*until, *(after or [])]
+            cur.execute(_chunk_query(ts, after, until, condition, limit, _placeholder), params)
             return [list(row) for row in cur.fetchall()]
         finally:
             cur.close()
@@ -120,6 +115,40 @@ class IncrementalReader(StreamReader):
         if positions:
             self._last_position = positions[-1]
         return positions
+
+
+def _chunk_query(
+    ts: TableSchema,
+    after: list[Any] | None,
+    until: list[Any],
+    condition: str | None,
+    limit: int,
+    value: Callable[[Any], sql.Composable],
+) -> sql.Composed:
+    """The chunk's ``SELECT``: ``after < key <= until`` under ``condition``, in key order, at most
+    ``limit`` rows; each bound value is written by ``value`` (a placeholder: then the values are
+    the parameters, ``until``'s first; or a literal)."""
+    order = sql.SQL(", ").join(sql.Identifier(ts.names[i]) for i in ts.key_idx)
+
+    def row(values: list[Any]) -> sql.Composable:
+        return sql.SQL(", ").join(value(v) for v in values)
+
+    bounds = [sql.SQL("({}) <= ({})").format(order, row(until))]
+    if after is not None:
+        bounds.append(sql.SQL("({}) > ({})").format(order, row(after)))
+    if condition:
+        bounds.append(sql.SQL("({})").format(sql.SQL(condition)))
+    return sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} LIMIT {}").format(
+        sql.SQL(", ").join(sql.Identifier(n) for n in ts.names),
+        sql.Identifier(ts.schema, ts.table),
+        sql.SQL(" AND ").join(bounds),
+        order,
+        sql.Literal(limit),
+    )
+
+
+def _placeholder(_value: Any) -> sql.Composable:
+    return sql.Placeholder()
 
 
 def _where(condition: str | None) -> sql.Composable:

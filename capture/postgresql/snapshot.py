@@ -45,7 +45,15 @@ from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
 from pipeline.errors import CaptureError, InternalError
 
-__all__ = ["SNAPSHOT_CURSOR", "SnapshotReader", "copy_chunks", "keyed_chunks", "text_cursor"]
+__all__ = [
+    "SNAPSHOT_CURSOR",
+    "SnapshotReader",
+    "copy_chunks",
+    "copy_rows",
+    "keyed_chunks",
+    "text_cursor",
+    "utf8",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -135,13 +143,7 @@ class SnapshotReader(ColumnarSnapshot, PostgresAgent):
                     yield index, ts, list(values)
 
     def _columnar_ready(self) -> bool:
-        conn = self._snap_conn
-        # Arrow reads UTF-8 only; another client encoding keeps the per-row path.
-        return (
-            self.COLUMNAR_SNAPSHOT
-            and conn is not None
-            and conn.info.encoding.replace("-", "").lower() == "utf8"
-        )
+        return self.COLUMNAR_SNAPSHOT and utf8(self._snap_conn)
 
     def _snapshot_chunks(self) -> Iterator[SnapshotChunk]:
         for conn, size, index, ts, after in self._remaining_tables():
@@ -263,6 +265,12 @@ def keyed_chunks(
     conn.execute(sql.SQL("CLOSE {}").format(sql.Identifier(cursor)))
 
 
+def utf8(conn: psycopg.Connection[Any] | None) -> bool:
+    """Whether ``conn`` is open with the UTF-8 client encoding (Arrow reads UTF-8 only; another
+    encoding keeps the per-row path)."""
+    return conn is not None and conn.info.encoding.replace("-", "").lower() == "utf8"
+
+
 def _arrow(chunk: SnapshotChunk) -> pa.Table:
     if not isinstance(chunk.rows, pa.Table):
         raise InternalError("capture.postgresql.snapshot: expected an Arrow chunk")
@@ -305,12 +313,7 @@ def copy_chunks(
                 else:
                     query = sql.SQL("{} WHERE ctid > {}::tid").format(query, literals)
             query = sql.SQL("{} ORDER BY {} LIMIT {}").format(query, order, sql.Literal(size))
-            statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT csv, FORCE_QUOTE *)").format(query)
-            buffer = io.BytesIO()
-            with cur.copy(statement) as copy:
-                for block in copy:
-                    buffer.write(block)
-            rows = _parse_csv(buffer.getvalue(), width)
+            rows = copy_rows(cur, query, width)
             if rows.num_rows:
                 yield rows
             if rows.num_rows < size:
@@ -320,6 +323,18 @@ def copy_chunks(
             bound = [rows.column(i)[last].as_py() for i in key_columns]
     finally:
         cur.close()
+
+
+def copy_rows(cur: psycopg.Cursor[Any], query: sql.Composable, width: int) -> pa.Table:
+    """The rows of ``query`` (``width`` columns) through ``COPY ... TO STDOUT (FORMAT csv,
+    FORCE_QUOTE *)``: string columns ``c0``... of the text each type's output function writes,
+    NULL as null."""
+    statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT csv, FORCE_QUOTE *)").format(query)
+    buffer = io.BytesIO()
+    with cur.copy(statement) as copy:
+        for block in copy:
+            buffer.write(block)
+    return _parse_csv(buffer.getvalue(), width)
 
 
 def _parse_csv(data: bytes, width: int) -> pa.Table:
