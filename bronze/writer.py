@@ -33,6 +33,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from bronze import schema as S
+from bronze import storage
 from bronze.batch import BatchBuilder
 from bronze.storage import LakePath, is_delta_table, lake_path, open_delta, storage_options
 from bronze.writer_format import (
@@ -386,10 +387,8 @@ class BronzeWriter:
 
     def _schema_ids(self) -> set[str]:
         if self._known_schema_ids is None:
-            dataset = open_delta(self.tables.schemas).to_pyarrow_dataset()
-            self._known_schema_ids = set(
-                dataset.to_table(columns=[S.SCHEMA_ID]).column(0).to_pylist()
-            )
+            ids = storage.read_delta(open_delta(self.tables.schemas), [S.SCHEMA_ID])
+            self._known_schema_ids = set(ids.column(0).to_pylist())
         return self._known_schema_ids
 
     def _commit_quarantine(

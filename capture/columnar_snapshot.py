@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import orjson
@@ -46,9 +46,9 @@ from pipeline.errors import InternalError, PipelineError
 
 __all__ = [
     "ChunkCursor",
+    "ChunkRows",
     "ColumnarSnapshot",
     "Encoder",
-    "PyColumns",
     "SnapshotChunk",
     "encode_chunk",
 ]
@@ -56,8 +56,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Encoder = Callable[[Any], pa.Array]
-"""A column's vectorized JSON encoder: the column as read (an Arrow array, or a list of driver
-values for :class:`PyColumns`) -> the JSON text of each converted value (null where the value is
+"""A column's vectorized JSON encoder: the column as read (an Arrow array, or a driver's values
+with ``to_pylist``) -> the JSON text of each converted value (null where the value is
 NULL)."""
 
 _TS_TYPE = S.EVENTS_SCHEMA.field(S.CAPTURE_TS).type
@@ -69,31 +69,20 @@ class _NeedsRows(Exception):  # noqa: N818 - control flow, never leaves this mod
     representation)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PyColumns:
-    """A chunk a driver returned as Python rows (MySQL): the rows as the per-row path takes
-    them, and their values transposed to one list per column (None when a row's values could
-    not be prepared: the chunk then goes row by row). Sliced like an Arrow table."""
-
-    rows: list[Any]
-    columns: list[list[Any]] | None
+class ChunkRows(Protocol):
+    """Rows of a chunk in an agent's own form (MySQL's text result set): read column by column
+    (an Arrow array for a column an encoder takes, else anything with ``to_pylist``), sliced
+    like an Arrow table."""
 
     @property
     def num_rows(self) -> int:
         """Rows in the chunk."""
-        return len(self.rows)
 
-    def column(self, i: int) -> list[Any]:
-        """Column ``i``'s values."""
-        if self.columns is None:
-            raise _NeedsRows("a row's values could not be prepared")
-        return self.columns[i]
+    def column(self, i: int) -> Any:
+        """Column ``i``."""
 
-    def slice(self, offset: int, length: int | None = None) -> PyColumns:
+    def slice(self, offset: int, length: int | None = None) -> ChunkRows:
         """Rows ``offset`` to ``offset + length``."""
-        end = None if length is None else offset + length
-        columns = None if self.columns is None else [c[offset:end] for c in self.columns]
-        return PyColumns(self.rows[offset:end], columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +97,7 @@ class SnapshotChunk:
 
     index: int
     table: CapturedTable
-    rows: pa.Table | PyColumns
+    rows: pa.Table | ChunkRows
 
 
 class ChunkCursor(Iterator[tuple[SnapshotChunk, bool]]):
@@ -143,7 +132,7 @@ class ChunkCursor(Iterator[tuple[SnapshotChunk, bool]]):
 
 
 def encode_chunk(
-    table: CapturedTable, encoders: Sequence[Encoder | None], rows: pa.Table | PyColumns
+    table: CapturedTable, encoders: Sequence[Encoder | None], rows: pa.Table | ChunkRows
 ) -> dict[int, pa.Array]:
     """The JSON text of every value of the row image's columns (and so the key's).
 

@@ -56,6 +56,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
 
+from bronze import exact_json
 from bronze import schema as B
 from bronze.envelope import HEADER_NEW_KEY as NEW_KEY_HEADER
 from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
@@ -1457,7 +1458,7 @@ class SilverJob:
         from silver import types as T
 
         samples = [
-            orjson.loads(r[0])
+            exact_json.loads(r[0])  # integers beyond 64 bits as ints, not orjson's floats
             for r in subset.select(B.VALUE_JSON).limit(1000).collect()
             if r[0] is not None
         ]
@@ -1717,9 +1718,27 @@ _SPARK_PROXY_ERROR = "py4j.protocol.Py4JJavaError: An error occurred while calli
 _FOR_SPARK_CHARS = 400
 
 
+def _text_of(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in saying why it has none.
+
+    A Py4JJavaError asks the JVM for its text (the Java exception's stack trace): when the
+    gateway is gone that call raises too, and it would do so inside the handler that reports
+    the micro-batch's failure, replacing the failure by a Py4J connection error.
+    """
+    try:
+        return str(exc)
+    except Exception as failure:  # noqa: BLE001 - any reason: the failure must still be reported
+        # Py4J keeps the first line it got with the error ("An error occurred while calling
+        # o42.save") in ``errmsg``; nothing else is known without the JVM.
+        head = getattr(exc, "errmsg", None)
+        missing = f"(its text is unavailable: {type(failure).__name__})"
+        return f"{head.strip()} {missing}" if isinstance(head, str) else missing
+
+
 def _interruption(exc: BaseException) -> str | None:
     """The interruption exception that ended the micro-batch, when ``query.stop()`` did."""
-    head = str(exc).split("\n\tat ", 1)[0]  # a Py4JJavaError: the JVM exception, before its stack
+    # A Py4JJavaError: the JVM exception, before its stack.
+    head = _text_of(exc).split("\n\tat ", 1)[0]
     return next((name for name in _INTERRUPTIONS if name in head), None)
 
 
@@ -1736,7 +1755,7 @@ def _for_spark(exc: BaseException, interruption: str | None) -> RuntimeError:
     """
     if interruption is not None:
         return RuntimeError(f"{_SPARK_PROXY_ERROR} the silver micro-batch: {interruption}")
-    first = (str(exc).splitlines() or [""])[0]
+    first = (_text_of(exc).splitlines() or [""])[0]
     return RuntimeError(
         f"silver micro-batch failed: {type(exc).__name__}: {first[:_FOR_SPARK_CHARS]}"
     )

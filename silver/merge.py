@@ -44,6 +44,8 @@ __all__ = [
     "MergeResult",
     "apply_changes",
     "apply_truncate",
+    "truncate_horizon",
+    "erased_by_truncate",
     "purge_tombstones",
     "compact",
     "small_files",
@@ -871,12 +873,10 @@ def _refuse(
         if purge_horizon is not None
         else F.lit(False)
     )
-    # Changed before the latest truncate: the truncate erased it. Whatever silver holds for the
-    # key does not matter: a row deleted before the truncate keeps its older tombstone (only
-    # live rows take the truncate's position), which would let a late insert between the two
-    # through the position guard.
-    before_truncate = F.col(POSITION) < F.lit(truncated) if truncated is not None else F.lit(False)
-    joined = joined.where(~before_truncate)
+    # Whatever silver holds for the key does not matter: a row deleted before the truncate keeps
+    # its older tombstone (only live rows take the truncate's position), which would let a late
+    # insert between the two through the position guard.
+    joined = joined.where(~erased_by_truncate(truncated))
     reason = F.when(
         placeholder_orphan,
         F.concat(
@@ -893,6 +893,31 @@ def _refuse(
         F.count_if(F.col(_REASON).isNotNull()).alias("rejected"),
     ).collect()[0]
     return flagged, int(tally["offered"]), int(tally["rejected"])
+
+
+def truncate_horizon(path: str) -> bytes | None:
+    """The position of the latest truncate applied to the silver table at ``path`` (None: none,
+    or no table yet)."""
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        value = open_delta(path).metadata().configuration.get(TRUNCATE_HORIZON_PROPERTY)
+    except TableNotFoundError:
+        return None
+    return _hex_position(value)
+
+
+def erased_by_truncate(horizon: bytes | None) -> Column:
+    """True for a change older than the latest truncate applied (``horizon``): it erased the
+    change, so applying it (a late event) would bring back a row the source no longer has.
+
+    Args:
+        horizon: :func:`truncate_horizon` of the table.
+
+    Returns:
+        A condition on ``_cdc_position``; constant false without a horizon.
+    """
+    return F.col(POSITION) < F.lit(horizon) if horizon is not None else F.lit(False)
 
 
 def apply_truncate(

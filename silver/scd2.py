@@ -18,7 +18,10 @@ key's last version.
 
 Versions are keyed by (key, position): a replayed or duplicated event finds its version and
 changes nothing; a late older event is slotted in between and the neighbours' validity is
-recomputed. Writes are Delta MERGEs with the same app transaction as the current-state table.
+recomputed. A late event older than the latest truncate applied, with no stored version after
+it, is dropped, as the current-state table drops it (:func:`silver.merge.erased_by_truncate`):
+the truncate erased the row, and as a version it would be the key's current one. Writes are
+Delta MERGEs with the same app transaction as the current-state table.
 """
 
 from __future__ import annotations
@@ -66,9 +69,12 @@ NEXT_KEY = M.NEXT_KEY
 _META = (M.KEY, M.POSITION, M.OP, M.DELETED, M.SOURCE_TS, M.TX_ID, M.BRONZE_BATCH)
 
 
+_HISTORY_SUFFIX = "__history"
+
+
 def history_path(silver_path: str) -> str:
     """Where the history table of the silver table at ``silver_path`` lives."""
-    return f"{silver_path}__history"
+    return f"{silver_path}{_HISTORY_SUFFIX}"
 
 
 def _ensure(spark: SparkSession, path: str, versions: DataFrame, data: Sequence[str]) -> None:
@@ -126,6 +132,26 @@ def _as_events(existing: DataFrame, data: Sequence[str]) -> DataFrame:
     )
 
 
+def _without_erased(fresh: DataFrame, existing: DataFrame, truncated: bytes) -> DataFrame:
+    """``fresh`` without the late changes a truncate erased, by the current-state table's rule
+    (:func:`silver.merge.erased_by_truncate`), except those a stored version follows.
+
+    A change older than the latest truncate applied, later than every stored version of its
+    key, would become the key's current version here although the truncate removed the row
+    (the truncate closed only the versions current when it was applied). One that a stored
+    version follows is history: it is slotted in and closed by that version.
+    """
+    newest = existing.groupBy(M.KEY).agg(F.max(M.POSITION).alias("__newest"))
+    return (
+        fresh.join(newest, M.KEY, "left")
+        .where(
+            ~M.erased_by_truncate(truncated)
+            | F.coalesce(F.col(M.POSITION) < F.col("__newest"), F.lit(False))
+        )
+        .drop("__newest")
+    )
+
+
 def apply_history(
     spark: SparkSession,
     path: str,
@@ -153,6 +179,7 @@ def apply_history(
 
     if BK.already_written(path, txn_app_id, txn_version):
         return 0
+    truncated = M.truncate_horizon(path.removesuffix(_HISTORY_SUFFIX))
     for optional in (M.OLD_KEY, NEXT_KEY):
         if optional not in changes.columns:
             changes = changes.withColumn(optional, F.lit(None).cast("string"))
@@ -174,6 +201,8 @@ def apply_history(
         for c in missing:
             moved_from = moved_from.withColumn(c, F.lit(None).cast(changes.schema[c].dataType))
         fresh = changes.join(existing.select(M.KEY, M.POSITION), [M.KEY, M.POSITION], "left_anti")
+        if truncated is not None:
+            fresh = _without_erased(fresh, existing, truncated)
         events = _as_events(existing, data_columns).unionByName(fresh, allowMissingColumns=True)
         newest = Window.partitionBy(M.KEY).orderBy(F.col(M.POSITION).desc())
         latest = (
@@ -183,7 +212,7 @@ def apply_history(
             .drop("__n")
         )
     else:
-        events, latest = changes, None
+        events, latest = changes.where(~M.erased_by_truncate(truncated)), None
     # NEXT_KEY rides through the fold as the origin column does.
     folded = M.fold(events.withColumnRenamed(NEXT_KEY, M.ORIGIN), data_columns)
     if latest is not None:

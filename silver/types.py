@@ -148,6 +148,7 @@ from bronze import connect_schema as cs
 __all__ = [
     "UNAVAILABLE_VALUE_PLACEHOLDER",
     "DEFAULT_DECIMAL_PRECISION",
+    "DECIMAL_FORMAT_PARAMETER",
     "RAW_JSON_ENVELOPE_FIELDS",
     "json_type",
     "spark_type",
@@ -208,6 +209,17 @@ _BUILTIN_TEXT_BYTES: Final = 15
 """Widest value decoded to text by the built-ins: below 2^119, it cannot overflow decimal(38,0)."""
 
 _INTEGER_TYPES: Final = frozenset({"int8", "int16", "int32", "int64"})
+
+DECIMAL_FORMAT_PARAMETER: Final = "medallion.decimal.format"
+"""Parameter of a ``Decimal`` schema :func:`infer_row_schema` makes for integers beyond int64:
+``NUMERIC`` says the JSON holds the value as a number (as ``JsonConverter`` writes it with
+``decimal.format=NUMERIC``), not as base64 bytes."""
+
+_INTEGER_TEXT: Final = r"^-?[0-9]+$"
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_BIG_INTEGER_DIGITS: Final = 38
+"""Digits of the widest integer a schema-less column holds exactly: ``decimal(38,0)``."""
 
 
 # --- schema access -------------------------------------------------------------------------------
@@ -579,6 +591,10 @@ def _decimal_text(b64: Column, scale: Column) -> Column:
 def _decode_decimal(raw: Column, schema: SchemaMap) -> Column:
     target = _decimal_type(schema)
     scale = _int_parameter(schema, "scale")
+    if _parameters(schema).get(DECIMAL_FORMAT_PARAMETER) == "NUMERIC":
+        # The JSON number's own text (Spark parses any token into a string column as its text):
+        # exact, and NULL (refused by the job) when it is not an integer or has too many digits.
+        return F.when(raw.rlike(_INTEGER_TEXT), raw.try_cast(target))
     if not isinstance(target, DecimalType):
         return _decimal_text(raw, F.lit(scale))
     # A value wider than its declared type decodes to NULL, which the job refuses per event
@@ -994,10 +1010,18 @@ def envelope_json_schema(value_schema: SchemaMap) -> StructType:
 
 def _kind(value: Any) -> str:
     # bool before int: True is an int in Python.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "int64" if _INT64_MIN <= value <= _INT64_MAX else _big_integer_kind(value)
     for python_type, kind in _KINDS:
         if isinstance(value, python_type):
             return kind
     raise ValueError(f"a JSON value cannot be a {type(value).__name__}")
+
+
+def _big_integer_kind(value: int) -> str:
+    # Up to 38 digits: decimal(38,0) holds it exactly. Wider: no column type does, so it does
+    # not widen the column; it is refused when decoded (it decodes to NULL), whatever the type.
+    return "bigint" if len(str(abs(value))) <= _BIG_INTEGER_DIGITS else "int64"
 
 
 _KINDS: Final[tuple[tuple[type, str], ...]] = (
@@ -1010,11 +1034,21 @@ _KINDS: Final[tuple[tuple[type, str], ...]] = (
 )
 
 
+def _big_integer_schema() -> dict[str, Any]:
+    """``decimal(38,0)`` read from a JSON number: a schema-less column of integers beyond int64."""
+    schema = cs.decimal(0, precision=_BIG_INTEGER_DIGITS, optional=True)
+    schema["parameters"][DECIMAL_FORMAT_PARAMETER] = "NUMERIC"
+    return schema
+
+
 def _infer(values: Sequence[Any]) -> dict[str, Any]:
     present = [v for v in values if v is not None]
     kinds = {_kind(v) for v in present}
+    if kinds == {"int64", "bigint"}:
+        kinds = {"bigint"}
     if kinds == {"int64", "float64"}:
         kinds = {"float64"}
+    # {"bigint", "float64"} stays a conflict (text): as a double the integer would lose digits.
     if len(kinds) != 1:
         # Nothing seen, or conflicting kinds: a string column parses any JSON token as its text.
         return cs.primitive("string", optional=True)
@@ -1023,6 +1057,8 @@ def _infer(values: Sequence[Any]) -> dict[str, Any]:
         return _infer_struct(present)
     if kind == "array":
         return cs.array(_infer([item for v in present for item in v]), optional=True)
+    if kind == "bigint":
+        return _big_integer_schema()
     return cs.primitive(kind, optional=True)
 
 
@@ -1043,6 +1079,12 @@ def infer_row_schema(sample_rows: list[dict[str, Any]]) -> dict[str, Any]:
     parses any JSON value into a string column as its text). Every field is optional; fields are
     ordered by first appearance.
 
+    Integers beyond int64 are never made doubles: a field with one of up to 38 digits is a
+    ``Decimal`` of scale 0 and precision 38 read from the JSON number
+    (:data:`DECIMAL_FORMAT_PARAMETER`), and stays ``string`` beside fractions. A wider one fits
+    no type: it leaves the field ``int64`` and decodes to NULL, so the job refuses its event.
+    The samples must be parsed exactly (Python ints): orjson reads such literals as floats.
+
     Args:
         sample_rows: ``before``/``after`` objects of sample events; ``None`` entries are skipped.
 
@@ -1057,5 +1099,7 @@ def infer_row_schema(sample_rows: list[dict[str, Any]]) -> dict[str, Any]:
         >>> s = infer_row_schema([{"id": 1, "tags": ["a"]}, {"id": 2, "price": 9.5}])
         >>> row_schema(s).simpleString()
         'struct<id:bigint,tags:array<string>,price:double>'
+        >>> row_schema(infer_row_schema([{"id": 1}, {"id": 10**20}])).simpleString()
+        'struct<id:decimal(38,0)>'
     """
     return _infer_struct([row for row in sample_rows if row is not None])

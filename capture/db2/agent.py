@@ -19,6 +19,7 @@ from capture.db2.settings import Db2Settings
 from capture.db2.types import Db2Column, column_type
 from capture.errors_db2 import DB2
 from capture.server_errors import ServerErrors
+from capture.sql_defaults import DB2_DEFAULTS, column_default
 
 __all__ = ["CONNECTOR", "ZERO_LSN", "Db2Agent", "Db2Tx", "Registration", "format_lsn", "lsn"]
 
@@ -169,15 +170,14 @@ class Db2Agent(DatabaseSource):
         ``IBMSNAP_`` ones (a column added to the source shows once the CD table has it), the key
         from the source table's catalog."""
         session = self._conn()
-        keys = {
-            str(r[0]): int(r[5])
-            for r in session.all(q.COLUMNS, (schema, table))
-            if r[5] is not None
-        }
+        described = session.all(q.COLUMNS, (schema, table))
+        keys = {str(r[0]): int(r[5]) for r in described if r[5] is not None}
+        # SYSCAT.COLUMNS.DEFAULT of the source table (the CD table has none); NULL: no DEFAULT.
+        clauses = {str(r[0]): None if r[7] is None else str(r[7]) for r in described}
         cd_columns = session.all(q.COLUMNS, (cd_owner, cd_table))[IBMSNAP_COLUMNS:]
         s = self.settings
-        columns, types = [], []
-        for name, typename, length, scale, nulls, _keyseq, codepage in cd_columns:
+        columns, types, defaults = [], [], []
+        for name, typename, length, scale, nulls, _keyseq, codepage, _default in cd_columns:
             fact = Db2Column(
                 str(name),
                 str(typename).strip().upper(),
@@ -190,13 +190,23 @@ class Db2Agent(DatabaseSource):
             columns.append(
                 CatalogColumn(fact.name, 0, 0, not fact.nullable, fact.key_seq is not None)
             )
-            types.append(column_type(fact, s.handling))
+            converted = column_type(fact, s.handling)
+            types.append(converted)
+            defaults.append(
+                column_default(
+                    clauses.get(fact.name),
+                    converted,
+                    nullable=fact.nullable,
+                    rules=DB2_DEFAULTS,
+                )
+            )
         return CapturedTable(
             s.server_name,
             schema,
             table,
             columns,
             types,
+            defaults=defaults,
             **s.rules.table_options(CONNECTOR, s.table_filter, self.ORIGIN),
         )
 

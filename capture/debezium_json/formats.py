@@ -41,6 +41,7 @@ import orjson
 
 from bronze.connect_schema import CONNECTORS, source_schema
 from bronze.envelope import ConnectRecord, fast_record, split_connect
+from bronze.exact_json import exact
 from pipeline.errors import EnvelopeError
 
 __all__ = [
@@ -65,9 +66,10 @@ Parsed = tuple[ConnectRecord, bytes | None, bytes | None]
 def loads(text: bytes, origin: str, what: str) -> Any:
     """Parse JSON: orjson, with the stdlib's parser as a second opinion on what orjson refuses.
 
-    orjson reads integers beyond 64 bits and decimals beyond double precision as doubles; bronze
-    keeps such numbers exact only where it stores the line's payload text as produced (see
-    docs/bronze.md, "What 'as produced' means").
+    orjson reads integers beyond 64 bits and decimals beyond double precision as doubles. Where
+    a payload is written again instead of stored as produced (a wrapper is taken off), the
+    integers are made exact first (:func:`bronze.exact_json.exact`); decimals beyond double
+    precision stay doubles there (see docs/bronze.md, "What 'as produced' means").
 
     Raises:
         EnvelopeError: Not valid JSON; the reason names ``what`` and the parser's message.
@@ -107,9 +109,9 @@ def parse_line(line: bytes, fmt: str, origin: str) -> Parsed:
         obj = _loads_line(line, origin)
         if obj.__class__ is dict:
             if "key" in obj and ("value" in obj or "payload" in obj):
-                return _from_wrapper(obj, origin)
+                return _from_wrapper(obj, origin, line)
             if "specversion" in obj and "data" in obj:
-                return _cloudevent_record(obj, origin)
+                return _cloudevent_record(exact(obj, line), origin)
         return _record(None, obj, (), None, origin, None, line)
     if fmt == "key_tab_value" or fmt == "console":
         return _console(line, origin)
@@ -120,9 +122,9 @@ def parse_line(line: bytes, fmt: str, origin: str) -> Parsed:
                 f"a kafka_json line must be a JSON object, got {type(obj).__name__}",
                 origin=origin,
             )
-        return _from_wrapper(obj, origin)
+        return _from_wrapper(obj, origin, line)
     if fmt == "cloudevents":
-        return _cloudevent_record(obj, origin)
+        return _cloudevent_record(exact(obj, line), origin)
     return _record(None, obj, (), None, origin, None, line)
 
 
@@ -154,6 +156,8 @@ def parse_record(
         EnvelopeError: The value is not a Debezium record.
     """
     if value.__class__ is dict and "specversion" in value and "op" not in value:
+        if value_text is not None:
+            value = exact(value, value_text)  # mapped to an envelope: written again
         return _cloudevent_in_record(key, value, headers, topic, origin, key_text)
     return _record(key, value, headers, topic, origin, key_text, value_text)
 
@@ -190,12 +194,17 @@ def _record(
     key_text: bytes | None,
     value_text: bytes | None,
 ) -> Parsed:
-    # Inline fast path: most payloads come without the {"schema", "payload"} wrapper.
+    # Inline fast path: most payloads come without the {"schema", "payload"} wrapper. A payload
+    # taken out of one is written again, so its integers must be exact.
     if key.__class__ is dict and "payload" in key:
+        if key_text is not None:
+            key = exact(key, key_text)
         key_schema, key_payload = split_connect(key, "key", origin)
     else:
         key_schema, key_payload = None, key
     if value.__class__ is dict and "payload" in value:
+        if value_text is not None:
+            value = exact(value, value_text)
         value_schema, value_payload = split_connect(value, "value", origin)
     else:
         value_schema, value_payload = None, value
@@ -221,7 +230,7 @@ def _record(
     )
 
 
-def _from_wrapper(obj: dict[str, Any], origin: str) -> Parsed:
+def _from_wrapper(obj: dict[str, Any], origin: str, line: bytes) -> Parsed:
     if "payload_error" in obj or "key_error" in obj:
         problem = "payload_error" if obj.get("payload_error") is not None else "key_error"
         if obj.get(problem) is not None:
@@ -231,6 +240,11 @@ def _from_wrapper(obj: dict[str, Any], origin: str) -> Parsed:
             )
     value = obj["value"] if "value" in obj else obj.get("payload")
     key = obj.get("key")
+    if not (key is None or key.__class__ is str) or not (value is None or value.__class__ is str):
+        # Key or value held as JSON, not as text: bronze writes it again, integers exact.
+        obj = exact(obj, line)
+        value = obj["value"] if "value" in obj else obj.get("payload")
+        key = obj.get("key")
     key_text = value_text = None
     # kcat -J and similar dumps write key and value as JSON text.
     if key.__class__ is str:

@@ -31,6 +31,7 @@ from capture.mysql.server import (
     ServerDialect,
 )
 from capture.mysql.settings import MySqlSettings
+from capture.mysql.tls import SharedTlsConnection
 from capture.server_errors import MYSQL
 from pipeline.errors import CaptureError, PipelineError
 
@@ -121,7 +122,7 @@ class MySqlAgent(IncrementalSnapshots):
     def _connect(self, **extra: Any) -> Any:
         s = self.settings
         try:
-            return pymysql.connect(**{**s.connection(), "autocommit": True, **extra})
+            return SharedTlsConnection(**{**s.connection(), "autocommit": True, **extra})
         except pymysql.err.OperationalError as exc:
             # The errno decides: 1045/1049 terminal, 2003/2013 retryable.
             raise MYSQL.classify(self.name, exc, f"connect to MySQL {s.host}:{s.port}") from exc

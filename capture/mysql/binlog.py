@@ -55,6 +55,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
+from capture.mysql.tls import SharedTlsConnection
 from capture.mysql.types import binlog_date, binlog_datetime2
 from pipeline.errors import CaptureError
 
@@ -88,7 +89,7 @@ Reader = Callable[[bytes, int], tuple[Any, int]]
 """Decodes one non-NULL value at an offset: (value, offset after it)."""
 
 
-class _Connection(pymysql.connections.Connection):
+class _Connection(SharedTlsConnection):
     """A PyMySQL connection that can hand one packet back to the next ``_read_packet``."""
 
     pushed: Any = None

@@ -30,7 +30,7 @@ import pyarrow as pa
 from deltalake import write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from bronze.storage import LakePath, lake_path, open_delta, storage_options
+from bronze.storage import LakePath, lake_path, open_delta, read_delta, storage_options
 from capture.mysql.position import MySqlPosition
 from pipeline.errors import CaptureError
 
@@ -76,6 +76,11 @@ class HistoryEntry:
     ts_ms: int | None = None
 
 
+_READ = [f.name for f in HISTORY_SCHEMA if f.name != "written_at"]
+"""The columns :meth:`SchemaHistory.load` reads (a zoned timestamp's conversion to Python
+imports pandas)."""
+
+
 class SchemaHistory:
     """The history entries of one source, loaded once and appended to.
 
@@ -98,14 +103,13 @@ class SchemaHistory:
         if self._loaded:
             return list(self._entries)
         try:
-            table = (
-                open_delta(self.path)
-                .to_pyarrow_dataset()
-                .to_table(filter=pa.compute.field("source") == self.source)
-            )
+            table = read_delta(open_delta(self.path), _READ)
         except TableNotFoundError:
             table = HISTORY_SCHEMA.empty_table()
-        rows = sorted(table.to_pylist(), key=lambda r: r["seq"])
+        rows = sorted(
+            (r for r in table.to_pylist() if r["source"] == self.source),
+            key=lambda r: r["seq"],
+        )
         for row in rows:
             entry = HistoryEntry(
                 MySqlPosition.from_json(orjson.loads(row["position_json"])),

@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from typing import Any, Final
@@ -21,17 +22,18 @@ import pymysql
 from bronze.columnar import json_strings
 from bronze.position_base import Phase
 from capture.captured_table import CapturedTable
-from capture.column_types import ValueConversionError
-from capture.columnar_snapshot import ColumnarSnapshot, Encoder, PyColumns, SnapshotChunk
+from capture.columnar_snapshot import ColumnarSnapshot, Encoder, SnapshotChunk
 from capture.database_source import SnapshotRow
 from capture.mysql.agent import CONNECTION_LOST, MySqlTable, SnapshotProgress, raw_row
 from capture.mysql.position import MySqlPosition
+from capture.mysql.result_set import TextResult, read_text_result
 from capture.mysql.server import (
     snapshot_point,
 )
 from capture.mysql.tables import TableTracker
 from capture.mysql.types import (
     SNAPSHOT_SESSION_SQL,
+    snapshot_column,
     snapshot_connect_kwargs,
     snapshot_values,
 )
@@ -179,31 +181,17 @@ class SnapshotReader(ColumnarSnapshot, TableTracker):
 
     def _snapshot_chunks(self) -> Iterator[SnapshotChunk]:
         for index, table, bound, size in self._remaining_tables():
-            for pairs in keyed_chunks(self._snap_conn, table, size, after=bound):
-                if pairs:
-                    yield SnapshotChunk(index, table, _py_columns(table, pairs))
+            for chunk in text_chunks(self._snap_conn, table, size, after=bound):
+                yield SnapshotChunk(index, table, chunk)
 
     def _column_encoder(self, table: CapturedTable, i: int) -> Encoder | None:
-        if table.masker is not None and table.masker.covers(table.collection, table.names[i]):
-            return None
-        convert = _unguarded(table.types[i].convert)
-        if convert is int:
-            return _ints
-        if getattr(convert, "__qualname__", "") == _TEXT_CONVERTER:
-            return _texts
-        return None
+        return _encoder(table, i)[0]
 
     def _chunk_after(self, chunk: SnapshotChunk) -> list[Any]:
-        rows = chunk.rows
-        if not isinstance(rows, PyColumns):
-            raise InternalError("capture.mysql.snapshot: expected PyColumns")
-        return _encode_key(rows.rows[-1][1])
+        return _encode_key(_text_chunk(chunk).last_key())
 
     def _chunk_rows(self, chunk: SnapshotChunk) -> list[Any]:
-        rows = chunk.rows
-        if not isinstance(rows, PyColumns):
-            raise InternalError("capture.mysql.snapshot: expected PyColumns")
-        return rows.rows
+        return _text_chunk(chunk).pairs()
 
     def _snapshot_source(self, table: CapturedTable, last: bool) -> dict[str, Any]:
         snap = self._snapshot
@@ -279,27 +267,12 @@ def keyed_chunks(
     its ordinal (such a table has nothing to seek on, so the rows before are skipped by count,
     which is exact inside one consistent snapshot).
     """
-    definition = table.definition
-    cols = ", ".join(quote_identifier(c.name) for c in definition.columns)
-    source = qualified(definition.database, definition.name)
     key_idx = list(table.key_idx)
-    order = ", ".join(quote_identifier(table.names[i]) for i in key_idx)
     bound = None if after is None else list(after)
     while True:
-        skipped = 0
+        query, args, skipped = _chunk_query(table, size, bound)
         with conn.cursor() as cur:
-            if not key_idx:
-                skipped = 0 if bound is None else int(bound[0])
-                cur.execute(f"SELECT {cols} FROM {source} LIMIT %s OFFSET %s", (size, skipped))
-            elif bound is None:
-                cur.execute(f"SELECT {cols} FROM {source} ORDER BY {order} LIMIT %s", (size,))
-            else:
-                marks = ", ".join(["%s"] * len(key_idx))
-                cur.execute(
-                    f"SELECT {cols} FROM {source} WHERE ({order}) > ({marks}) "
-                    f"ORDER BY {order} LIMIT %s",
-                    (*bound, size),
-                )
+            cur.execute(query, args)
             rows = cur.fetchall()
         yield [
             (row, [row[i] for i in key_idx] if key_idx else [skipped + n + 1])
@@ -310,15 +283,134 @@ def keyed_chunks(
         bound = [rows[-1][i] for i in key_idx] if key_idx else [skipped + len(rows)]
 
 
-def _py_columns(table: MySqlTable, pairs: list[tuple[list[Any], list[Any]]]) -> PyColumns:
-    """A chunk's ``(row, key)`` pairs with their values prepared as :func:`snapshot_values` does
-    row by row, transposed to columns (none if a row's values do not prepare: row by row)."""
+def text_chunks(
+    conn: Any, table: MySqlTable, size: int, *, after: Sequence[Any] | None = None
+) -> Iterator[TextChunk]:
+    """:func:`keyed_chunks` read below the driver (:mod:`capture.mysql.result_set`): the same
+    queries, each chunk a :class:`TextChunk`; no empty chunk."""
+    key_idx = list(table.key_idx)
+    bound = None if after is None else list(after)
+    while True:
+        query, args, skipped = _chunk_query(table, size, bound)
+        with conn.cursor() as cur:
+            text = cur.mogrify(query, args)
+        result = read_text_result(conn, text)
+        n = result.num_rows
+        if n:
+            yield TextChunk(table, result, 0, n, skipped, _raw_columns(table, result))
+        if n < size:
+            return
+        bound = [result.values(i, n - 1)[0] for i in key_idx] if key_idx else [skipped + n]
+
+
+def _chunk_query(
+    table: MySqlTable, size: int, bound: Sequence[Any] | None
+) -> tuple[str, tuple[Any, ...], int]:
+    """The SELECT of the ``size`` rows after ``bound`` (its parameters; the rows a keyless
+    table's query skips)."""
     definition = table.definition
-    try:
-        prepared = [snapshot_values(definition, row) for row, _ in pairs]
-    except ValueConversionError:
-        return PyColumns(pairs, None)
-    return PyColumns(pairs, [list(c) for c in zip(*prepared, strict=True)])
+    cols = ", ".join(quote_identifier(c.name) for c in definition.columns)
+    source = qualified(definition.database, definition.name)
+    key_idx = table.key_idx
+    order = ", ".join(quote_identifier(table.names[i]) for i in key_idx)
+    if not key_idx:
+        skipped = 0 if bound is None else int(bound[0])
+        return f"SELECT {cols} FROM {source} LIMIT %s OFFSET %s", (size, skipped), skipped
+    if bound is None:
+        return f"SELECT {cols} FROM {source} ORDER BY {order} LIMIT %s", (size,), 0
+    marks = ", ".join(["%s"] * len(key_idx))
+    return (
+        f"SELECT {cols} FROM {source} WHERE ({order}) > ({marks}) ORDER BY {order} LIMIT %s",
+        (*bound, size),
+        0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """Rows ``offset`` to ``offset + length`` of one snapshot query's result, as the server sent
+    them (:class:`capture.mysql.result_set.TextResult`). Sliced like an Arrow table.
+
+    :meth:`column` gives the raw text of a column whose vectorized encoder takes it
+    (``raw``: integers and text, where PyMySQL's own decoding would be exactly that), else a
+    :class:`_Prepared` column: the values :func:`snapshot_values` would give, made when read.
+
+    Attributes:
+        table: The captured table.
+        result: The query's rows.
+        offset: The first row of the chunk in ``result``.
+        length: Rows in the chunk.
+        skipped: Rows before ``result``'s first (a keyless table's resume ordinal).
+        raw: Columns given as raw text.
+    """
+
+    table: MySqlTable
+    result: TextResult
+    offset: int
+    length: int
+    skipped: int
+    raw: frozenset[int]
+
+    @property
+    def num_rows(self) -> int:
+        """Rows in the chunk."""
+        return self.length
+
+    def column(self, i: int) -> pa.Array | _Prepared:
+        """Column ``i``: its raw text if it is in ``raw``, else its prepared values."""
+        if i in self.raw:
+            return self.result.columns[i].slice(self.offset, self.length)
+        return _Prepared(self, i)
+
+    def slice(self, offset: int, length: int | None = None) -> TextChunk:
+        """Rows ``offset`` to ``offset + length`` of the chunk."""
+        rest = self.length - offset
+        size = rest if length is None else min(length, rest)
+        return TextChunk(
+            self.table, self.result, self.offset + offset, size, self.skipped, self.raw
+        )
+
+    def driver_values(self, i: int) -> list[Any]:
+        """Column ``i`` as PyMySQL returns it (before :func:`snapshot_values`)."""
+        return self.result.values(i, self.offset, self.offset + self.length)
+
+    def pairs(self) -> list[tuple[list[Any], list[Any]]]:
+        """The rows as :func:`keyed_chunks` gives them: ``(row, key)``."""
+        width = len(self.table.definition.columns)
+        columns = [self.driver_values(i) for i in range(width)]
+        key_idx = self.table.key_idx
+        first = self.skipped + self.offset + 1
+        return [
+            (list(row), [row[i] for i in key_idx] if key_idx else [first + n])
+            for n, row in enumerate(zip(*columns, strict=True))
+        ]
+
+    def last_key(self) -> list[Any]:
+        """What resumes after the chunk's last row (its key, or its ordinal)."""
+        last = self.offset + self.length - 1
+        if not self.table.key_idx:
+            return [self.skipped + last + 1]
+        return [self.result.values(i, last, last + 1)[0] for i in self.table.key_idx]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A column of a :class:`TextChunk` through PyMySQL's decoding and :func:`snapshot_column`
+    (the columnar loop's per-value fallback reads it with ``to_pylist``)."""
+
+    chunk: TextChunk
+    index: int
+
+    def to_pylist(self) -> list[Any]:
+        chunk = self.chunk
+        return snapshot_column(chunk.table.definition, self.index, chunk.driver_values(self.index))
+
+
+def _text_chunk(chunk: SnapshotChunk) -> TextChunk:
+    rows = chunk.rows
+    if not isinstance(rows, TextChunk):
+        raise InternalError("capture.mysql.snapshot: expected a TextChunk")
+    return rows
 
 
 def _unguarded(convert: Any) -> Any:
@@ -334,24 +426,66 @@ _GUARD: Final = "_guarded.<locals>.run"
 _TEXT_CONVERTER: Final = "_text.<locals>.convert"
 """The per-value converter of MySQL text columns (:func:`capture.mysql.types._text`): the value
 itself when the driver returns text."""
-_NONE_TYPE: Final = type(None)
+_RAW_INTS: Final = frozenset({"int", "_integer.<locals>.unsigned"})
+"""Converters of integer columns whose JSON is the decimal text (signed; UNSIGNED up to INT,
+whose snapshot values are never negative)."""
+_RAW_TEXTS: Final = frozenset(
+    {
+        _TEXT_CONVERTER,
+        "_enum.<locals>.convert",
+        "_set.<locals>.convert",
+        "_json_type.<locals>.convert",
+    }
+)
+"""Converters that return a text value as it is (text, ENUM, SET and JSON columns)."""
+_AS_INT: Final = ("ascii", int)
+"""PyMySQL's decoding of an integer column: ``int`` of the ASCII text."""
+_AS_TEXT: Final = ("utf8", None)
+"""PyMySQL's decoding of a text column on the snapshot connection (utf8mb4): UTF-8, no
+converter."""
 
 
-def _only(values: list[Any], kind: type) -> bool:
-    """Whether every value is exactly ``kind`` or None (a bool is not an int here)."""
-    return set(map(type, values)) <= {kind, _NONE_TYPE}
+def _encoder(table: CapturedTable, i: int) -> tuple[Encoder | None, tuple[str, Any] | None]:
+    """Column ``i``'s vectorized encoder (None: its values go through the converter, as a
+    masked column's do), and the PyMySQL decoding its raw text must have for it."""
+    if table.masker is not None and table.masker.covers(table.collection, table.names[i]):
+        return None, None
+    convert = _unguarded(table.types[i].convert)
+    name = "int" if convert is int else str(getattr(convert, "__qualname__", ""))
+    if name in _RAW_INTS:
+        return _ints, _AS_INT
+    if name in _RAW_TEXTS:
+        return _texts, _AS_TEXT
+    return None, None
 
 
-def _ints(values: list[Any]) -> pa.Array:
-    if not _only(values, int):
-        raise ValueError("a value is not an int")
-    return pa.array(values, pa.int64()).cast(pa.string())
+def _raw_columns(table: MySqlTable, result: TextResult) -> frozenset[int]:
+    """The columns a :class:`TextChunk` gives as raw text: those with a vectorized encoder,
+    when PyMySQL would have decoded them exactly as that encoder reads the bytes (integers:
+    ``int`` of the ASCII text; text: UTF-8, no converter); none when the result is not as wide
+    as the table (the per-row path reports it)."""
+    if len(result.converters) != len(table.types):
+        return frozenset()
+    return frozenset(
+        i
+        for i, decoding in enumerate(result.converters)
+        if (wanted := _encoder(table, i)[1]) is not None and decoding == wanted
+    )
 
 
-def _texts(values: list[Any]) -> pa.Array:
-    if not _only(values, str):
-        raise ValueError("a value is not text")
-    return json_strings(pa.array(values, pa.string()))
+def _raw(column: Any) -> pa.Array:
+    if not isinstance(column, pa.Array):
+        # PyMySQL would have decoded this column otherwise: the chunk goes row by row.
+        raise TypeError("the column is not given as its raw text")
+    return column.cast(pa.string())
+
+
+def _ints(column: Any) -> pa.Array:
+    return _raw(column).cast(pa.int64()).cast(pa.string())
+
+
+def _texts(column: Any) -> pa.Array:
+    return json_strings(_raw(column))
 
 
 _position = MySqlPosition._new

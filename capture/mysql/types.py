@@ -124,6 +124,7 @@ __all__ = [
     "Unrepresentable",
     "ValueConversionError",
     "column_type",
+    "snapshot_column",
     "snapshot_connect_kwargs",
     "snapshot_values",
     "stream_row",
@@ -749,16 +750,37 @@ def snapshot_values(table: TableDef, row: Sequence[Any]) -> list[Any]:
     for column, value in zip(table.columns, row, strict=True):
         name = _base_type(column, table.charset)
         if value is not None and name in _DATE_TYPES and isinstance(value, (str, bytes)):
-            try:
-                parsed = _parse_datetime(_raw_text(value))
-            except ValueError as exc:
-                raise ValueConversionError(f"{table.collection}.{column.name}: {exc}") from None
-            if parsed is None:
-                value = _raw_text(value)
-            else:
-                value = parsed.date() if name == "date" else parsed
+            value = _snapshot_date(table, column, name, value)
         out.append(value)
     return out
+
+
+def snapshot_column(table: TableDef, index: int, values: list[Any]) -> list[Any]:
+    """:func:`snapshot_values` for one column of many rows: column ``index``'s values (as the
+    snapshot connection returns them) -> the same values :func:`snapshot_values` gives.
+
+    Raises:
+        ValueConversionError: A date the server printed does not parse.
+    """
+    column = table.columns[index]
+    name = _base_type(column, table.charset)
+    if name not in _DATE_TYPES:
+        return values
+    return [
+        _snapshot_date(table, column, name, v) if isinstance(v, (str, bytes)) else v for v in values
+    ]
+
+
+def _snapshot_date(table: TableDef, column: ColumnDef, name: str, value: str | bytes) -> Any:
+    """A DATE/DATETIME/TIMESTAMP the snapshot read as text -> its date or datetime, or the text
+    when Python cannot build it (zero and invalid dates, year 0)."""
+    try:
+        parsed = _parse_datetime(_raw_text(value))
+    except ValueError as exc:
+        raise ValueConversionError(f"{table.collection}.{column.name}: {exc}") from None
+    if parsed is None:
+        return _raw_text(value)
+    return parsed.date() if name == "date" else parsed
 
 
 def _fix_stream_time(value: dt.timedelta) -> dt.timedelta:

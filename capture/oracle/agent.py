@@ -31,6 +31,7 @@ from capture.oracle.lob import LOB_TYPES
 from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, column_type
 from capture.server_errors import ServerErrors
+from capture.sql_defaults import ORACLE_DEFAULTS, column_default
 from pipeline.errors import CaptureError, NotInstalledError
 
 __all__ = [
@@ -64,8 +65,8 @@ SESSION_UTC = "ALTER SESSION SET TIME_ZONE = '+00:00'"
 """The side session's zone (the snapshot's ``TIMESTAMP WITH LOCAL TIME ZONE`` values)."""
 
 COLUMNS_SQL = (
-    "SELECT COLUMN_NAME, DATA_TYPE, DATA_PRECISION, DATA_SCALE, NULLABLE FROM ALL_TAB_COLUMNS "
-    "WHERE OWNER = :1 AND TABLE_NAME = :2 ORDER BY COLUMN_ID"
+    "SELECT COLUMN_NAME, DATA_TYPE, DATA_PRECISION, DATA_SCALE, NULLABLE, DATA_DEFAULT "
+    "FROM ALL_TAB_COLUMNS WHERE OWNER = :1 AND TABLE_NAME = :2 ORDER BY COLUMN_ID"
 )
 KEY_SQL = (
     "SELECT cc.COLUMN_NAME FROM ALL_CONSTRAINTS c JOIN ALL_CONS_COLUMNS cc "
@@ -261,8 +262,10 @@ class OracleAgent(DatabaseSource):
                 None if precision is None else int(precision),
                 None if scale is None else int(scale),
                 nullable == "Y",
+                # DATA_DEFAULT is a LONG: the text as written, trailing blanks included.
+                default=None if default is None or not str(default).strip() else str(default),
             )
-            for name, data_type, precision, scale, nullable in rows
+            for name, data_type, precision, scale, nullable, default in rows
         ]
         return self._build(owner, table, columns, key)
 
@@ -272,7 +275,7 @@ class OracleAgent(DatabaseSource):
         """The captured table of ``owner.table`` with the columns ``every`` (from the catalog,
         or as a DDL statement left them)."""
         s = self.settings
-        columns, types, kept, left_out = [], [], [], set()
+        columns, types, kept, left_out, defaults = [], [], [], set(), []
         for column in every:
             converted = column_type(
                 column, s.handling, lobs=s.lob_enabled, placeholder=s.placeholder
@@ -293,12 +296,18 @@ class OracleAgent(DatabaseSource):
             columns.append(
                 CatalogColumn(column.name, 0, -1, not column.nullable, column.name in key)
             )
+            defaults.append(
+                column_default(
+                    column.default, converted, nullable=column.nullable, rules=ORACLE_DEFAULTS
+                )
+            )
         captured = CapturedTable(
             s.server_name,
             owner,
             table,
             columns,
             types,
+            defaults=defaults,
             **s.rules.table_options(CONNECTOR, s.table_filter, self.ORIGIN),
         )
         index = {c.name: i for i, c in enumerate(kept)}

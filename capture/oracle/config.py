@@ -28,6 +28,8 @@ DATABASE_CONNECTION_ADAPTER = "database.connection.adapter"
 DATABASE_CONNECTION_ADAPTER_DEFAULT = "logminer"
 LOG_MINING_STRATEGY = "log.mining.strategy"
 LOG_MINING_STRATEGY_DEFAULT = "redo_log_catalog"
+INTERVAL_HANDLING_MODE = "interval.handling.mode"
+INTERVAL_HANDLING_MODE_DEFAULT = "numeric"  # Debezium's (see the field's docstring)
 LOG_MINING_QUERY_FILTER_MODE = "log.mining.query.filter.mode"
 LOG_MINING_QUERY_FILTER_MODE_DEFAULT = "none"
 LOB_ENABLED = "lob.enabled"
@@ -54,6 +56,7 @@ OracleSnapshotMode = Literal[
 OracleAdapter = Literal["logminer", "xstream", "olr"]
 LogMiningStrategy = Literal["redo_log_catalog", "online_catalog", "hybrid"]
 LogMiningQueryFilterMode = Literal["none", "in", "regex"]
+IntervalHandlingMode = Literal["numeric", "string"]
 
 
 class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
@@ -84,6 +87,12 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
         LOG_MINING_QUERY_FILTER_MODE_DEFAULT, LOG_MINING_QUERY_FILTER_MODE
     )
     """Push filters into the LogMiner query: ``none``, ``in`` (no regexes!) or ``regex``."""
+    interval_handling_mode: IntervalHandlingMode = config_key(
+        INTERVAL_HANDLING_MODE_DEFAULT, INTERVAL_HANDLING_MODE
+    )
+    """INTERVAL columns as ``io.debezium.time.MicroDuration`` microseconds (``numeric``,
+    Debezium's default: a month is 365.25 / 12 days, lossy) or ``io.debezium.time.Interval``
+    ISO-8601 text (``string``: exact, ``P1Y2M0DT0H0M0S``)."""
     lob_enabled: bool = config_key(LOB_ENABLED_DEFAULT, LOB_ENABLED)
     """Capture CLOB/NCLOB/BLOB values (mines the SEL_LOB_LOCATOR/LOB_WRITE/LOB_TRIM/LOB_ERASE
     rows); false leaves the LOB columns out of the records."""

@@ -124,6 +124,20 @@ class _Tokens:
         self.i += 1
         return int(self.items[self.i - 1][1])
 
+    def default_expression(self) -> str:
+        """The text of a ``DEFAULT`` expression at the cursor, consumed: a signed number, a
+        string, or a word with its call's arguments (``SYSDATE``, ``TO_DATE(...)``)."""
+        start = self.i
+        if self.peek("-") or self.peek("+"):
+            self.i += 1
+        self.i += 1  # the number, string or word
+        if self.i - 1 < len(self.items) and self.items[self.i - 1][0] == "number":
+            if self.peek(".") and self.i + 1 < len(self.items):
+                self.i += 2  # 9.5 is three tokens
+        elif self.peek("("):
+            self.skip_parenthesised()
+        return "".join(value for _, value in self.items[start : self.i])
+
     def skip_parenthesised(self) -> None:
         """Skip a ``( ... )`` group at the cursor, nested groups included."""
         depth = 0
@@ -211,6 +225,7 @@ def _type(t: _Tokens, name: str) -> tuple[OracleColumn, bool]:
         t.expect(")")
     nullable = True
     key = False
+    default: str | None = None
     while not t.done() and not t.peek(",") and not t.peek(")"):
         if t.take("NOT", "NULL"):
             nullable = False
@@ -221,14 +236,13 @@ def _type(t: _Tokens, name: str) -> tuple[OracleColumn, bool]:
         elif t.take("CONSTRAINT"):
             t.name()
         elif t.take("DEFAULT"):
-            t.i += 1  # the expression's first token; a call's arguments follow in parentheses
-            if t.peek("("):
-                t.skip_parenthesised()
+            default = t.default_expression()
         else:
             t.i += 1  # ENABLE, VISIBLE, CHECK ..., and what else Oracle prints
             if t.peek("("):
                 t.skip_parenthesised()
-    return OracleColumn(name, data_type, precision, scale, nullable, length=length), key
+    column = OracleColumn(name, data_type, precision, scale, nullable, length, default)
+    return column, key
 
 
 def _columns(t: _Tokens) -> list[OracleColumn]:
@@ -333,9 +347,12 @@ def apply_ddl(
     for modified in change.modify:
         if modified.name in names:
             at = names.index(modified.name)
-            # MODIFY c NOT NULL changes the nullability only
+            # MODIFY c NOT NULL (or DEFAULT v) changes the nullability (the default) only
+            kept = modified.default if modified.default is not None else out[at].default
             out[at] = (
-                modified if modified.data_type else replace(out[at], nullable=modified.nullable)
+                replace(modified, default=kept)
+                if modified.data_type
+                else replace(out[at], nullable=modified.nullable, default=kept)
             )
     renamed = dict(change.rename)
     out = [replace(c, name=renamed.get(c.name, c.name)) for c in out]

@@ -61,7 +61,10 @@ class Definition:
 
 def _columns_json(columns: tuple[OracleColumn, ...]) -> str:
     return orjson.dumps(
-        [[c.name, c.data_type, c.precision, c.scale, c.nullable, c.length] for c in columns]
+        [
+            [c.name, c.data_type, c.precision, c.scale, c.nullable, c.length, c.default]
+            for c in columns
+        ]
     ).decode()
 
 

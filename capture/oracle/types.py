@@ -20,7 +20,8 @@ DATE; TIMESTAMP(0-3/4-6/7-9)            ``io.debezium.time.Timestamp`` (ms) / ``
                                         ``NanoTimestamp`` (``time.precision.mode=connect``: ms)
 TIMESTAMP WITH (LOCAL) TIME ZONE        ``io.debezium.time.ZonedTimestamp`` text (UTC)
 INTERVAL DAY TO SECOND / YEAR TO MONTH  ``io.debezium.time.MicroDuration`` (a month is
-                                        365.25 / 12 days)
+                                        365.25 / 12 days); ``interval.handling.mode=string``:
+                                        ``io.debezium.time.Interval`` text, exact
 ======================================  ==========================================================
 
 CLOB/NCLOB are STRING and BLOB is BYTES (``binary.handling.mode``) when ``lob.enabled``; a LOB
@@ -56,8 +57,20 @@ from capture.oracle.redo import RedoFunction, RedoValue
 __all__ = ["OracleColumn", "OracleHandling", "column_type", "jdbc_type", "redo_python"]
 
 
-OracleHandling = ValueModes
-"""The value-handling modes of the source (:class:`capture.column_types.ValueModes`)."""
+@dataclass(frozen=True, slots=True)
+class OracleHandling(ValueModes):
+    """The value-handling modes of the source (:class:`capture.column_types.ValueModes`) and
+    ``interval.handling.mode`` (``numeric`` or ``string``)."""
+
+    interval: str = "numeric"
+
+    @classmethod
+    def from_config(cls, config: Any) -> OracleHandling:
+        """Read the modes off an ``oracle`` source config."""
+        modes = ValueModes.from_config(config)
+        return cls(
+            modes.decimal, modes.time_precision, modes.binary, str(config.interval_handling_mode)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +85,8 @@ class OracleColumn:
         nullable: ``NULLABLE = 'Y'``.
         length: ``CHAR_LENGTH`` / ``DATA_LENGTH`` of a character or RAW type, when known (from
             DDL text; schema-change records only).
+        default: ``DATA_DEFAULT``, the ``DEFAULT`` expression's text (contract C4,
+            :mod:`capture.sql_defaults`); None without one.
     """
 
     name: str
@@ -80,6 +95,7 @@ class OracleColumn:
     scale: int | None
     nullable: bool
     length: int | None = None
+    default: str | None = None
 
 
 _FRACTION = re.compile(r"\((\d)\)")
@@ -263,8 +279,12 @@ def column_type(
     if name == "DATE" or name.startswith("TIMESTAMP"):
         return _temporal(column, handling)
     if name.startswith("INTERVAL DAY"):
+        if handling.interval == "string":
+            return ColumnType(cs.interval(), _ds_iso, name)
         return ColumnType(cs.micro_duration(), _ds_micros, name)
     if name.startswith("INTERVAL YEAR"):
+        if handling.interval == "string":
+            return ColumnType(cs.interval(), _ym_iso, name)
         return ColumnType(cs.micro_duration(), _ym_micros, name)
     return None
 
@@ -311,6 +331,30 @@ def _ds_micros(value: Any) -> int:
     if not isinstance(value, dt.timedelta):
         raise TypeError(f"not an INTERVAL DAY TO SECOND: {value!r}")
     return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+
+
+def _iso(years: int, months: int, days: int, hours: int, minutes: int, micros: int) -> str:
+    """Debezium's ``Interval.toIsoString``: ``P<y>Y<m>M<d>DT<h>H<m>M<s>S``, each part carrying
+    the interval's sign, seconds as ``BigDecimal.stripTrailingZeros().toPlainString()``."""
+    seconds = Decimal(micros).scaleb(-6)
+    text = format(seconds.normalize(), "f") if micros else "0"
+    return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{text}S"
+
+
+def _ds_iso(value: Any) -> str:
+    """INTERVAL DAY TO SECOND as ISO-8601 text (``interval.handling.mode=string``): exact."""
+    total = _ds_micros(value)
+    sign = -1 if total < 0 else 1
+    rest, micros = divmod(abs(total), 60_000_000)
+    rest, minutes = divmod(rest, 60)
+    days, hours = divmod(rest, 24)
+    return _iso(0, 0, sign * days, sign * hours, sign * minutes, sign * micros)
+
+
+def _ym_iso(value: Any) -> str:
+    """INTERVAL YEAR TO MONTH as ISO-8601 text (``interval.handling.mode=string``): exact."""
+    years, months = (value.years, value.months) if hasattr(value, "years") else value
+    return _iso(int(years), int(months), 0, 0, 0, 0)
 
 
 def _ym_micros(value: Any) -> int:

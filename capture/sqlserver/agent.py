@@ -16,6 +16,7 @@ from capture.captured_table import CapturedTable, CatalogColumn
 from capture.database_source import DatabaseSource, OpenTransaction, SnapshotProgress
 from capture.errors_sqlserver import SQLSERVER
 from capture.server_errors import ServerErrors
+from capture.sql_defaults import SQLSERVER_DEFAULTS, column_default
 from capture.sqlserver import connection as q
 from capture.sqlserver.connection import Session
 from capture.sqlserver.settings import SqlServerSettings
@@ -173,13 +174,20 @@ class SqlServerAgent(DatabaseSource):
         session = self._session(db)
         facts = {
             str(r[0]): ColumnFacts(
-                str(r[0]), str(r[1]), r[2], r[3], r[4], r[5], str(r[6]).upper() == "YES"
+                str(r[0]),
+                str(r[1]),
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                str(r[6]).upper() == "YES",
+                None if r[7] is None else str(r[7]),
             )
             for r in session.rows(q.COLUMNS, (schema, table))
         }
         kinds = dict(session.rows(q.CAPTURED_COLUMNS, (ci,)))
         s = self.settings
-        columns, types = [], []
+        columns, types, defaults = [], [], []
         for name in captured:
             # A column dropped since the instance was created keeps its captured type.
             fact = facts.get(name) or ColumnFacts(name, str(kinds.get(name, "sql_variant")))
@@ -203,12 +211,18 @@ class SqlServerAgent(DatabaseSource):
                 continue
             columns.append(CatalogColumn(name, 0, 0, not fact.nullable, name in keys))
             types.append(converted)
+            defaults.append(
+                column_default(
+                    fact.default, converted, nullable=fact.nullable, rules=SQLSERVER_DEFAULTS
+                )
+            )
         return CapturedTable(
             f"{s.server_name}.{db}",  # topic <prefix>.<db>.<schema>.<table>, as Debezium's
             schema,
             table,
             columns,
             types,
+            defaults=defaults,
             **s.rules.table_options(CONNECTOR, s.table_filter, self.ORIGIN),
         )
 

@@ -50,6 +50,8 @@ class ColumnFacts:
         scale: ``NUMERIC_SCALE``.
         fraction: ``DATETIME_PRECISION`` (fractional-second digits).
         nullable: ``IS_NULLABLE = 'YES'``.
+        default: ``COLUMN_DEFAULT``: the ``DEFAULT`` as SQL Server prints it (``((0))``,
+            ``('abc')``, ``(getdate())``); None without one.
     """
 
     name: str
@@ -59,6 +61,7 @@ class ColumnFacts:
     scale: int | None = None
     fraction: int | None = None
     nullable: bool = True
+    default: str | None = None
 
 
 def _as(kind: type[Any], value: Any) -> Any:

@@ -221,7 +221,12 @@ class Cursor(ResultCursor):
             self._control(lite, text, [])  # SQLite runs the same UNION ALL
         elif match := _CHANGES.fullmatch(text):
             self._changes(lite, _name(match.group(1)), _name(match.group(2)), args)
-        elif text.startswith("SELECT ") and _CONTROL.search(text) and '"' not in text:
+        elif (
+            text.startswith("SELECT ")
+            and _CONTROL.search(text)
+            # a delimited name there: only SYSCAT.COLUMNS."DEFAULT", a reserved word
+            and '"' not in text.replace('"DEFAULT"', "")
+        ):
             self._control(lite, text, args)
         elif text.startswith("SELECT ") and _FROM_TABLE.search(text):
             self._select(lite, text, args)

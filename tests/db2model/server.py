@@ -69,12 +69,16 @@ class Column:
             ``TIMESTAMP(6)``).
         nullable: ``NOT NULL`` when False.
         pk: Part of the primary key (in declaration order).
+        default: ``SYSCAT.COLUMNS.DEFAULT``: the default "expressed as a constant, special
+            register, or cast-function" (``0``, ``'abc'``, ``'2021-01-02'``: date and time
+            constants in ISO format; ``CURRENT TIMESTAMP``); None without a DEFAULT clause.
     """
 
     name: str
     type: str
     nullable: bool = True
     pk: bool = False
+    default: str | None = None
 
     @property
     def base(self) -> str:
@@ -195,7 +199,12 @@ class Db2Model(SqliteInstance):
         conn.execute(f"CREATE TABLE {inner} ({', '.join(f'c{i}' for i in range(len(every)))})")
         conn.execute(
             "INSERT INTO [model.tables] VALUES (?, ?, ?, ?)",
-            (schema, table, inner, json.dumps([[c.name, c.type, c.nullable, c.pk] for c in every])),
+            (
+                schema,
+                table,
+                inner,
+                json.dumps([[c.name, c.type, c.nullable, c.pk, c.default] for c in every]),
+            ),
         )
         conn.execute(
             "INSERT INTO [SYSCAT.TABLES] VALUES (?, ?, ?, 2, ?)", (schema, table, kind, n + 4)
@@ -208,9 +217,9 @@ class Db2Model(SqliteInstance):
                 keyseq += 1
                 key = keyseq
             conn.execute(
-                "INSERT INTO [SYSCAT.COLUMNS] VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO [SYSCAT.COLUMNS] VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (schema, table, c.name, colno, typename, length, scale,
-                 "Y" if c.nullable else "N", key, c.codepage),
+                 "Y" if c.nullable else "N", key, c.codepage, c.default),
             )  # fmt: skip
         return inner
 
@@ -229,7 +238,8 @@ class Db2Model(SqliteInstance):
         if row is None:
             raise KeyError(f"{schema}.{table}")
         return str(row[0]), [
-            Column(n, t, bool(nl), bool(pk)) for n, t, nl, pk in json.loads(row[1])
+            Column(n, t, bool(nl), bool(pk), *default)
+            for n, t, nl, pk, *default in json.loads(row[1])
         ]
 
     def columns(self, db: str, schema: str, table: str) -> list[Column]:
@@ -475,7 +485,8 @@ CREATE TABLE [model.tables] (schema_name TEXT, table_name TEXT, inner_name TEXT,
 CREATE TABLE [SYSCAT.TABLES] (TABSCHEMA TEXT, TABNAME TEXT, TYPE TEXT, TBSPACEID INTEGER,
     TABLEID INTEGER);
 CREATE TABLE [SYSCAT.COLUMNS] (TABSCHEMA TEXT, TABNAME TEXT, COLNAME TEXT, COLNO INTEGER,
-    TYPENAME TEXT, LENGTH INTEGER, SCALE INTEGER, NULLS TEXT, KEYSEQ INTEGER, CODEPAGE INTEGER);
+    TYPENAME TEXT, LENGTH INTEGER, SCALE INTEGER, NULLS TEXT, KEYSEQ INTEGER, CODEPAGE INTEGER,
+    "DEFAULT" TEXT);
 """
 
 _ASN_TABLES = """

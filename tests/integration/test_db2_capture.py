@@ -28,6 +28,7 @@ from pipeline.errors import Retryable, SourceUnavailable, StageFailed, Terminal
 from tests.contract.harness import land
 from tests.db2model import dbapi
 from tests.db2model.server import Column, Db2Model, LockTimeout, ModelTx
+from tests.integration.test_sqlserver_capture import row_fields
 
 DB = "TESTDB"
 CUSTOMERS = [
@@ -347,6 +348,41 @@ def test_types_per_the_guide(model: Db2Model, tmp_path: Path) -> None:
     assert after_fields["X"]["name"] == "io.debezium.data.Xml"
     assert after_fields["DEC"]["parameters"]["scale"] == "2"
     assert after_fields["S"]["type"] == "int16" and after_fields["R"]["type"] == "float32"
+
+
+def test_column_defaults_reach_the_field_schemas(model: Db2Model, tmp_path: Path) -> None:
+    """C4: constants of ``SYSCAT.COLUMNS.DEFAULT`` (of the source table: the CD table has
+    none), converted as values are; a special register is the time of the ALTER."""
+    columns = [
+        Column("ID", "INTEGER", False, True),
+        Column("QTY", "SMALLINT", False, default="0"),
+        Column("PRICE", "DECIMAL(10,2)", default="9.50"),
+        Column("LABEL", "VARCHAR(20)", default="'it''s'"),
+        Column("BORN", "DATE", default="'2021-01-02'"),
+        Column("AT", "TIMESTAMP", default="'2021-01-02-10.30.00.000000'"),
+        Column("SEEN", "TIMESTAMP", False, default="CURRENT TIMESTAMP"),
+        Column("PLAIN", "INTEGER"),
+    ]
+    in_capture(model, DB, {"DEFAULTS": columns}, "DB2INST1")
+    row = {"ID": 1, "QTY": 1, "PRICE": None, "LABEL": None, "BORN": None, "AT": None}
+    with model.transaction(DB) as tx:
+        tx.insert("DB2INST1", "DEFAULTS", {**row, "SEEN": dt.datetime(2020, 1, 1), "PLAIN": 1})
+    land(raw(model), tmp_path / "lake")
+    fields = row_fields(tmp_path / "lake", "DB2INST1.DEFAULTS")
+    unreproducible = "medallion.default.unreproducible"
+    assert {
+        name: (f.get("default"), unreproducible in (f.get("parameters") or {}))
+        for name, f in fields.items()
+    } == {
+        "ID": (None, False),
+        "QTY": (0, False),
+        "PRICE": ("A7Y=", False),  # 950 at scale 2
+        "LABEL": ("it's", False),
+        "BORN": (18629, False),  # epoch days, as the Oracle guide's TO_DATE example
+        "AT": (1609583400000000, False),  # MicroTimestamp
+        "SEEN": (None, True),
+        "PLAIN": (None, False),
+    }
 
 
 def test_an_update_is_a_delete_and_an_insert_in_the_cd_table(model: Db2Model) -> None:

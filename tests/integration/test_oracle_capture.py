@@ -30,6 +30,7 @@ from capture.registry import create_source
 from pipeline.config import SourceConfig
 from pipeline.errors import SourceUnavailable, StageFailed
 from pipeline.landing import LandingAgent, LandingResult
+from tests.integration.test_sqlserver_capture import row_fields
 from tests.oraclemodel.database import Column, OracleModel
 
 pytestmark = pytest.mark.delta
@@ -335,6 +336,47 @@ def test_a_column_added_while_streaming_is_described_again(corner: Corner) -> No
     first, second = corner.records()
     assert "PHONE" not in first["after"]
     assert second["after"] == {**_person(2), "PHONE": "555-0100"}
+
+
+def test_column_defaults_reach_the_field_schemas(corner: Corner) -> None:
+    """C4: constants of ``ALL_TAB_COLUMNS.DATA_DEFAULT`` (and of the DDL a column is added
+    with while streaming), converted as values are; ``SYSDATE`` is the time of the ALTER."""
+    with corner.edit() as model:
+        columns = [
+            Column("ID", "NUMBER", 9, 0, nullable=False),
+            Column("QTY", "NUMBER", 9, 0, nullable=False, default="0"),
+            Column("PRICE", "NUMBER", 10, 2, default="9.5"),
+            Column("LABEL", "VARCHAR2", default="'it''s' "),  # a LONG: the text as written
+            Column("BORN", "DATE", default="SYSDATE"),
+        ]
+        model.create_table("DEBEZIUM", "DEFAULTS", columns, ["ID"])
+        xid = model.begin(1)
+        model.insert(xid, "DEBEZIUM", "DEFAULTS", {"ID": 1, "QTY": 1})
+        model.commit(xid)
+    corner.land()
+    with corner.edit() as model:
+        model.add_column("DEBEZIUM", "DEFAULTS", Column("ADDED", "NUMBER", 4, 0, False, "-7"))
+        assert model.committed_rows("DEBEZIUM", "DEFAULTS")[0]["ADDED"] == -7
+        xid = model.begin(1)
+        model.insert(xid, "DEBEZIUM", "DEFAULTS", {"ID": 2, "QTY": 2, "ADDED": 3})
+        model.commit(xid)
+    corner.land()
+    unreproducible = "medallion.default.unreproducible"
+    found = [
+        {
+            name: (f.get("default"), unreproducible in (f.get("parameters") or {}))
+            for name, f in fields.items()
+        }
+        for fields in (row_fields(corner.lake, "DEBEZIUM.DEFAULTS", n) for n in (0, -1))
+    ]
+    expected = {
+        "ID": (None, False),
+        "QTY": (0, False),
+        "PRICE": ("A7Y=", False),  # 950 at scale 2
+        "LABEL": ("it's", False),
+        "BORN": (None, True),
+    }
+    assert found == [expected, {**expected, "ADDED": (-7, False)}]
 
 
 def test_a_reused_online_log_is_read_again_from_its_archive(

@@ -14,7 +14,7 @@ from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.config import TableOptions
 from pipeline.landing import LandingAgent
 from silver.job import SilverJob, silver_table_name
-from silver.merge import DELETED, KEY, OP, POSITION
+from silver.merge import DELETED, KEY, OP, POSITION, apply_truncate
 from silver.scd2 import (
     IS_CURRENT,
     NEXT_KEY,
@@ -153,17 +153,36 @@ def test_key_move_is_continuous_and_carries_toasted_values(spark: Any, tmp_path:
     assert moved[IS_CURRENT] and not moved[DELETED]
 
 
-def test_truncate_closes_every_live_version(spark: Any, tmp_path: Path) -> None:
-    h = tmp_path / "h"
+def test_truncate_closes_every_live_version_and_erases_late_older_changes(
+    spark: Any, tmp_path: Path
+) -> None:
+    silver = tmp_path / "t"
+    h = Path(history_path(str(silver)))
     record(spark, h, ev(1, "c", 1, "a"), ev(2, "c", 2, "b"), ev(3, "d", 2, "b"))
+    # The job applies a truncate to the current-state table (its horizon), then to history.
+    apply_truncate(spark, str(silver), pos(9), txn_app_id="t", txn_version=next(_versions))
     truncate_history(
         spark, str(h), pos(9), 1_700_000_009_000, txn_app_id="test", txn_version=next(_versions)
     )
-    current = {
-        r["id"]: (r[OP], r[DELETED], r[VALID_FROM])
-        for r in spark.read.format("delta").load(str(h)).where(IS_CURRENT).collect()
-    }
-    assert current == {1: ("t", True, ts(9)), 2: ("d", True, ts(3))}
+    expected = {1: ("t", True, ts(9)), 2: ("d", True, ts(3))}
+
+    def current() -> dict[int, tuple[Any, ...]]:
+        return {
+            r["id"]: (r[OP], r[DELETED], r[VALID_FROM])
+            for r in spark.read.format("delta").load(str(h)).where(IS_CURRENT).collect()
+        }
+
+    assert current() == expected
+    # Late changes older than the truncate (reordered arrival), as the current-state table
+    # treats them: erased. Inserts of 2 (deleted before the truncate: no version after it) and
+    # of 3 would be live current versions; the update of 1 is history, closed by the truncate.
+    record(spark, h, ev(4, "c", 2, "again"), ev(5, "c", 3, "new"), ev(6, "u", 1, "late"))
+    assert current() == expected
+    assert [(r[0], r[1], r[2], r[4], r[5]) for r in versions(spark, h) if r[0] == 1] == [
+        (1, "c", "a", ts(1), ts(6)),
+        (1, "u", "late", ts(6), ts(9)),
+        (1, "t", "a", ts(9), None),
+    ]
 
 
 COLUMNS = {

@@ -374,6 +374,65 @@ def test_types_per_the_mapping_tables(model: SqlServerModel, tmp_path: Path) -> 
     }
 
 
+def row_fields(lake: Path, collection: str, event: int = -1) -> dict[str, dict[str, Any]]:
+    """The ``after`` field schemas of the value schema data event ``event`` of ``collection``
+    (in position order; the last by default) was landed with."""
+    landed = [r for r in events(lake) if r[S.KIND] == "data" and r[S.COLLECTION] == collection]
+    registry = DeltaTable(str(lake / "bronze" / "schemas")).to_pyarrow_table().to_pylist()
+    schemas = {r[S.SCHEMA_ID]: orjson.loads(r[S.SCHEMA_JSON]) for r in registry}
+    envelope = schemas[landed[event][S.VALUE_SCHEMA_ID]]
+    (after,) = [f for f in envelope["fields"] if f["field"] == "after"]
+    return {f["field"]: f for f in after["fields"]}
+
+
+def test_column_defaults_reach_the_field_schemas(model: SqlServerModel, tmp_path: Path) -> None:
+    """C4: the constant defaults of INFORMATION_SCHEMA.COLUMNS, converted as values are."""
+    columns = [
+        Column("id", "int", False, True),
+        Column("qty", "int", False, default="0"),
+        Column("price", "decimal(10,2)", False, default="9.5"),
+        Column("born", "date", False, default="'2021-01-02'"),
+        Column("flag", "bit", False, default="1"),
+        Column("label", "nvarchar(20)", default="N'it''s'"),
+        Column("stamp", "datetime2(6)", False, default="getdate()"),
+        Column("plain", "int"),
+    ]
+    model.create_table(DB, "dbo", "defaults", columns)
+    model.enable_table(DB, "dbo", "defaults")
+    lake = tmp_path / "lake"
+    land(raw(model), lake)
+    row = {"id": 1, "qty": 2, "price": Decimal("1.00"), "born": dt.date(2020, 1, 1)}
+    row |= {"flag": False, "label": None, "stamp": dt.datetime(2020, 1, 1), "plain": None}
+    with model.transaction(DB) as tx:
+        tx.insert("dbo", "defaults", row)
+    land(raw(model), lake)
+    fields = row_fields(lake, "dbo.defaults")
+    unreproducible = "medallion.default.unreproducible"
+    found = {
+        name: (f.get("default"), unreproducible in (f.get("parameters") or {}))
+        for name, f in fields.items()
+    }
+    assert found == {
+        "id": (None, False),
+        "qty": (0, False),
+        "price": ("A7Y=", False),  # 950 at scale 2
+        "born": (18629, False),  # the seed's TO_DATE('2021-01-02') example: epoch days
+        "flag": (True, False),
+        # nullable: older rows of an added column hold it only WITH VALUES (unknown)
+        "label": ("it's", True),
+        "stamp": (None, True),  # getdate(): the time of the ALTER
+        "plain": (None, False),
+    }
+    # ADD ... NOT NULL DEFAULT fills the rows that exist; a new capture instance carries it.
+    model.add_column(DB, "dbo", "defaults", Column("added", "smallint", False, default="7"))
+    assert model.truth(DB, "dbo", "defaults")[1]["added"] == 7
+    model.enable_table(DB, "dbo", "defaults", "dbo_defaults_v2")
+    with model.transaction(DB) as tx:
+        tx.update("dbo", "defaults", 1, {"qty": 3})
+    land(raw(model), lake)
+    assert row_fields(lake, "dbo.defaults")["added"]["default"] == 7
+
+
 def test_masks_and_column_filters(model: SqlServerModel, tmp_path: Path) -> None:
     config = raw(
         model,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import pickle
+import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from typing import Any
 from tests import sqlite_model
 from tests.sqlite_model import Change, SqliteInstance
 
-__all__ = ["Column", "ModelTx", "SqlServerModel", "format_lsn", "lsn_of"]
+__all__ = ["Column", "ModelTx", "SqlServerModel", "format_lsn", "lsn_of", "printed_default"]
 
 ZERO_LSN = bytes(10)
 
@@ -68,12 +69,15 @@ class Column:
         type: T-SQL type with its arguments (``int``, ``varchar(40)``, ``decimal(10,2)``).
         nullable: ``NULL`` (True) or ``NOT NULL``.
         pk: Part of the primary key (the capture instance's unique index).
+        default: The ``DEFAULT`` expression as written (``0``, ``'abc'``, ``getdate()``); the
+            catalog keeps it as SQL Server prints it (:func:`printed_default`).
     """
 
     name: str
     type: str
     nullable: bool = True
     pk: bool = False
+    default: str | None = None
 
     @property
     def base(self) -> str:
@@ -144,10 +148,21 @@ class SqlServerModel(SqliteInstance):
             for i, c in enumerate(columns, 1):
                 self._describe(conn, schema, table, c, i)
 
-    def add_column(self, db: str, schema: str, table: str, column: Column) -> None:
-        """``ALTER TABLE [schema].[table] ADD column`` (capture instances do not follow it)."""
+    def add_column(
+        self, db: str, schema: str, table: str, column: Column, *, with_values: bool = False
+    ) -> None:
+        """``ALTER TABLE [schema].[table] ADD column [WITH VALUES]`` (capture instances do not
+        follow it).
+
+        The rows that exist get the column's default when it is ``NOT NULL`` or the statement
+        says ``WITH VALUES``, NULL otherwise (Microsoft's ALTER TABLE, "WITH VALUES"); the
+        change tables record nothing. The model evaluates constant defaults only.
+        """
         with self._write(db) as conn:
             conn.execute(f"ALTER TABLE [{schema}.{table}] ADD COLUMN [{column.name}]")
+            if column.default is not None and (with_values or not column.nullable):
+                # A T-SQL constant (a number, a quoted string) is the same literal in SQLite.
+                conn.execute(f"UPDATE [{schema}.{table}] SET [{column.name}] = {column.default}")
             (count,) = conn.execute(
                 "SELECT COUNT(*) FROM [model.columns] WHERE schema_name = ? AND table_name = ?",
                 (schema, table),
@@ -175,12 +190,13 @@ class SqlServerModel(SqliteInstance):
         if c.base in ("money", "smallmoney"):
             precision, scale = (19 if c.base == "money" else 10), 4
         conn.execute(
-            "INSERT INTO [INFORMATION_SCHEMA.COLUMNS] VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO [INFORMATION_SCHEMA.COLUMNS] VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 schema,
                 table,
                 c.name,
                 i,
+                None if c.default is None else printed_default(c.default),
                 "YES" if c.nullable else "NO",
                 c.base,
                 length,
@@ -460,6 +476,14 @@ def _update_mask(names: Sequence[str], change: Change, op: int) -> bytes:
     return bits.to_bytes((len(names) + 7) // 8, "big")
 
 
+def printed_default(expression: str) -> str:
+    """A ``DEFAULT`` expression as SQL Server keeps it (``COLUMN_DEFAULT``, the ``definition``
+    of ``sys.default_constraints``): in parentheses, a number in two (``((0))``, ``('abc')``,
+    ``(getdate())``)."""
+    text = expression.strip()
+    return f"(({text}))" if re.fullmatch(r"[+-]?[\d.]+", text) else f"({text})"
+
+
 _CHAR_TYPES = frozenset({"char", "varchar", "nchar", "nvarchar", "binary", "varbinary"})
 _FRACTION_TYPES = frozenset({"datetime2", "time", "datetimeoffset"})
 
@@ -469,7 +493,8 @@ CREATE TABLE IF NOT EXISTS [model.columns] (schema_name TEXT, table_name TEXT, o
     name TEXT, type TEXT, nullable INTEGER, pk INTEGER);
 CREATE TABLE IF NOT EXISTS [model.log] (commit_lsn BLOB, payload BLOB);
 CREATE TABLE IF NOT EXISTS [INFORMATION_SCHEMA.COLUMNS] (TABLE_SCHEMA TEXT, TABLE_NAME TEXT,
-    COLUMN_NAME TEXT, ORDINAL_POSITION INTEGER, IS_NULLABLE TEXT, DATA_TYPE TEXT,
+    COLUMN_NAME TEXT, ORDINAL_POSITION INTEGER, COLUMN_DEFAULT TEXT, IS_NULLABLE TEXT,
+    DATA_TYPE TEXT,
     CHARACTER_MAXIMUM_LENGTH INTEGER, NUMERIC_PRECISION INTEGER, NUMERIC_SCALE INTEGER,
     DATETIME_PRECISION INTEGER);
 CREATE TABLE IF NOT EXISTS [cdc.change_tables] (object_id INTEGER, capture_instance TEXT,

@@ -55,13 +55,15 @@ OPERATIONS = {
 
 @dataclass(frozen=True)
 class Column:
-    """A column: ``ALL_TAB_COLUMNS`` facts."""
+    """A column: ``ALL_TAB_COLUMNS`` facts; ``default`` is its ``DEFAULT`` expression as
+    written, which ``DATA_DEFAULT`` keeps as text (the model evaluates constants only)."""
 
     name: str
     data_type: str
     precision: int | None = None
     scale: int | None = None
     nullable: bool = True
+    default: str | None = None
 
 
 @dataclass
@@ -405,11 +407,14 @@ class OracleModel:
         return table
 
     def add_column(self, owner: str, name: str, column: Column) -> None:
-        """``ALTER TABLE ... ADD (column)``: existing rows show NULL in it."""
+        """``ALTER TABLE ... ADD (column)``: existing rows show its default (NULL without one;
+        Oracle Database SQL Language Reference, ALTER TABLE, "DEFAULT": "the default value is
+        inserted into the new column in all existing rows"), with no redo for them."""
         table = self.tables[(owner, name)]
         table.columns.append(column)
+        value = None if column.default is None else constant_value(column.default)
         for row in table.live.values():
-            row[column.name] = None
+            row[column.name] = value
         self._ddl(
             table,
             f"ALTER TABLE {_qualified(table)} ADD ({_name(column.name)} {_type_text(column)})",
@@ -696,7 +701,18 @@ def _type_text(column: Column) -> str:
         kind += "(4000)"
     elif kind in ("CHAR", "NCHAR", "RAW") and column.precision is not None:
         kind += f"({column.precision})"
-    return kind + ("" if column.nullable else " NOT NULL")
+    default = "" if column.default is None else f" DEFAULT {column.default}"
+    return kind + default + ("" if column.nullable else " NOT NULL")
+
+
+def constant_value(expression: str) -> Any:
+    """The value of a constant ``DEFAULT`` expression as the driver returns it (a number as
+    int or Decimal, a string's content)."""
+    text = expression.strip()
+    if text.startswith("'") and text.endswith("'"):
+        return text[1:-1].replace("''", "'")
+    number = Decimal(text)  # anything else: the model evaluates constants only
+    return int(number) if number == number.to_integral_value() else number
 
 
 def _lob(column: Column, value: Any) -> str:

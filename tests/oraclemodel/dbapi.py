@@ -348,11 +348,17 @@ def _run(conn: Connection, model: OracleModel, sql: str, args: list[Any], cursor
     if "FROM ALL_TAB_COLUMNS" in upper:
         _in_pdb(conn, model)
         found = model.tables.get((args[0], args[1]))
+        every = ["COLUMN_NAME", "DATA_TYPE", "DATA_PRECISION", "DATA_SCALE", "NULLABLE"]
+        every.append("DATA_DEFAULT")
         rows = [
-            (c.name, *_dictionary_type(c), "Y" if c.nullable else "N")
+            (c.name, *_dictionary_type(c), "Y" if c.nullable else "N", c.default)
             for c in ([] if found is None else found.columns)
         ]
-        return rows, ["COLUMN_NAME", "DATA_TYPE", "DATA_PRECISION", "DATA_SCALE", "NULLABLE"]
+        # the columns the statement selects, in its order
+        listed = upper.split("SELECT", 1)[1].split("FROM ALL_TAB_COLUMNS", 1)[0]
+        names = [n.strip() for n in listed.split(",")]
+        at = [every.index(n) for n in names]
+        return [tuple(r[i] for i in at) for r in rows], names
     if "FROM ALL_CONSTRAINTS" in upper:
         _in_pdb(conn, model)
         found = model.tables.get((args[0], args[1]))

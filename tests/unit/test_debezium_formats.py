@@ -664,6 +664,26 @@ def test_numbers_beyond_double_precision_land_exactly_when_the_line_holds_the_pa
     assert row[S.KEY_JSON] == json.dumps({"id": big})
 
 
+@pytest.mark.parametrize("big", [10**40, 2**64, -(2**63) - 1, 2**64 - 1])
+@pytest.mark.parametrize("layout", ["kafka_json", "schema_payload"])
+def test_integers_beyond_int64_land_exactly_when_bronze_writes_the_payload_again(
+    tmp_path: Path, big: int, layout: str
+) -> None:
+    """orjson reads ``10^40`` as ``1e+40``: a payload taken out of the line and written again
+    (key and value held as JSON, a ``{"schema", "payload"}`` wrapper) keeps the literal."""
+    source = pg_source(100, sequence='["90","100"]', ts_ns=1700000000000000000)
+    value: dict[str, Any] = {"before": None, "after": {"id": big}, "source": source, "op": "c"}
+    if layout == "kafka_json":  # the chaos run's hostile huge-int line
+        line = json.dumps({"key": {"id": big}, "value": value})
+    else:
+        line = json.dumps({"schema": None, "payload": value})
+    (row,) = rows(read_all(tmp_path, [line.encode()]))
+    assert json.loads(row[S.VALUE_JSON])["after"] == {"id": big}
+    assert f'"id":{big}' in row[S.VALUE_JSON]
+    if layout == "kafka_json":
+        assert row[S.KEY_JSON] == f'{{"id":{big}}}'
+
+
 def test_order_by_is_a_config_key_with_a_suggestion(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     config = tmp_path / "c.yaml"

@@ -11,12 +11,14 @@ Python values do.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from capture.oracle.buffer import MinedChange, TxBuffer
 from capture.oracle.ddl import DdlChange, apply_ddl, parse_ddl
@@ -30,7 +32,9 @@ from capture.oracle.redo import (
     parse_lob_operation,
     parse_redo,
 )
+from capture.oracle.settings import OracleSettings
 from capture.oracle.types import OracleColumn, OracleHandling, column_type, redo_python
+from pipeline.config import SourceConfig
 from tests.oraclemodel.database import Column, render
 
 pytestmark = pytest.mark.unit
@@ -137,6 +141,48 @@ def test_number_widths_follow_the_document() -> None:
     )
     ds = redo_python(RedoFunction("TO_DSINTERVAL", ("-01 02:03:04.5",)))
     assert _type("INTERVAL DAY(2) TO SECOND(6)").convert(ds) == -(93_784_500_000)
+
+
+@pytest.mark.parametrize(
+    ("data_type", "redo", "text"),
+    [
+        ("INTERVAL YEAR(2) TO MONTH", ("TO_YMINTERVAL", "+01-02"), "P1Y2M0DT0H0M0S"),
+        ("INTERVAL YEAR(2) TO MONTH", ("TO_YMINTERVAL", "-01-02"), "P-1Y-2M0DT0H0M0S"),
+        ("INTERVAL YEAR(2) TO MONTH", ("TO_YMINTERVAL", "+00-00"), "P0Y0M0DT0H0M0S"),
+        ("INTERVAL DAY(2) TO SECOND(6)", ("TO_DSINTERVAL", "+01 02:03:04.5"), "P0Y0M1DT2H3M4.5S"),
+        (
+            "INTERVAL DAY(2) TO SECOND(6)",
+            ("TO_DSINTERVAL", "-01 02:03:04.5"),
+            "P0Y0M-1DT-2H-3M-4.5S",
+        ),
+        (
+            "INTERVAL DAY(2) TO SECOND(6)",
+            ("TO_DSINTERVAL", "+00 00:00:00.000001"),
+            "P0Y0M0DT0H0M0.000001S",
+        ),
+    ],
+)
+def test_interval_handling_mode_string_is_exact_iso_text(
+    data_type: str, redo: tuple[str, str], text: str
+) -> None:
+    """``interval.handling.mode=string`` (seed 002): ``io.debezium.time.Interval``, months and
+    days kept apart (MicroDuration counts a month as 365.25 / 12 days)."""
+    column = OracleColumn("C", data_type, None, None, True)
+    converted = column_type(column, OracleHandling(interval="string"))
+    assert converted is not None
+    assert converted.schema["name"] == "io.debezium.time.Interval"
+    assert converted.schema["type"] == "string"
+    assert converted.convert(redo_python(RedoFunction(redo[0], (redo[1],)))) == text
+
+
+def test_interval_handling_mode_is_a_config_key() -> None:
+    raw = {"name": "ora", "connector": "oracle", "topic.prefix": "p", "database.user": "u"}
+    raw |= {"database.password": "x", "database.dbname": "ORCLCDB", "database.hostname": "h"}
+    for extra, mode in (({}, "numeric"), ({"interval.handling.mode": "string"}, "string")):
+        config = TypeAdapter(SourceConfig).validate_python({**raw, **extra})
+        assert OracleSettings.from_config(config).handling.interval == mode
+    with pytest.raises(ValidationError, match="interval.handling.mode"):
+        TypeAdapter(SourceConfig).validate_python({**raw, "interval.handling.mode": "iso"})
 
 
 COLUMNS = [
@@ -275,14 +321,18 @@ def test_the_ddl_forms_that_change_columns() -> None:
         OracleColumn("T", "TIMESTAMP(3) WITH LOCAL TIME ZONE", None, None, True),
         OracleColumn("I", "INTERVAL DAY(3) TO SECOND(2)", None, None, True),
         OracleColumn("Y", "NUMBER", 38, 0, True),
-        OracleColumn("D", "DATE", None, None, True),
+        OracleColumn("D", "DATE", None, None, True, default="SYSDATE"),
     ]
     add = parse_ddl("ALTER TABLE customers ADD (phone varchar2(20 char) default 'x' not null)", "S")
-    assert add is not None and add.add == [OracleColumn("PHONE", "VARCHAR2", None, None, False, 20)]
+    assert add is not None
+    assert add.add == [OracleColumn("PHONE", "VARCHAR2", None, None, False, 20, "'x'")]
     columns = [OracleColumn("ID", "NUMBER", 9, 0, False), *add.add]
     modify = parse_ddl("alter table customers modify phone null", "S")
     assert modify is not None
-    assert apply_ddl(columns, ["ID"], modify)[0][1].nullable is True
+    assert apply_ddl(columns, ["ID"], modify)[0][1] == replace(add.add[0], nullable=True)
+    modify = parse_ddl("alter table customers modify (phone default -1.5)", "S")
+    assert modify is not None
+    assert apply_ddl(columns, ["ID"], modify)[0][1].default == "-1.5"
     rename = parse_ddl('alter table "S"."CUSTOMERS" rename column phone to "tel"', "S")
     assert rename is not None and apply_ddl(columns, ["ID"], rename)[0][1].name == "tel"
     drop = parse_ddl("alter table customers drop (phone)", "S")

@@ -30,6 +30,7 @@ from pyspark.sql.types import (
 
 from bronze import connect_schema as cs
 from silver.types import (
+    DECIMAL_FORMAT_PARAMETER,
     envelope_json_schema,
     infer_row_schema,
     json_type,
@@ -329,3 +330,19 @@ def test_infer_row_schema_is_lossy_but_parses_everything() -> None:
         ("gone", StringType()),  # only nulls seen
     )
     assert infer_row_schema([]) == cs.struct([], optional=True)
+
+
+def test_inferred_integers_beyond_int64_are_decimals_never_doubles() -> None:
+    samples: list[dict[str, Any]] = [
+        {"wide": 1, "negative": 2, "huge": 10**40, "mixed": 10**20, "uint": 2**64 - 1},
+        {"wide": 2**64, "negative": -(2**63) - 1, "huge": 7, "mixed": 1.5, "uint": 1},
+    ]
+    assert row_schema(infer_row_schema(samples)) == _struct(
+        ("wide", DecimalType(38, 0)),
+        ("negative", DecimalType(38, 0)),
+        ("huge", LongType()),  # 41 digits fit no type: refused when decoded, no widening
+        ("mixed", StringType()),  # a double would lose the integer's digits: exact text
+        ("uint", DecimalType(38, 0)),
+    )
+    (field,) = infer_row_schema([{"id": 10**20}])["fields"]
+    assert field["parameters"][DECIMAL_FORMAT_PARAMETER] == "NUMERIC"
