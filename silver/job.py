@@ -733,7 +733,9 @@ class SilverJob:
 
         # One DataFrame of the data rows, cached, as the Spark path's batch: a DataFrame made
         # per table from its rows doubled the tables' time (test_silver_concurrent).
-        frame = self.spark.createDataFrame(data, schema).cache()
+        # Arrow cannot hand Spark a table without rows (then no table is applied anyway).
+        rows_or_none: Any = data if data.num_rows else []
+        frame = self.spark.createDataFrame(rows_or_none, schema).cache()
 
         def events_of(source: str, collection: str | None) -> Callable[[], DataFrame]:
             mine = frame.where(
