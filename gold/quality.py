@@ -38,6 +38,7 @@ from bronze.storage import LakePath, lake_path
 from gold import checks as C
 from gold import expectations as X
 from gold.cuts import Cut
+from gold.gate_log import TableFiles, gold_schema, verdicts_from_log
 from gold.key_checks import key_outcomes
 from gold.latest_schemas import LatestSchemas
 from gold.outcome import CheckOutcome
@@ -108,16 +109,24 @@ class Gate:
     passed: set[tuple[str, int]] = field(default_factory=set)
     latest: LatestSchemas = field(default_factory=LatestSchemas)
     """The table metadata's source, read incrementally across refreshes."""
+    files: dict[str, TableFiles] = field(default_factory=dict)
+    """Per silver table, the files of its newest version that passed (:mod:`gold.gate_log`
+    checks the next version from the files added since)."""
+    checked: dict[tuple[str, int], TableFiles] = field(default_factory=dict)
+    """The files of the versions checked by the run in progress, until :meth:`record`."""
 
     def record(self, run: QualityRun) -> None:
         """Remember the table versions of ``run``'s cuts whose blocking checks all passed."""
         failed = {(r.source, r.table) for r in run.results if not r.success and r.blocking}
         for source, cut in run.cuts.items():
-            if (source, None) in failed:
-                continue
             for name, table in cut.tables.items():
-                if (source, table.collection) not in failed:
-                    self.passed.add((name, table.version))
+                files = self.checked.pop((name, table.version), None)
+                if (source, None) in failed or (source, table.collection) in failed:
+                    continue
+                self.passed.add((name, table.version))
+                newest = self.files.get(name)
+                if files is not None and (newest is None or newest.version < files.version):
+                    self.files[name] = files
 
 
 def severity_of(check: str, config: PipelineConfig, explicit: Severity | None = None) -> Severity:
@@ -202,6 +211,11 @@ def _table_checks(
             user = tuple(e for e in user if e.severity is Severity.BLOCK)
         builtin = gate is None
         gx_checks = [X.PRIMARY_KEY, X.NOT_NULL] if builtin else []
+        if gate is not None and not user and not _blocking(C.FRESHNESS, config):
+            decided = _from_log(config, lake_root, cut.source, name, table, meta, fast, gate)
+            if decided is not None:
+                outcomes.extend((o, None) for o in decided)
+                continue
         try:
             full = current_state(spark, lake_root, table, include_cdc=True)
         except Exception as exc:  # noqa: BLE001 - recorded as failures below
@@ -254,6 +268,37 @@ def _table_checks(
             if cached:
                 full.unpersist()
     return outcomes, newest
+
+
+def _from_log(
+    config: PipelineConfig,
+    lake_root: LakePath,
+    source: str,
+    name: str,
+    table: Any,
+    meta: X.TableMetadata,
+    fast: list[str],
+    gate: Gate,
+) -> list[CheckOutcome] | None:
+    """The gate's outcomes of one table decided from the Delta log (:mod:`gold.gate_log`, no
+    Spark job), or None: the Spark checks decide (something may be wrong, or the log cannot
+    tell)."""
+    try:
+        found = verdicts_from_log(lake_root, source, table, meta, fast, gate.files.get(name))
+        if found.files is not None:
+            gate.checked[(name, table.version)] = found.files
+        if found.outcomes is None:
+            logger.debug("quality: %s v%s checked by Spark: %s", name, table.version, found.why)
+            return None
+        out = []
+        if _blocking(X.TYPES, config):
+            out.append(X.types_outcome(gold_schema(lake_root, table), source, meta))
+        return out + found.outcomes
+    except Exception:  # noqa: BLE001 - the Spark checks decide, and report what is wrong
+        logger.debug(
+            "quality: %s v%s: the log could not decide", name, table.version, exc_info=True
+        )
+        return None
 
 
 def _source_checks(

@@ -42,6 +42,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.errors import (
     AnalysisException,
     ArithmeticException,
@@ -72,7 +73,8 @@ from silver import merge as M
 from silver import quarantine as Q
 from silver import scd2 as S
 from silver import transactions as TX
-from silver.plans import small_input_plans
+from silver.collected_split import CollectedSplit, split_collected
+from silver.plans import estimated_bytes, small_input_plans
 from silver.timings import BatchTimings, spark_jobs_started
 
 __all__ = ["SilverJob", "SilverRunResult", "silver_table_name"]
@@ -163,6 +165,41 @@ class _BatchSummary:
             )
             .collect()
         )
+        return cls._of_groups(groups)
+
+    @classmethod
+    def of_rows(cls, batch: pa.Table) -> _BatchSummary:
+        """Summarize collected rows: the aggregate of :meth:`of`, on the driver (no job)."""
+        groups: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
+        columns = [B.KIND, B.SOURCE, B.COLLECTION, B.POSITION, B.SOURCE_TS_MS, B.TX_PARTIAL]
+        for r in batch.select(columns).to_pylist():
+            kind, position = r[B.KIND], r[B.POSITION]
+            g = groups.setdefault(
+                (kind, r[B.SOURCE], r[B.COLLECTION]),
+                {
+                    B.KIND: kind,
+                    B.SOURCE: r[B.SOURCE],
+                    B.COLLECTION: r[B.COLLECTION],
+                    "n": 0,
+                    "position": None,
+                    "source_ts_ms": None,
+                    "data_top": None,
+                    "open_tx": None,
+                },
+            )
+            g["n"] += 1
+            if position is not None:
+                g["position"] = position if g["position"] is None else max(g["position"], position)
+            stamp = r[B.SOURCE_TS_MS]
+            if stamp is not None and (g["source_ts_ms"] is None or stamp > g["source_ts_ms"]):
+                g["source_ts_ms"] = stamp
+            if kind == "data" and position is not None:
+                if g["data_top"] is None or position > g["data_top"]:
+                    g["data_top"], g["open_tx"] = position, r[B.TX_PARTIAL]
+        return cls._of_groups(list(groups.values()))
+
+    @classmethod
+    def _of_groups(cls, groups: list[Any]) -> _BatchSummary:
         counts: dict[str | None, int] = {}
         tables: dict[tuple[str, str | None], int] = {}
         sources: dict[str, list[Any]] = {}
@@ -212,6 +249,29 @@ def _first_waiting(waiting: DataFrame) -> dict[str, bytes]:
         .agg(F.min(B.POSITION))
         .collect()
     }
+
+
+def _first_waiting_rows(waiting: pa.Table) -> dict[str, bytes]:
+    """:func:`_first_waiting` of collected rows (no job)."""
+    first: dict[str, bytes] = {}
+    for r in waiting.select([B.SOURCE, B.KIND, B.POSITION]).to_pylist():
+        position = r[B.POSITION]
+        if r[B.KIND] == "data" and position is not None:
+            source = r[B.SOURCE]
+            if source not in first or position < first[source]:
+                first[source] = position
+    return first
+
+
+def _table_rows(data: pa.Table, source: str, collection: str | None) -> pa.Table:
+    """The collected data rows of one table (``collection`` compared null-safe)."""
+    names = data.column(B.COLLECTION)
+    same = (
+        pc.is_null(names)
+        if collection is None
+        else pc.fill_null(pc.equal(names, collection), False)
+    )
+    return data.filter(pc.and_(pc.fill_null(pc.equal(data.column(B.SOURCE), source), False), same))
 
 
 def _registered_json(registry: LakePath, schema_id: str) -> list[Any] | None:
@@ -606,7 +666,101 @@ class SilverJob:
 
     # --- one micro-batch --------------------------------------------------------------------
     def _process_batch(self, micro_batch: DataFrame, batch_id: int) -> None:
+        """Split the micro-batch by transaction and apply what is ready.
+
+        A small micro-batch (the continuous pipeline's usual one) is collected to the driver
+        with one Spark job and split there (:mod:`silver.collected_split`): the Spark plan of
+        the split is about twenty jobs whatever the micro-batch holds. A larger one (a
+        snapshot) is split by Spark (:func:`silver.transactions.split_complete`).
+        """
         self._batch_id = batch_id
+        with self._timings.stage("split"):
+            rows = self._collect_small(micro_batch)
+            if rows is not None:
+                split = split_collected(
+                    rows, now=self._clock, timeout_seconds=self.transaction_timeout
+                )
+        if rows is None:
+            self._process_in_spark(micro_batch, batch_id)
+            return
+        self._apply_collected(split, micro_batch.schema, batch_id)
+
+    def _collect_small(self, micro_batch: DataFrame) -> pa.Table | None:
+        """The micro-batch's rows and those of ``silver/_pending``, on the driver, when their
+        files hold at most :data:`_COLLECT_BYTES` (by the plan's statistics and the log: no
+        job to decide); None otherwise."""
+        from deltalake.exceptions import TableNotFoundError
+
+        size = estimated_bytes(micro_batch)
+        if size is None or size > _COLLECT_BYTES:
+            return None
+        try:
+            pending = open_delta(self.pending)
+        except TableNotFoundError:
+            pending = None
+        if pending is not None:
+            files = pending.get_add_actions(flatten=True)
+            size += sum(pa.table(files).column("size_bytes").to_pylist())
+            if size > _COLLECT_BYTES:
+                return None
+        rows = micro_batch.toArrow()
+        if pending is None:
+            return rows
+        waiting = pending.to_pyarrow_table()
+        return pa.concat_tables([rows, waiting.select(rows.schema.names).cast(rows.schema)])
+
+    def _apply_collected(self, split: CollectedSplit, schema: StructType, batch_id: int) -> None:
+        """The rest of a collected micro-batch: what :meth:`_process_in_spark` does after its
+        split, with the summary and the waiting rows' positions read on the driver."""
+        timed = self._timings.stage
+        self.result.tx_timed_out += split.timed_out
+        self.result.batches += 1
+        ready = split.ready
+        with timed("summary"):
+            summary = _BatchSummary.of_rows(ready)
+        self.result.ignored += sum(
+            n for kind, n in summary.counts.items() if kind not in ("data", "message")
+        )
+        kinds = ready.column(B.KIND)
+        if summary.counts.get("message"):
+            with timed("messages"):
+                messages = ready.filter(pc.fill_null(pc.equal(kinds, "message"), False))
+                self._append_messages(self.spark.createDataFrame(messages, schema))
+        with timed("waiting"):
+            first_waiting = _first_waiting_rows(split.waiting) if split.held else {}
+        self.result.read += summary.counts.get("data", 0)
+        data = ready.filter(pc.fill_null(pc.equal(kinds, "data"), False))
+
+        # One DataFrame of the data rows, cached, as the Spark path's batch: a DataFrame made
+        # per table from its rows doubled the tables' time (test_silver_concurrent).
+        # Arrow cannot hand Spark a table without rows (then no table is applied anyway).
+        rows_or_none: Any = data if data.num_rows else []
+        frame = self.spark.createDataFrame(rows_or_none, schema).cache()
+
+        def events_of(source: str, collection: str | None) -> Callable[[], DataFrame]:
+            mine = frame.where(
+                (F.col(B.SOURCE) == source) & F.col(B.COLLECTION).eqNullSafe(F.lit(collection))
+            )
+            return lambda: mine
+
+        try:
+            with (
+                timed("tables"),
+                small_input_plans(frame.sparkSession, summary.counts.get("data", 0)),
+            ):
+                self._apply_tables(events_of, summary, batch_id, first_waiting)
+        finally:
+            frame.unpersist()
+        with timed("cuts"):
+            self._write_cuts()
+        with timed("progress"):
+            self._record_progress(summary, first_waiting, batch_id)
+        # Last, so that a replay of this micro-batch still sees the rows it applies.
+        with timed("pending"):
+            self._write_pending_rows(split.waiting, schema, batch_id)
+
+    def _process_in_spark(self, micro_batch: DataFrame, batch_id: int) -> None:
+        """:meth:`_process_batch` of a micro-batch too large to collect: split by Spark."""
         from silver.transactions import split_complete
 
         timed = self._timings.stage
@@ -638,13 +792,20 @@ class SilverJob:
             with timed("waiting"):
                 first_waiting = _first_waiting(waiting) if split.held else {}
             self.result.read += summary.counts.get("data", 0)
+
+            def events_of(source: str, collection: str | None) -> Callable[[], DataFrame]:
+                mine = data.where(
+                    (F.col(B.SOURCE) == source) & F.col(B.COLLECTION).eqNullSafe(F.lit(collection))
+                )
+                return lambda: mine
+
             # The tables' queries over the micro-batch's rows are planned in its session (a
             # table worker's own session plans the MERGE): both without AQE when small.
             with (
                 timed("tables"),
                 small_input_plans(batch.sparkSession, summary.counts.get("data", 0)),
             ):
-                self._apply_tables(data, summary, batch_id, first_waiting)
+                self._apply_tables(events_of, summary, batch_id, first_waiting)
             with timed("cuts"):
                 self._write_cuts()
             with timed("progress"):
@@ -657,7 +818,7 @@ class SilverJob:
 
     def _apply_tables(
         self,
-        data: DataFrame,
+        events_of: Callable[[str, str | None], Callable[[], DataFrame]],
         summary: _BatchSummary,
         batch_id: int,
         first_waiting: Mapping[str, bytes],
@@ -672,9 +833,7 @@ class SilverJob:
         """
         work = [
             (
-                data.where(
-                    (F.col(B.SOURCE) == source) & F.col(B.COLLECTION).eqNullSafe(F.lit(collection))
-                ),
+                events_of(source, collection),
                 source,
                 collection,
                 batch_id,
@@ -701,7 +860,7 @@ class SilverJob:
 
     def _apply_in_worker(
         self,
-        events: DataFrame,
+        events: Callable[[], DataFrame],
         source: str,
         collection: str | None,
         batch_id: int,
@@ -722,7 +881,7 @@ class SilverJob:
 
     def _apply_planned(
         self,
-        events: DataFrame,
+        events: Callable[[], DataFrame],
         source: str,
         collection: str | None,
         batch_id: int,
@@ -737,7 +896,7 @@ class SilverJob:
         settings.
         """
         with small_input_plans(self.spark, rows):
-            self._apply_table_or_quarantine(events, source, collection, batch_id, waiting_from)
+            self._apply_table_or_quarantine(events(), source, collection, batch_id, waiting_from)
 
     def close(self) -> None:
         """Stop the table workers (a later micro-batch starts new ones)."""
@@ -1465,6 +1624,18 @@ class SilverJob:
             version=batch_id,
         )
 
+    def _write_pending_rows(self, waiting: pa.Table, schema: StructType, batch_id: int) -> None:
+        """:meth:`_write_pending` of collected rows (the driver holds them already)."""
+        columns = to_arrow_schema(schema, timezone="UTC")
+        columns = pa.schema([f.with_nullable(True) for f in columns])
+        BK.write_once(
+            self.pending,
+            waiting.select(columns.names).cast(columns),
+            mode="overwrite",
+            app_id=TX.PENDING_APP_ID,
+            version=batch_id,
+        )
+
     def _record_progress(
         self, summary: _BatchSummary, first_waiting: Mapping[str, bytes], batch_id: int
     ) -> None:
@@ -1520,6 +1691,10 @@ _PROGRESS_SCHEMA = _bookkeeping_schema(
 )
 _PROGRESS_APP_ID = "medallion-silver:_progress"
 _PENDING_BY_DRIVER = 50_000
+_COLLECT_BYTES = 8 * 1024**2
+"""Bronze file bytes (the micro-batch's and ``silver/_pending``'s) up to which a micro-batch is
+collected to the driver and split there: about 60,000 rows of a typical OLTP source, some 50 MB
+in Arrow (:meth:`SilverJob._collect_small`)."""
 """Rows of ``silver/_pending`` at most rewritten through the driver (deltalake, no Spark job)."""
 
 

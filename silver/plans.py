@@ -25,6 +25,7 @@ from typing import Any
 __all__ = [
     "COPY_ON_WRITE_BYTES",
     "SMALL_INPUT_ROWS",
+    "estimated_bytes",
     "plans_without_adaptive",
     "session_settings",
     "small_input_plans",
@@ -102,6 +103,17 @@ def small_target_merge(spark: Any, touched_bytes: int) -> Iterator[None]:
         return
     with session_settings(spark, {_PERSISTENT_DVS: "false", _BROADCAST: "-1"}):
         yield
+
+
+def estimated_bytes(frame: Any) -> int | None:
+    """The optimizer's size estimate of ``frame``'s input (for a Delta scan, the size of the
+    files it reads; no Spark job), None when it cannot tell."""
+    try:
+        size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+        # py4j hands Scala's BigInt over as a Python int.
+        return int(size if isinstance(size, int) else size.toLong())
+    except Exception:  # noqa: BLE001 - no estimate: the caller takes the general path
+        return None
 
 
 @contextlib.contextmanager

@@ -219,6 +219,10 @@ def split_complete(
 ) -> TransactionSplit:
     """Split bronze rows into what can be applied and what waits for its transaction's END.
 
+    A small micro-batch is split on the driver instead, by :mod:`silver.collected_split` with
+    the same rules (``tests/integration/test_silver_split_paths.py`` holds the two to the same
+    results): a change to the rules here is a change there.
+
     Args:
         rows: Bronze ``events`` rows (this micro-batch plus the rows still waiting).
         now: The clock of the silver batch (UTC), for the timeout.
@@ -313,7 +317,8 @@ def split_complete(
     held = status.where(is_waiting).select(*txn, F.lit(True).alias("__held"))
     joined = rows_in.join(held, txn, "left")
     is_held = F.coalesce(F.col("__held"), F.lit(False))
-    holds_row = is_held & (gated | (F.col(B.KIND) == "transaction"))
+    # Never null: a row of a held transaction without a kind is ready, not dropped from both.
+    holds_row = F.coalesce(is_held & (gated | (F.col(B.KIND) == "transaction")), F.lit(False))
     ready = joined.where(~holds_row).drop("__held")
     waiting = joined.where(holds_row).drop("__held").select(*rows.columns)
     if markers:

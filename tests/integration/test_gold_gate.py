@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gold import checks as C
+from gold import views as V
 from gold.quality import Gate
 from gold.refresh import refresh_gold
 from silver.job import SilverJob, silver_table_name
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 
 
 def test_the_gate_holds_gold_on_a_blocking_failure_and_skips_the_rest(
-    spark: Any, pg: Pg, tmp_path: Path
+    spark: Any, pg: Pg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lake = tmp_path / "lake"
     s = pg.schema
@@ -75,7 +76,18 @@ def test_the_gate_holds_gold_on_a_blocking_failure_and_skips_the_rest(
     pg.sql(f"UPDATE {s}.stock SET qty = 0 WHERE id = 2", f"INSERT INTO {s}.notes VALUES (2, NULL)")
     land(source, lake)
     SilverJob(spark, lake).run_once()
+    read_by_spark: list[str] = []
+    real_state = V.current_state
+
+    def state(spark: Any, lake_root: Any, table: Any, **kwargs: Any) -> Any:
+        read_by_spark.append(table.silver_table)
+        return real_state(spark, lake_root, table, **kwargs)
+
+    monkeypatch.setattr(V, "current_state", state)
     fixed = refresh_gold(spark, config, lake, gate=gate)
+    # notes (no blocking expectation) passed from the Delta log and its added file: no Spark
+    # read; stock's blocking expectation needs its rows.
+    assert read_by_spark == [silver_table_name("pg", f"{s}.stock")]
     assert set(fixed.published) == {"pg"}
     assert gold_rows(spark, pg, "stock") == [(1, 5), (2, 0)]
     assert gold_rows(spark, pg, "notes") == [(1, "a"), (2, None)]
@@ -83,3 +95,18 @@ def test_the_gate_holds_gold_on_a_blocking_failure_and_skips_the_rest(
     versions = {t.silver_table: t.version for t in fixed.current["pg"].tables.values()}
     assert (stock, versions[stock]) in gate.passed
     assert all(v != held.held["pg"].tables[stock].version for n, v in gate.passed if n == stock)
+
+    # A duplicate key written into silver behind the MERGE's back: the log cannot prove the
+    # next version clean (a kept file may hold the added key), the Spark check finds it.
+    notes = str(lake / "silver" / silver_table_name("pg", f"{s}.notes"))
+    spark.read.format("delta").load(notes).where("id = 1").write.format("delta").mode(
+        "append"
+    ).save(notes)
+    pg.sql(f"INSERT INTO {s}.notes VALUES (3, 'c')")
+    land(source, lake)
+    SilverJob(spark, lake).run_once()
+    broken = refresh_gold(spark, config, lake, gate=gate)
+    assert set(broken.held) == {"pg"} and broken.quality is not None
+    failed = [(r.check, r.unexpected_count) for r in broken.quality.results if not r.success]
+    assert failed == [("primary_key", 2)]
+    assert gold_rows(spark, pg, "notes") == [(1, "a"), (2, None)]
