@@ -48,10 +48,23 @@ def _mode_rule(attribute: str, key: str, lossy: str, *families: Family) -> Lossy
     return rule
 
 
+_interval_numeric = _mode_rule(
+    "interval_handling_mode", "interval.handling.mode", "numeric", Family.INTERVAL
+)
+
+
+def _interval_rule(config: Any, collection: str, column: SourceColumn) -> str | None:
+    """``interval.handling.mode=numeric`` counts a month as 30.4375 days: lossy where one
+    interval mixes months with days and time (PostgreSQL), not for a source whose interval
+    types each hold one unit family (``INTERVAL_UNITS_SEPARATE``: Oracle)."""
+    if getattr(type(config), "INTERVAL_UNITS_SEPARATE", False):
+        return None
+    return _interval_numeric(config, collection, column)
+
+
 LOSSY_RULES: tuple[LossyRule, ...] = (
     _column_rule,
-    # Months counted as 30.4375 days.
-    _mode_rule("interval_handling_mode", "interval.handling.mode", "numeric", Family.INTERVAL),
+    _interval_rule,
     # Values >= 2^63 wrap to negative.
     _mode_rule(
         "bigint_unsigned_handling_mode",

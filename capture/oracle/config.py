@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from capture.source_config import (
     CONNECTOR,
@@ -63,6 +63,9 @@ class OracleSourceConfig(SchemaFilters, RelationalSourceConfig):
     """Oracle through LogMiner."""
 
     KIND = SourceType.ORACLE
+    INTERVAL_UNITS_SEPARATE: ClassVar[bool] = True
+    """Each INTERVAL type holds one unit family (YEAR TO MONTH, DAY TO SECOND), so
+    ``interval.handling.mode=numeric`` encodes it one to one: reconciliation compares it."""
 
     connector: Literal["oracle"] = config_key(..., CONNECTOR)
     """Discriminator: ``oracle``."""

@@ -114,3 +114,17 @@ def test_mysql_types_get_their_canonical_form() -> None:
         convert("soon")
     geometry, _sql, _convert = my_read.column_for("g", "point", "point")
     assert geometry.canon is Canon.NONE
+
+
+def test_oracle_numeric_intervals_stay_comparable() -> None:
+    # An Oracle INTERVAL holds one unit family (YEAR TO MONTH or DAY TO SECOND), so numeric
+    # encodes it one to one; PostgreSQL's mixes months with days and time: lossy.
+    from capture.oracle.config import OracleSourceConfig
+
+    raw = {"name": "ora", "connector": "oracle", "topic.prefix": "p", "database.user": "u"}
+    raw |= {"database.dbname": "ORCLCDB", "database.hostname": "h"}
+    oracle = OracleSourceConfig.model_validate(raw)
+    assert oracle.interval_handling_mode == "numeric"
+    column = SourceColumn("IV", "INTERVAL DAY(2) TO SECOND(6)", Canon.INTERVAL, Family.INTERVAL)
+    assert lossy_by_config(oracle, "S.T", column) is None
+    assert lossy_by_config(pg_config(**{"interval.handling.mode": "numeric"}), "s.t", INTERVAL)
