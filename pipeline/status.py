@@ -144,7 +144,6 @@ def pipeline_status(
     root = lake_path(lake_root) if lake_root else lake_path(config.lake.root)
     now_at = now or dt.datetime.now(dt.UTC)
     now_ms = int(now_at.timestamp() * 1000)
-    events = _dataset(root / "bronze" / "events")
     progress = _table(root / "silver" / "_progress", ["source", "position", "source_ts_ms"])
     quarantine = _table(root / "silver" / "_quarantine", ["source", "collection"])
     silver_q = _counts(quarantine, ["source", "collection"])
@@ -170,7 +169,11 @@ def pipeline_status(
         )
     sources = []
     position_connectors: dict[str, str] = {}
-    for row in bronze_status(config, root):
+    bronze_rows = bronze_status(config, root)
+    # Read after bronze_status's counts, so a batch counted there has its positions here too
+    # (a commit between two reads of one version showed new counts beside old positions).
+    events = _dataset(root / "bronze" / "events")
+    for row in bronze_rows:
         name, connector = row["source"], row["connector"]
         bronze = _bronze_source(events, name)
         codec = bronze["position_connector"] or connector
