@@ -235,6 +235,7 @@ SILVER_TRANSACTION_TIMEOUT_SECONDS_DEFAULT = 300.0
 SILVER_SCHEMA_EVOLUTION = "schema.evolution"
 SILVER_APPLY_PARALLELISM = "apply.parallelism"
 SILVER_APPLY_PARALLELISM_DEFAULT = 4
+SILVER_MERGE_DRIVER = "merge.driver"
 SILVER_COMPACT_INTERVAL_SECONDS = "compact.interval.seconds"
 SILVER_COMPACT_INTERVAL_SECONDS_DEFAULT = 3600.0
 SILVER_COMPACT_MIN_FILES = "compact.min.files"
@@ -496,12 +497,24 @@ class SilverTableConfig(ConfigModel):
     valid-from/valid-to by source commit time and position, linked across primary-key moves."""
 
 
+class MergeDriver(StrEnum):
+    """Where silver may MERGE a small micro-batch into a table (``silver.merge.driver``)."""
+
+    AUTO = "auto"
+    """On the driver with deltalake (delta-rs) when the batch and the table allow it, else with
+    Spark (docs/silver.md, "Small batches: the MERGE on the driver")."""
+    OFF = "off"
+    """Always with Spark."""
+
+
 @dataclass(frozen=True, slots=True)
 class TableOptions:
     """The resolved options of one silver table."""
 
     schema_evolution: SchemaEvolutionPolicy = SchemaEvolutionPolicy.EVOLVE
     history: bool = False
+    merge_driver: bool = True
+    """Whether a small batch may be merged on the driver (``silver.merge.driver: auto``)."""
 
 
 class SilverConfig(ConfigModel):
@@ -528,6 +541,9 @@ class SilverConfig(ConfigModel):
     """Tables of one micro-batch applied at the same time (Spark runs their jobs concurrently;
     most of a small table's time is driver work: planning, Delta log reads, commits). 1
     applies them one after the other."""
+    merge_driver: MergeDriver = config_key(MergeDriver.AUTO, SILVER_MERGE_DRIVER)
+    """``auto``: a small micro-batch of a table is merged on the driver by deltalake, without
+    Spark jobs, when nothing in it needs Spark (docs/silver.md); ``off``: always by Spark."""
     compact_interval_seconds: Annotated[float, Field(gt=0)] | None = config_key(
         SILVER_COMPACT_INTERVAL_SECONDS_DEFAULT, SILVER_COMPACT_INTERVAL_SECONDS
     )
@@ -562,6 +578,7 @@ class SilverConfig(ConfigModel):
         return TableOptions(
             schema_evolution=policy or self.schema_evolution,
             history=bool(entry and entry.history),
+            merge_driver=self.merge_driver is MergeDriver.AUTO,
         )
 
 

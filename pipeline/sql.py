@@ -17,7 +17,13 @@ rare string literal that cannot be a parameter marker (a ``LOCATION`` path, for 
 
 from __future__ import annotations
 
-__all__ = ["quote_identifier", "qualified", "quote_string_literal"]
+__all__ = [
+    "quote_identifier",
+    "qualified",
+    "quote_string_literal",
+    "quote_datafusion_identifier",
+    "quote_datafusion_literal",
+]
 
 
 def quote_identifier(name: str) -> str:
@@ -81,3 +87,45 @@ def quote_string_literal(value: str) -> str:
     if "\0" in value:
         raise ValueError("an SQL string literal cannot contain a NUL character")
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def quote_datafusion_identifier(name: str) -> str:
+    """Quote one identifier for the SQL text deltalake (delta-rs) parses with DataFusion.
+
+    DataFusion folds unquoted names to lower case and quotes with double quotes: the name is
+    wrapped in them and every double quote inside it is doubled.
+
+    >>> quote_datafusion_identifier('We"ird')
+    '"We""ird"'
+
+    Args:
+        name: The raw identifier (a column name).
+
+    Returns:
+        The quoted identifier.
+
+    Raises:
+        ValueError: If ``name`` is empty.
+    """
+    if not name:
+        raise ValueError("an SQL identifier cannot be empty")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_datafusion_literal(value: str) -> str:
+    """Quote a string as a DataFusion string literal (deltalake predicates).
+
+    DataFusion's parser takes every character between single quotes as it is (backslashes
+    included; NUL too: tests/unit/test_merge_driver_sql.py runs them through delta-rs), a
+    doubled single quote standing for one.
+
+    >>> quote_datafusion_literal("it's")
+    "'it''s'"
+
+    Args:
+        value: The raw string.
+
+    Returns:
+        The literal including its surrounding single quotes.
+    """
+    return "'" + value.replace("'", "''") + "'"

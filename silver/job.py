@@ -1078,6 +1078,7 @@ class SilverJob:
                         version=2 * version + 1,
                     ),
                     events_hint=stats["known"],  # the table's events: no segment holds more
+                    driver=options.merge_driver,
                 )
             if options.history:
                 S.apply_history(

@@ -38,6 +38,7 @@ from pyspark.sql.types import DataType, StringType, StructType
 
 from bronze.storage import open_delta
 from pipeline.sql import quote_identifier, quote_string_literal
+from silver import merge_driver as D
 from silver.plans import SMALL_INPUT_ROWS, session_settings, small_target_merge
 
 __all__ = [
@@ -127,10 +128,10 @@ events of schemas seen before it are older events, cast to the table, never chan
 TABLE_PROPERTIES: dict[str, str] = {
     # A MERGE that touches a few rows of a file marks them deleted instead of rewriting it.
     "delta.enableDeletionVectors": "true",
-    # Safe type changes (int -> bigint...) apply to the table's metadata, without a rewrite.
-    "delta.enableTypeWidening": "true",
 }
-"""Delta properties every silver table is created with."""
+"""Delta properties every silver table is created with. Not type widening: delta-rs refuses to
+write a table with that feature (:mod:`silver.merge_driver`), so it is enabled when a widening
+first needs it (:func:`silver.evolution.widen_and_add`)."""
 
 _METADATA_SCHEMA = (
     f"{KEY} string, {KEY_ORDER} string, {POSITION} binary, {OP} string, {DELETED} boolean, "
@@ -156,6 +157,10 @@ class MergeResult:
             returned so the caller can quarantine them with the reason.
         skipped: True when Delta had already committed this app transaction version.
         rejected_count: Number of rows in ``rejected``.
+        merged_by: ``driver`` when deltalake merged the batch on the driver, ``spark`` when
+            a Spark MERGE did (or nothing was merged).
+        spark_reason: Why a batch was not merged on the driver (None when it was, or when
+            nothing was merged).
     """
 
     table: str
@@ -166,6 +171,8 @@ class MergeResult:
     rejected: DataFrame | None
     skipped: bool
     rejected_count: int = 0
+    merged_by: str = "spark"
+    spark_reason: str | None = None
 
 
 def _q(*parts: str) -> str:
@@ -466,8 +473,12 @@ def _ensure_table(
     sample: DataFrame,
     data_columns: Sequence[str],
     stored: StructType | None,
-) -> None:
-    """:func:`ensure_table` with the table's schema read already (None: no table)."""
+) -> bool:
+    """:func:`ensure_table` with the table's schema read already (None: no table).
+
+    Returns:
+        Whether the table was created or changed (a log read before is stale).
+    """
     wanted = [f for f in sample.schema.fields if f.name in set(data_columns)]
     if stored is None:
         empty = sample.select(
@@ -484,7 +495,7 @@ def _ensure_table(
         ).limit(0)
         empty.write.format("delta").options(**TABLE_PROPERTIES).mode("ignore").save(path)
         logger.info("created silver table %s", path)
-        return
+        return True
     from silver.evolution import widen_and_add
 
     existing = {f.name: f.dataType for f in stored.fields}
@@ -492,7 +503,10 @@ def _ensure_table(
     # their null rows in play, and each row gets its value the next time it changes.
     missing: dict[str, DataType] = {} if KEY_ORDER in existing else {KEY_ORDER: StringType()}
     missing.update({f.name: f.dataType for f in wanted if f.name not in existing})
+    if not missing:
+        return False
     widen_and_add(spark, path, existing, missing)
+    return True
 
 
 def _hex_position(value: str | None) -> bytes | None:
@@ -599,6 +613,7 @@ def apply_changes(
     txn_version: int,
     on_rejected: Callable[[DataFrame], None] | None = None,
     events_hint: int | None = None,
+    driver: bool = True,
 ) -> MergeResult:
     """Apply one batch of decoded changes to the silver table at ``path``.
 
@@ -615,6 +630,8 @@ def apply_changes(
             at most ``_RANGE_KEYS``, the keys are listed by the first Spark job instead of one
             of their own (without it, listing them up front could bring a huge batch's every
             key to the driver).
+        driver: Whether a small batch may be merged on the driver by deltalake
+            (:mod:`silver.merge_driver`; ``silver.merge.driver``); False: always by Spark.
 
     Returns:
         Counts, and the rejected events for quarantine.
@@ -664,7 +681,8 @@ def apply_changes(
         if log is not None and (log.transaction_version(txn_app_id) or -1) >= txn_version:
             logger.info("silver %s: %s v%s already applied", path, txn_app_id, txn_version)
             return MergeResult(path, events, 0, 0, 0, None, skipped=True)
-        _ensure_table(spark, path, changes, data_columns, _log_schema(log))
+        if _ensure_table(spark, path, changes, data_columns, _log_schema(log)):
+            log = open_delta(path)  # created or given columns: the MERGE needs the new version
         if stats["placeholders"]:
             folded = fold(changes, data_columns)
             if stats["moves"]:
@@ -707,6 +725,35 @@ def apply_changes(
         else:
             accepted, rejected, offered, rejected_count = last, None, int(probe["keys"]), 0
 
+        candidate = _candidate_bytes(log, ranges)
+        why = _spark_reason(
+            log,
+            last,
+            data_columns,
+            driver=driver,
+            own_source=own_source,
+            placeholders=int(probe["placeholders"]),
+            old=int(probe["old"]),
+            candidate=candidate,
+        )
+        if why is None:
+            merged = _merge_on_driver(
+                path, log, last, data_columns, ranges, txn_app_id, txn_version
+            )
+            if merged is not None:
+                return MergeResult(
+                    path,
+                    events,
+                    offered,
+                    merged[0],
+                    merged[1],
+                    None,
+                    skipped=False,
+                    merged_by=D.DRIVER,
+                )
+            why = "deltalake failed (logged above)"
+        logger.debug("silver %s: merged by Spark: %s", path, why)
+
         t, s = "t", "s"
         sets: dict[str, Column | str] = {}
         for name in data_columns:
@@ -747,7 +794,7 @@ def apply_changes(
         try:
             with (
                 session_settings(spark, materialize),
-                small_target_merge(spark, _candidate_bytes(log, ranges)),
+                small_target_merge(spark, candidate),
             ):
                 _merge(spark, path, accepted, ranges, sets, meta, inserts)
         finally:
@@ -764,6 +811,8 @@ def apply_changes(
             rejected.localCheckpoint() if rejected is not None and rejected_count else None,
             skipped=False,
             rejected_count=rejected_count,
+            merged_by=D.SPARK,
+            spark_reason=why,
         )
     finally:
         for frame in cached:
@@ -771,6 +820,89 @@ def apply_changes(
 
 
 _MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
+
+
+def _spark_reason(
+    log: Any,
+    last: DataFrame,
+    data_columns: Sequence[str],
+    *,
+    driver: bool,
+    own_source: bool,
+    placeholders: int,
+    old: int,
+    candidate: int,
+) -> str | None:
+    """Why the batch's last changes must be merged by Spark; None when the driver may.
+
+    Each reason is one thing the driver MERGE does not do as Spark would: placeholders need
+    the stored row (a target value in the update), refusals a lookup join, a large batch or
+    large candidate files are cheaper in Spark (collecting, rewriting whole files), and
+    delta-rs must write the table's protocol and types exactly.
+    """
+    if not driver:
+        return "silver.merge.driver is off"
+    if placeholders:
+        return f"{placeholders} keys with unavailable-value placeholders"
+    if old:
+        return f"{old} events older than a purge or truncate horizon"
+    if not own_source:
+        return f"batch over {SMALL_INPUT_ROWS} events"
+    if log is None:
+        return "no table"
+    protocol = D.protocol_reason(log.protocol())
+    if protocol is not None:
+        return protocol
+    if candidate > D.DRIVER_TARGET_BYTES:
+        return f"candidate files {candidate} bytes, over {D.DRIVER_TARGET_BYTES}"
+    table = _log_schema(log)
+    if table is None:
+        return "no table"
+    return D.schema_reason(last.schema, table, [*_DRIVER_SOURCE, *data_columns])
+
+
+_DRIVER_SOURCE = (KEY, KEY_ORDER, POSITION, OP, SOURCE_TS, TX_ID, BRONZE_BATCH)
+"""Columns of the batch a driver MERGE writes; ``_cdc_deleted`` and ``_cdc_updated_at`` are
+computed on the driver."""
+
+
+def _merge_on_driver(
+    path: str,
+    log: Any,
+    last: DataFrame,
+    data_columns: Sequence[str],
+    ranges: Sequence[tuple[str, str]],
+    txn_app_id: str,
+    txn_version: int,
+) -> tuple[int, int] | None:
+    """Collect the batch's last changes as Arrow (one Spark job) and MERGE them with deltalake.
+
+    Returns:
+        Rows inserted and updated; None when deltalake failed without committing (logged: the
+        caller merges with Spark instead). A failure after the commit is raised: the batch is
+        applied, and the job's retry finds the app transaction and skips it.
+    """
+    rows = last.select(*[F.col(quote_identifier(c)) for c in (*_DRIVER_SOURCE, *data_columns)])
+    arrow = rows.toArrow()
+    try:
+        return D.merge_rows(
+            log,
+            arrow,
+            key=KEY,
+            key_order=KEY_ORDER,
+            position=POSITION,
+            computed={DELETED: D.deleted(arrow.column(OP)), UPDATED_AT: D.now_utc()},
+            ranges=ranges,
+            txn_app_id=txn_app_id,
+            txn_version=txn_version,
+        )
+    except Exception:
+        if (open_delta(path).transaction_version(txn_app_id) or -1) >= txn_version:
+            raise
+        logger.warning(
+            "silver %s: the driver MERGE failed; merging with Spark instead", path, exc_info=True
+        )
+        return None
 
 
 def _merge(

@@ -341,11 +341,19 @@ def test_small_targets_are_rewritten_large_ones_get_deletion_vectors_same_rows(
     from silver import plans
 
     def hinted(path: Path, *events: tuple[Any, ...]) -> None:
-        # As the silver job calls it: a small batch, its own checkpoint as the MERGE's source.
+        # As the silver job calls it: a small batch, its own checkpoint as the MERGE's source;
+        # the Spark MERGE's plans are under test here (the driver's: test_silver_merge_driver.py).
         df = spark.createDataFrame(list(events), SCHEMA)
         version = next(_versions)
         apply_changes(
-            spark, str(path), df, DATA, txn_app_id="t", txn_version=version, events_hint=9
+            spark,
+            str(path),
+            df,
+            DATA,
+            txn_app_id="t",
+            txn_version=version,
+            events_hint=9,
+            driver=False,
         )
 
     small, large = tmp_path / "small", tmp_path / "large"

@@ -1,0 +1,300 @@
+"""The MERGE on the driver (deltalake) against the Spark MERGE: same histories, same silver rows.
+
+Every history is applied twice, to two tables: once by Spark (``driver=False``), once with the
+driver path allowed, and each apply asserts which path took it, so a driver batch that silently
+went to Spark fails here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.sql import quote_identifier
+from silver import merge as M
+from silver import merge_driver as D
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = (
+    "_cdc_key string, _cdc_position binary, _cdc_op string, _cdc_source_ts long, "
+    "_cdc_tx_id string, _cdc_bronze_batch string, _cdc_unavailable array<string>, "
+    "_cdc_old_key string, id int, name string"
+)
+DATA = ["id", "name"]
+_versions = itertools.count(1)
+
+
+def pos(n: int) -> bytes:
+    return n.to_bytes(8, "big")
+
+
+def ev(n: int | bytes, op: str, ident: int, name: str | None = None, old: int | None = None) -> Any:
+    key = f'{{"id":{ident}}}'
+    old_key = f'{{"id":{old}}}' if old is not None else None
+    position = n if isinstance(n, bytes) else pos(n)
+    return (key, position, op, 0, "tx", "a#0", [], old_key, ident, name)
+
+
+def apply(
+    spark: Any,
+    path: Path,
+    events: list[Any],
+    *,
+    driver: bool,
+    schema: str = SCHEMA,
+    data: list[str] = DATA,
+    version: int | None = None,
+) -> M.MergeResult:
+    """As the silver job calls it: a small batch (``events_hint``)."""
+    return M.apply_changes(
+        spark,
+        str(path),
+        spark.createDataFrame(events, schema),
+        data,
+        txn_app_id="app",
+        txn_version=version if version is not None else next(_versions),
+        events_hint=len(events),
+        driver=driver,
+    )
+
+
+def stored(spark: Any, path: Path) -> list[dict[str, Any]]:
+    """Every row (tombstones too) but its write time, NaN made comparable."""
+    rows = spark.read.format("delta").load(str(path)).drop(M.UPDATED_AT).collect()
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, float) and math.isnan(v):
+            return "NaN"
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if hasattr(v, "asDict"):
+            return plain(v.asDict())
+        return v
+
+    return sorted((plain(r.asDict()) for r in rows), key=lambda r: r[M.KEY])
+
+
+def both(
+    spark: Any, tmp_path: Path, history: list[list[Any]], **kw: Any
+) -> tuple[list[M.MergeResult], list[M.MergeResult]]:
+    """Apply ``history`` by Spark and by the driver; the tables must end equal."""
+    by_spark = [apply(spark, tmp_path / "spark", b, driver=False, **kw) for b in history]
+    by_driver = [apply(spark, tmp_path / "driver", b, driver=True, **kw) for b in history]
+    assert all(r.merged_by == D.SPARK for r in by_spark)
+    assert stored(spark, tmp_path / "driver") == stored(spark, tmp_path / "spark")
+    for s, d in zip(by_spark, by_driver, strict=True):
+        assert (d.inserted, d.updated, d.applied_keys) == (s.inserted, s.updated, s.applied_keys)
+    return by_spark, by_driver
+
+
+def test_a_history_of_every_change_kind_ends_the_same(spark: Any, tmp_path: Path) -> None:
+    history = [
+        [ev(1, "c", 1, "a"), ev(2, "c", 2, "b"), ev(3, "r", 3, "c"), ev(4, "u", 1, "a2")],
+        # update, delete (tombstone), a key move 3 -> 4 (delete + create), a redelivery
+        [
+            ev(5, "u", 2, "b2"),
+            ev(6, "d", 1, "a2"),
+            ev(7, "d", 3, "c"),
+            ev(8, "c", 4, "c moved", old=3),
+            ev(8, "c", 4, "c moved", old=3),
+        ],
+        # late older events: no overwrite of newer rows, nor of the tombstone
+        [ev(3, "u", 2, "stale"), ev(5, "u", 1, "stale"), ev(9, "c", 5, "new")],
+        # the same positions again (a replayed bronze batch under a new version)
+        [ev(9, "c", 5, "new"), ev(8, "c", 4, "c moved")],
+        # a deleted key inserted again, and a move back
+        [ev(10, "c", 1, "a again"), ev(11, "d", 4, "c moved"), ev(12, "c", 3, "back", old=4)],
+    ]
+    _, by_driver = both(spark, tmp_path, history)
+    assert all(r.merged_by == D.DRIVER and r.spark_reason is None for r in by_driver)
+    live = {r["id"]: r["name"] for r in stored(spark, tmp_path / "driver") if not r[M.DELETED]}
+    assert live == {1: "a again", 2: "b2", 3: "back", 5: "new"}
+    assert [(r.inserted, r.updated) for r in by_driver][2:4] == [(1, 0), (0, 0)]
+
+
+def test_a_replayed_version_is_skipped_by_the_driver(spark: Any, tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    t = tmp_path / "t"
+    first = apply(spark, t, [ev(1, "c", 1, "a")], driver=True, version=7)
+    again = apply(spark, t, [ev(2, "u", 1, "not applied")], driver=True, version=7)
+    assert first.merged_by == D.DRIVER and again.skipped
+    assert DeltaTable(str(t)).transaction_version("app") == 7
+    assert [r["name"] for r in stored(spark, t)] == ["a"]
+
+
+def test_positions_compare_as_unsigned_bytes_shorter_prefix_first(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Stored position -> incoming position; Spark's order decides which apply.
+    pairs = [
+        (b"\x80\x00", b"\x80"),  # a prefix is older
+        (b"\x7f", b"\x7f\x00"),  # a longer one with the prefix is newer
+        (b"\x01", b"\x00\xff"),  # the first byte decides
+        (b"\x00\x10", b"\xff"),  # high byte: unsigned, newer
+        (b"\xff", b"\xfe\xff"),
+        (b"\x80", b"\x80"),  # same: not newer
+    ]
+    first = [ev(old, "c", i, "stored") for i, (old, _) in enumerate(pairs)]
+    second = [ev(new, "u", i, "incoming") for i, (_, new) in enumerate(pairs)]
+    _, by_driver = both(spark, tmp_path, [first, second])
+    assert [r.merged_by for r in by_driver] == [D.DRIVER, D.DRIVER]
+    names = [r["name"] for r in sorted(stored(spark, tmp_path / "driver"), key=lambda r: r["id"])]
+    assert names == ["stored", "incoming", "stored", "incoming", "stored", "stored"]
+
+
+TEXT_SCHEMA = SCHEMA.replace("id int", "id string")
+
+
+def test_text_and_composite_keys_with_any_character_are_bounded_alike(
+    spark: Any, tmp_path: Path
+) -> None:
+    import orjson
+
+    names = ["a\\b", "nul\x00in", "q'uote", 'dq"', "e\U0001f600", "007", "7", "-3", "x" * 90]
+
+    def text(n: int, i: int, op: str, name: str) -> Any:
+        # Composite keys: the key order joins the fields with U+0001.
+        key = orjson.dumps({"k": names[i], "n": str(i % 3)}).decode()
+        return (key, pos(n), op, 0, "tx", "a#0", [], None, names[i], name)
+
+    first = [text(i, i, "c", "one") for i in range(len(names))]
+    second = [text(100 + i, i, "u", "two") for i in range(0, len(names), 2)]
+    _, by_driver = both(spark, tmp_path, [first, second], schema=TEXT_SCHEMA)
+    assert [r.merged_by for r in by_driver] == [D.DRIVER, D.DRIVER]
+    assert by_driver[1].updated == len(second)
+
+
+def test_deletion_vectors_of_earlier_spark_merges_are_honoured(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from silver import plans
+
+    base = [ev(i, "c", i, f"n{i}") for i in range(1, 61)]
+    # Spark marks rows with deletion vectors (not rewrites) when targets count as large.
+    with monkeypatch.context() as m:
+        m.setattr(plans, "COPY_ON_WRITE_BYTES", -1)
+        for path in (tmp_path / "spark", tmp_path / "driver"):
+            apply(spark, path, base[:30], driver=False)
+            apply(spark, path, base[30:], driver=False)
+            apply(spark, path, [ev(100 + i, "u", i, f"dv{i}") for i in (2, 5, 40)], driver=False)
+            assert M.last_commit_metrics(str(path))["numTargetDeletionVectorsAdded"] >= 1
+    history = [
+        # rows a vector hides come back updated once, not twice; new keys beside them
+        [ev(200 + i, "u", i, f"after{i}") for i in (2, 3, 5, 40, 41, 70)],
+        [ev(300, "d", 5, "gone"), ev(301, "c", 71, "new")],
+    ]
+    for batch in history:
+        s = apply(spark, tmp_path / "spark", batch, driver=False)
+        d = apply(spark, tmp_path / "driver", batch, driver=True)
+        assert d.merged_by == D.DRIVER and (d.inserted, d.updated) == (s.inserted, s.updated)
+    assert stored(spark, tmp_path / "driver") == stored(spark, tmp_path / "spark")
+    assert spark.read.format("delta").load(str(tmp_path / "driver")).count() == 62
+
+
+def test_a_widened_table_and_large_candidates_fall_back_to_spark(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.sql.types import LongType
+
+    from silver.evolution import widen_and_add
+
+    t = tmp_path / "t"
+    assert apply(spark, t, [ev(1, "c", 1, "a")], driver=True).merged_by == D.DRIVER
+    monkeypatch.setattr(D, "DRIVER_TARGET_BYTES", 0)
+    large = apply(spark, t, [ev(2, "u", 1, "b")], driver=True)
+    assert large.merged_by == D.SPARK and "candidate files" in (large.spark_reason or "")
+    monkeypatch.undo()
+    table = M.stored_schema(str(t))
+    assert table is not None
+    widen_and_add(spark, str(t), {"id": table["id"].dataType}, {"id": LongType()})
+    wide = SCHEMA.replace("id int", "id long")
+    r = apply(spark, t, [ev(3, "u", 1, "c")], driver=True, schema=wide)
+    assert r.merged_by == D.SPARK and r.spark_reason == "table features typeWidening"
+    off = apply(spark, t, [ev(4, "u", 1, "d")], driver=False, schema=wide)
+    assert off.spark_reason == "silver.merge.driver is off"
+    assert [r["name"] for r in stored(spark, t)] == ["d"]
+
+
+TYPES_SCHEMA = (
+    "_cdc_key string, _cdc_position binary, _cdc_op string, _cdc_source_ts long, "
+    "_cdc_tx_id string, _cdc_bronze_batch string, _cdc_unavailable array<string>, "
+    "id int, b boolean, i8 tinyint, i16 smallint, i64 bigint, f float, d double, "
+    "dec decimal(38,10), dsmall decimal(5,2), dt date, ts timestamp, ntz timestamp_ntz, "
+    "bin binary, s string, arr array<int>, m map<string,double>, "
+    "st struct<x:int,y:array<string>,z:struct<w:decimal(20,4)>>"
+)
+TYPES_DATA = [f.split(" ")[0] for f in TYPES_SCHEMA.split(", ")[7:]]
+
+
+def typed(n: int, op: str, ident: int, k: int) -> Any:
+    utc = dt.UTC
+    values: list[Any] = [
+        ident,
+        k % 2 == 0,
+        -128 if k else 127,
+        -32768 if k else 32767,
+        -(2**63) if k else 2**63 - 1,
+        float("nan") if k == 1 else (float("inf") if k == 2 else -0.0),
+        float("nan") if k == 2 else (float("-inf") if k == 1 else 1e308),
+        decimal.Decimal("-9999999999999999999999999999.9999999999")
+        if k
+        else decimal.Decimal("0.0000000001"),
+        decimal.Decimal("-999.99") if k else None,
+        dt.date(1, 1, 1) if k else dt.date(9999, 12, 31),
+        dt.datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=utc)
+        if k
+        else dt.datetime(2038, 1, 19, 3, 14, 8, 999999, tzinfo=utc),
+        dt.datetime(1970, 1, 1) if k else dt.datetime(2262, 4, 12, 23, 47, 16, 854775),
+        bytes([0, 255, 128]) if k else b"",
+        "\x00\u00e9\U0001f600" if k else "",
+        [1, None, -(2**31)] if k else [],
+        {"a": float("nan"), "b": None} if k else {},
+        {"x": None, "y": ["p", None], "z": {"w": decimal.Decimal("-1234567890123456.1234")}}
+        if k
+        else None,
+    ]
+    key = f'{{"id":{ident}}}'
+    return (key, pos(n), op, 0, "tx", "a#0", [], *values)
+
+
+def test_every_type_is_written_as_spark_writes_it(spark: Any, tmp_path: Path) -> None:
+    history = [
+        [typed(i, "c", i, i % 3) for i in range(6)],
+        [typed(10 + i, "u", i, (i + 1) % 3) for i in range(0, 6, 2)] + [typed(20, "d", 5, 0)],
+    ]
+    _, by_driver = both(spark, tmp_path, history, schema=TYPES_SCHEMA, data=TYPES_DATA)
+    assert [r.merged_by for r in by_driver] == [D.DRIVER, D.DRIVER]
+
+
+def test_spark_reads_the_driver_tables_checkpoints(spark: Any, tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    t = tmp_path / "t"
+    apply(spark, t, [ev(1, "c", 1, "a")], driver=True)
+    spark.sql(
+        f"ALTER TABLE delta.{quote_identifier(str(t))} "
+        "SET TBLPROPERTIES ('delta.checkpointInterval' = '2')"
+    )
+    for n in range(2, 7):
+        batch = [ev(n, "c", n, "x"), ev(n, "u", 1, f"a{n}")]
+        assert apply(spark, t, batch, driver=True).merged_by == D.DRIVER
+    log = t / "_delta_log"
+    written = sorted(p.name for p in log.glob("*.checkpoint.parquet"))
+    engines = [h.get("engineInfo", "") for h in DeltaTable(str(t)).history()]
+    assert written and any(e.startswith("delta-rs") for e in engines)
+    # Spark reads the table from delta-rs's checkpoint, then writes on it.
+    spark.catalog.clearCache()
+    assert {r["id"]: r["name"] for r in stored(spark, t)}[1] == "a6"
+    assert apply(spark, t, [ev(9, "u", 2, "spark")], driver=False).updated == 1
+    assert apply(spark, t, [ev(10, "u", 3, "driver")], driver=True).updated == 1
+    assert sorted(r["name"] for r in stored(spark, t)) == ["a6", "driver", "spark", "x", "x", "x"]
