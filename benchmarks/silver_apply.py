@@ -15,6 +15,17 @@ What it measures
         none of silver's guarantees (no position check, deletes are physical, no placeholders).
     ``append``
         A plain Delta append of the same B rows: the floor, what writing the batch costs at all.
+    ``apply_small_driver`` / ``apply_small_spark``
+        ``apply_changes`` as the silver job calls it on a micro-batch (``events_hint``: a batch
+        of at most ``silver.plans.SMALL_INPUT_ROWS`` events is planned as small), with the
+        MERGE on the driver allowed (deltalake, ``silver.merge.driver: auto``) or forced to
+        Spark (``off``). The row records which path merged each run and why Spark did
+        (``merged_by``/``spark_reason``: a batch over the bound, or candidate files over
+        ``silver.merge_driver.DRIVER_TARGET_BYTES``, stays on Spark whatever is asked).
+
+    Per timed run, the row also keeps the Spark jobs the apply started and the CPU seconds of
+    the benchmark's processes (Python driver and JVM) it took: on a shared machine these mean
+    more than wall seconds.
 
     Every method gets the batch as a DataFrame read from a Delta table (as a ``foreachBatch``
     function gets its micro-batch), and is timed from the call until its Delta commit is done.
@@ -119,7 +130,13 @@ from silver.merge import apply_changes  # noqa: E402
 _merge_py_sha256 = hashlib.sha256((ROOT / "silver" / "merge.py").read_bytes()).hexdigest()
 """Hash of silver/merge.py as this process imported it."""
 
-METHODS = ("apply_changes", "merge_foreach_batch", "append")
+METHODS = (
+    "apply_changes",
+    "merge_foreach_batch",
+    "append",
+    "apply_small_driver",
+    "apply_small_spark",
+)
 DATA_COLUMNS = ["id", "name", "amount", "changed_at", "active", "notes"]
 SILVER_METADATA = [
     "_cdc_key",
@@ -396,6 +413,38 @@ def run_apply_changes(spark: SparkSession, path: str, changes: DataFrame, versio
     )
 
 
+def run_apply_small(driver: bool) -> Callable[[SparkSession, str, DataFrame, int], Any]:
+    """apply_changes on a micro-batch as the silver job applies it, the driver MERGE allowed
+    or not."""
+
+    def run(spark: SparkSession, path: str, changes: DataFrame, version: int) -> Any:
+        # The job knows its table's event count from its own statistics; here the batch's
+        # Delta log says it without a Spark job.
+        events = _delta_rows(changes)
+        return apply_changes(
+            spark,
+            path,
+            changes,
+            DATA_COLUMNS,
+            txn_app_id="bench-silver",
+            txn_version=version,
+            events_hint=events,
+            driver=driver,
+        )
+
+    return run
+
+
+def _delta_rows(frame: DataFrame) -> int:
+    """Rows of the Delta table ``frame`` reads, from its log (numRecords of its files)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    path = frame.inputFiles()[0].rsplit("/", 1)[0].removeprefix("file:")
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True))
+    return int(sum(actions.column("num_records").to_pylist()))
+
+
 def run_merge_foreach_batch(
     spark: SparkSession, path: str, changes: DataFrame, version: int
 ) -> Any:
@@ -459,7 +508,10 @@ RUNNERS: dict[str, Callable[[SparkSession, str, DataFrame, int], Any]] = {
     "apply_changes": run_apply_changes,
     "merge_foreach_batch": run_merge_foreach_batch,
     "append": run_append,
+    "apply_small_driver": run_apply_small(driver=True),
+    "apply_small_spark": run_apply_small(driver=False),
 }
+APPLY_METHODS = ("apply_changes", "apply_small_driver", "apply_small_spark")
 
 
 def check(spark: SparkSession, method: str, path: str, plan: BatchPlan, result: Any) -> None:
@@ -471,7 +523,7 @@ def check(spark: SparkSession, method: str, path: str, plan: BatchPlan, result: 
         F.count(F.lit(1)).alias("rows"), F.count_if(F.col("_cdc_deleted")).alias("deleted")
     ).collect()[0]
     rows, deleted = int(counts["rows"]), int(counts["deleted"])
-    if method == "apply_changes":
+    if method in APPLY_METHODS:
         expected = (size + plan.inserts, tombstones + plan.deletes)
         got_counts = (result.events, result.inserted, result.updated, result.rejected_count)
         want_counts = (plan.batch, plan.inserts, plan.existing_keys_touched, 0)
@@ -552,7 +604,11 @@ def child_measure(args: argparse.Namespace) -> dict[str, Any]:
     seconds: list[float] = []
     copy_seconds: list[float] = []
     merge_metrics: list[dict[str, str]] = []
+    jobs: list[int] = []
+    cpu_seconds: list[float] = []
+    paths: list[tuple[str, str | None]] = []
     check_seconds = 0.0
+    tracker = spark.sparkContext.statusTracker()
     try:
         for run in range(args.runs + 1):
             target = scratch / f"table-{run}"
@@ -561,14 +617,23 @@ def child_measure(args: argparse.Namespace) -> dict[str, Any]:
             copy_seconds.append(time.perf_counter() - t0)
             spark.catalog.clearCache()
             changes = spark.read.format("delta").load(plan.path)
+            group = f"bench-run-{run}"
+            spark.sparkContext.setJobGroup(group, group)
+            cpu0 = _cpu_seconds(spark)
             t0 = time.perf_counter()
             result = runner(spark, str(target), changes, run + 1)
             elapsed = time.perf_counter() - t0
+            cpu = _cpu_seconds(spark) - cpu0
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
             if run == 0:
                 check(spark, args.method, str(target), plan, result)
                 check_seconds = elapsed
             else:
                 seconds.append(elapsed)
+                jobs.append(len(tracker.getJobIdsForGroup(group)))
+                cpu_seconds.append(round(cpu, 2))
+                if hasattr(result, "merged_by"):
+                    paths.append((result.merged_by, result.spark_reason))
                 if args.method != "append":
                     from delta.tables import DeltaTable
 
@@ -589,7 +654,23 @@ def child_measure(args: argparse.Namespace) -> dict[str, Any]:
         "copy_seconds": copy_seconds,
         "jvm_peak_rss_mib": peak,
         "merge_metrics": merge_metrics,
+        "spark_jobs": jobs,
+        "cpu_seconds": cpu_seconds,
+        "paths": paths,
     }
+
+
+def _cpu_seconds(spark: SparkSession) -> float:
+    """CPU seconds used so far by this process and its Spark JVM (user + system)."""
+    times = os.times()
+    own = times.user + times.system
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        jvm = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        jvm = 0.0
+    return own + jvm
 
 
 def _child(mode: str, args: argparse.Namespace, extra: list[str]) -> dict[str, Any]:
@@ -786,13 +867,19 @@ def main() -> None:
     print(f"workload: {args.workload}")
     print(f"results: {target.relative_to(ROOT)}")
     print()
-    print("| table rows | batch | method | runs | median s | min-max s | events/s | JVM peak MiB |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    print(
+        "| table rows | batch | method | runs | median s | min-max s | events/s | CPU s "
+        "| Spark jobs | merged by | JVM peak MiB |"
+    )
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for r in rows:
+        merged_by = sorted({p[0] for p in r["paths"]}) or ["-"]
         print(
             f"| {r['table_rows']:,} | {r['batch']:,} | {r['method']} | {r['runs']} "
             f"| {r['median_seconds']} | {r['min_seconds']}-{r['max_seconds']} "
-            f"| {r['events_per_s']:,} | {r['jvm_peak_rss_mib']} |"
+            f"| {r['events_per_s']:,} | {r['median_cpu_seconds']} "
+            f"| {statistics.median(r['spark_jobs'])} | {'/'.join(merged_by)} "
+            f"| {r['jvm_peak_rss_mib']} |"
         )
     if ratios:
         print()
@@ -827,11 +914,16 @@ def _measure(
         "child_wall_seconds": round(time.perf_counter() - t0, 1),
         "merge_py_sha256": m.get("merge_py_sha256"),
         "merge_metrics": m["merge_metrics"],
+        "spark_jobs": m["spark_jobs"],
+        "cpu_seconds": m["cpu_seconds"],
+        "median_cpu_seconds": round(statistics.median(m["cpu_seconds"]), 2),
+        "paths": m["paths"],
         "plan": plan,
     }
     print(
         f"{size} rows, batch {plan['batch']}, {method}: median {median:.2f} s "
-        f"({row['events_per_s']} events/s), {secs}",
+        f"({row['events_per_s']} events/s), {secs}, jobs {m['spark_jobs']}, "
+        f"CPU s {m['cpu_seconds']}, paths {m['paths']}",
         file=sys.stderr,
     )
     return row
