@@ -38,6 +38,8 @@ from __future__ import annotations
 import codecs
 import datetime as dt
 import errno
+import functools
+import logging
 import struct
 from collections.abc import Callable
 from typing import Any, Final
@@ -59,7 +61,18 @@ from capture.mysql.tls import SharedTlsConnection
 from capture.mysql.types import binlog_date, binlog_datetime2
 from pipeline.errors import CaptureError
 
+try:
+    import capture.mysql._rowdecode as _rowdecode
+except ImportError as _missing:  # pragma: no cover - the bootstrap builds it
+    # Not optional: without it the agent would not run slower, it would not run.
+    raise ImportError(
+        "capture.mysql._rowdecode (the C row-image decoder) is not built: run "
+        "`make bootstrap` or `python setup.py build_ext --inplace` in the repository"
+    ) from _missing
+
 __all__ = ["BinlogReader"]
+
+logger = logging.getLogger(__name__)
 
 _TABLE_MAP: Final = 19
 _ROWS_EVENTS: Final[dict[int, tuple[type[RowsEvent], int]]] = {
@@ -282,7 +295,12 @@ class BinlogReader(BinLogStreamReader):
             if table is None:
                 connection.pushed = _packet(connection, data)
                 return self._library()
-            event = _rows_event(rows[0], table, data, rows[1], end, kind)
+            try:
+                event = _rows_event(rows[0], table, data, rows[1], end, kind)
+            except CaptureError as error:
+                raise CaptureError(
+                    f"{error} (the event at {self.log_file}:{log_pos - size})"
+                ) from error
             event.packet = _Header(log_pos, size, server_id)
             event.timestamp = timestamp
             event.event_size = size - 19 - checksum
@@ -459,12 +477,23 @@ def _rows_event(
     pos = 20 + post_header
     if post_header == 10:  # v2: extra data, its length counting its own two bytes
         pos += int.from_bytes(data[28:30], "little") - 2
+    plan = _plan(table)
+    event.names = plan.names
+    event.images = plan.native.rows(data, pos, end, cls is UpdateRowsEvent)
+    return event
+
+
+def _python_images(
+    table: Any, data: bytes, pos: int, end: int, paired: bool
+) -> list[tuple[list[Any], dict[int, str] | None]]:
+    """The row images of a row event's body from ``pos`` (its column count) to ``end``, read
+    by the Python readers of :class:`_Plan` alone: what :mod:`capture.mysql._rowdecode` does in
+    C, kept as the reference its tests compare it with."""
     count, pos = _length_coded(data, pos)
     width = (count + 7) >> 3
     present = int.from_bytes(data[pos : pos + width], "little")
     pos += width
     plan = _plan(table)
-    event.names = plan.names
     if len(plan.readers) != count:
         raise CaptureError(
             f"binlog row event of {table.schema}.{table.table}: {count} columns, its table map "
@@ -472,25 +501,29 @@ def _rows_event(
         )
     images: list[tuple[list[Any], dict[int, str] | None]] = []
     image = plan.image
-    if cls is UpdateRowsEvent:
+    after = present
+    if paired:
         after = int.from_bytes(data[pos : pos + width], "little")
         pos += width
-        while pos < end:
-            before_values, before_none, pos = image(data, pos, present, table)
-            images.append((before_values, before_none))
-            after_values, after_none, pos = image(data, pos, after, table)
-            images.append((after_values, after_none))
-    else:
-        while pos < end:
-            values, none, pos = image(data, pos, present, table)
+    while pos < end:
+        start = pos
+        values, none, pos = image(data, pos, present, table)
+        images.append((values, none))
+        if paired:
+            values, none, pos = image(data, pos, after, table)
             images.append((values, none))
+        if pos == start:
+            # Images of no columns take no bytes: bytes left after them would loop forever.
+            raise CaptureError(
+                f"binlog row event of {table.schema}.{table.table}: row images of no columns "
+                f"before more bytes at byte {pos}, its rows end at byte {end}"
+            )
     if pos != end:
         raise CaptureError(
             f"binlog row event of {table.schema}.{table.table}: its rows end at byte {pos}, "
             f"the event at {end}"
         )
-    event.images = images
-    return event
+    return images
 
 
 class _Plan:
@@ -501,14 +534,39 @@ class _Plan:
     numeric columns with one ``struct`` unpack, every other column with its reader. Any other
     image (columns left out of a MINIMAL image), or a table with more NULL patterns than
     :data:`_SHAPES_LIMIT`, is read column by column.
+
+    The agent reads images with :attr:`native`, the C decoder of the same plan (what it reads
+    itself, what it hands to the readers here: :func:`_native_column`); :meth:`image` is the
+    Python reference its tests compare it with.
     """
 
-    __slots__ = ("all_present", "library", "names", "readers", "shapes", "width")
+    __slots__ = ("all_present", "library", "names", "native", "readers", "shapes", "width")
 
     def __init__(self, table: Any) -> None:
         columns = table.columns
         self.names = tuple((c.name or f"UNKNOWN_COL{i}") for i, c in enumerate(columns))
         self.readers = [_column_reader(table, c, i) for i, c in enumerate(columns)]
+        specs = tuple(
+            _native_column(c, read, name)
+            for c, read, name in zip(columns, self.readers, self.names, strict=True)
+        )
+        self.native = _rowdecode.Decoder(
+            specs,
+            self.names,
+            f"{table.schema}.{table.table}",
+            str(NONE_SOURCE.NULL),
+            str(NONE_SOURCE.COLS_BITMAP),
+            CaptureError,
+        )
+        by_python = [n for n, spec in zip(self.names, specs, strict=True) if spec[0] == _CALL]
+        if by_python:
+            logger.debug(
+                "binlog table %s.%s: columns read by mysql-replication's readers (types the C "
+                "decoder does not read): %s",
+                table.schema,
+                table.table,
+                ", ".join(by_python),
+            )
         self.all_present = (1 << len(columns)) - 1
         self.width = (len(columns) + 7) >> 3
         self.library = tuple(
@@ -677,6 +735,49 @@ def _struct_code(column: Any) -> str | None:
     return _FLOATS.get(kind)
 
 
+_CALL: Final = _rowdecode.CALL
+_NATIVE_INTEGERS: Final = {
+    FIELD_TYPE.TINY: 1,
+    FIELD_TYPE.SHORT: 2,
+    FIELD_TYPE.INT24: 3,
+    FIELD_TYPE.LONG: 4,
+    FIELD_TYPE.LONGLONG: 8,
+}
+_NATIVE_TEMPORAL: Final = {
+    FIELD_TYPE.DATETIME2: _rowdecode.DATETIME2,
+    FIELD_TYPE.TIMESTAMP2: _rowdecode.TIMESTAMP2,
+}
+
+
+def _native_column(column: Any, read: Reader, name: str) -> tuple[int, int, Any, Reader, Any]:
+    """One column's spec for :class:`capture.mysql._rowdecode.Decoder`: (kind, size, encoding,
+    its Python reader, the reason of a None that reader returns). The C decoder reads what
+    :func:`_column_reader` reads inline, the same way, and calls ``read`` for everything else
+    (and for the values it leaves to the Python reader: zero dates, negative timestamps)."""
+    kind = column.type
+    if isinstance(read, _LibraryReader):
+        return (_CALL, 0, None, read, functools.partial(read.reason, name))
+    if kind in _NATIVE_INTEGERS:
+        native = _rowdecode.UINT if column.unsigned else _rowdecode.INT
+        return (native, _NATIVE_INTEGERS[kind], None, read, None)
+    if kind in _FLOATS:
+        return (_rowdecode.FLOAT, 4 if kind == FIELD_TYPE.FLOAT else 8, None, read, None)
+    if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
+        if kind == FIELD_TYPE.BLOB:
+            size = int(column.length_size)
+        else:
+            size = 2 if column.max_length > 255 else 1
+        encoding = _encoding(column)
+        if encoding is None:
+            return (_rowdecode.BYTES, size, None, read, None)
+        return (_rowdecode.TEXT, size, encoding, read, None)
+    if kind in _NATIVE_TEMPORAL:
+        return (_NATIVE_TEMPORAL[kind], int(column.fsp or 0), None, read, None)
+    if kind == FIELD_TYPE.DATE:
+        return (_rowdecode.DATE, 0, None, read, None)
+    return (_CALL, 0, None, read, None)
+
+
 def _fixed(shape: struct.Struct) -> Reader:
     unpack, size = shape.unpack_from, shape.size
 
@@ -693,16 +794,24 @@ def _int24(signed: bool) -> Reader:
     return read
 
 
-def _decode(column: Any) -> Callable[[bytes], Any]:
-    """The library's string decoding of a column: its charset's codec, strict; the bytes as
-    they are when Python has no such codec (binary, ucs2); UTF-8 without charset metadata."""
+def _encoding(column: Any) -> str | None:
+    """The library's codec for a string column: its charset's, UTF-8 without charset metadata,
+    None when Python has no such codec (binary, ucs2: the bytes are kept)."""
     name = column.character_set_name
     if name is None:
-        return bytes.decode
-    encoding = RowsEvent.charset_to_encoding(name)
+        return "utf-8"  # bytes.decode()'s default
+    encoding = str(RowsEvent.charset_to_encoding(name))
     try:
         codecs.lookup(encoding)
     except LookupError:
+        return None
+    return encoding
+
+
+def _decode(column: Any) -> Callable[[bytes], Any]:
+    """The library's string decoding of a column (:func:`_encoding`, strict)."""
+    encoding = _encoding(column)
+    if encoding is None:
         # CPython decodes b"" to "" without looking the codec up: the library's empty value
         return lambda raw: raw if raw else ""
     return lambda raw: raw.decode(encoding)
