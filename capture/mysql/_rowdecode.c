@@ -672,6 +672,91 @@ static PyGetSetDef Decoder_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* scan(buffer, at, seq, checksum, maps, table_map) -> (at, seq, payload or None, log_pos)
+ *
+ * The packets already buffered from `at` on, framed as PyMySQL frames them (3-byte length,
+ * sequence number `seq`), while each is whole, in sequence, shorter than 16 MiB, not an error
+ * packet and a binlog event: a TABLE_MAP whose body (after the common header, without the
+ * checksum) is a key of `maps` is applied here (table_map[table id] = maps[body]) and the scan
+ * goes on; the first other event is consumed and its payload returned. log_pos is the next
+ * position of the last TABLE_MAP applied (0: none). Anything else stops the scan without
+ * consuming the packet (payload None): the caller reads it its usual way.
+ */
+#define MAX_PACKET_LEN 0xFFFFFF
+#define TABLE_MAP_EVENT 19
+
+static PyObject *
+scan(PyObject *module, PyObject *args)
+{
+    PyObject *buffer, *maps, *table_map;
+    Py_ssize_t at;
+    int seq, checksum;
+    if (!PyArg_ParseTuple(args, "O!nipO!O!:scan", &PyBytes_Type, &buffer, &at, &seq, &checksum,
+                          &PyDict_Type, &maps, &PyDict_Type, &table_map))
+        return NULL;
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(buffer);
+    Py_ssize_t size = PyBytes_GET_SIZE(buffer);
+    if (at < 0 || at > size || seq < 0 || seq > 255) {
+        PyErr_SetString(PyExc_ValueError, "scan(): offset or sequence number out of range");
+        return NULL;
+    }
+    uint64_t log_pos = 0;
+    PyObject *payload = NULL;
+    while (size - at >= 4) {
+        const unsigned char *p = buf + at;
+        Py_ssize_t length = (Py_ssize_t)le(p, 3);
+        if (length == 0 || length >= MAX_PACKET_LEN || p[3] != seq || size - at - 4 < length ||
+            p[4] == 0xFF || length < 20 || p[4] != 0)
+            break;
+        const unsigned char *event = p + 4;
+        int kind = event[5];
+        Py_ssize_t event_size = (Py_ssize_t)le(event + 10, 4);
+        Py_ssize_t end = 1 + event_size - (checksum ? 4 : 0);
+        if (kind == TABLE_MAP_EVENT && end >= 26 && end <= length) {
+            PyObject *body = PyBytes_FromStringAndSize((const char *)event + 20, end - 20);
+            if (body == NULL)
+                return NULL;
+            PyObject *table = PyDict_GetItemWithError(maps, body);
+            Py_DECREF(body);
+            if (table == NULL && PyErr_Occurred())
+                return NULL;
+            if (table != NULL) {
+                PyObject *table_id = PyLong_FromUnsignedLongLong(le(event + 20, 6));
+                if (table_id == NULL)
+                    return NULL;
+                int rc = PyDict_SetItem(table_map, table_id, table);
+                Py_DECREF(table_id);
+                if (rc < 0)
+                    return NULL;
+                uint64_t next = le(event + 14, 4);
+                if (next)
+                    log_pos = next;
+                at += 4 + length;
+                seq = (seq + 1) & 0xFF;
+                continue;
+            }
+        }
+        payload = PyBytes_FromStringAndSize((const char *)event, length);
+        if (payload == NULL)
+            return NULL;
+        at += 4 + length;
+        seq = (seq + 1) & 0xFF;
+        break;
+    }
+    if (payload == NULL) {
+        Py_INCREF(Py_None);
+        payload = Py_None;
+    }
+    return Py_BuildValue("(niNK)", at, seq, payload, (unsigned long long)log_pos);
+}
+
+static PyMethodDef module_methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(buffer, at, seq, checksum, maps, table_map) -> (at, seq, payload, log_pos): the "
+     "next binlog event of the buffered packets, known table maps applied on the way."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyTypeObject DecoderType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "capture.mysql._rowdecode.Decoder",
     .tp_basicsize = sizeof(Decoder),
@@ -688,6 +773,7 @@ static PyTypeObject DecoderType = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, .m_name = "capture.mysql._rowdecode",
     .m_doc = "Binlog row images decoded in C (see capture/mysql/binlog.py).", .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC

@@ -39,3 +39,12 @@ class Decoder:
     ) -> list[tuple[list[Any], dict[int, str] | None]]: ...
     @property
     def fallbacks(self) -> int: ...
+
+def scan(
+    buffer: bytes,
+    at: int,
+    seq: int,
+    checksum: bool,
+    maps: dict[bytes, Any],
+    table_map: dict[int, Any],
+) -> tuple[int, int, bytes | None, int]: ...

@@ -12,16 +12,20 @@ them:
 
 * ``TABLE_MAP``: a body (everything after the common header, without the checksum) that is
   byte-for-byte one already parsed maps to that parse's ``Table``; only new bodies reach the
-  library. Equal bytes give an equal parse, so this is a cache, not a second parser.
+  library. Equal bytes give an equal parse, so this is a cache, not a second parser. The
+  packets already buffered are framed in C (:func:`capture.mysql._rowdecode.scan`), which
+  applies such known table maps on the way to the next other event.
 * MariaDB's GTID and the XID (commit) event, one of each per transaction: their few fixed
   fields are read here.
-* Row events (``WRITE/UPDATE/DELETE_ROWS`` v1 and v2) of a mapped table: decoded here with one
-  precompiled reader per column (:func:`_column_reader`), a full image by the shape of its NULL
-  bitmap (:class:`_Plan`: runs of fixed-width numbers in one ``struct`` unpack). Integer,
-  float, string, blob and the temporal types the workload uses most are read inline, exactly
-  as the library reads them (including the zero-date text of
-  :func:`capture.mysql.types.install_binlog_date_readers`); every other type is handed to the
-  library's own per-column reader, so its result is the library's by construction. The events
+* Row events (``WRITE/UPDATE/DELETE_ROWS`` v1 and v2) of a mapped table: decoded in C
+  (:mod:`capture.mysql._rowdecode`, one ``Decoder`` per table map, every read bounds-checked)
+  into what one precompiled Python reader per column (:func:`_column_reader`) reads, a full
+  image by the shape of its NULL bitmap (:class:`_Plan`, the Python reference the C decoder is
+  tested against). Integer, float, string, blob and the temporal types the workload uses most
+  are read in C, exactly as the library reads them (including the zero-date text of
+  :func:`capture.mysql.types.install_binlog_date_readers`, left to the Python reader); every
+  other type is handed to the library's own per-column reader, so its result is the library's
+  by construction. The events
   subclass the library's (``WriteRowsEvent`` ...): their images are value lists in column
   order (``images``, what the agent reads), and the library's ``rows`` (``values``/
   ``none_sources`` dicts) are built from them when read.
@@ -42,6 +46,7 @@ import functools
 import logging
 import struct
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any, Final
 
 import pymysql
@@ -238,6 +243,7 @@ class BinlogReader(BinLogStreamReader):
     of this module (module docstring); same arguments, same events."""
 
     _BinLogStreamReader__connected_stream: bool
+    _BinLogStreamReader__use_checksum: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         unsupported = [k for k in _NOT_ON_THE_FAST_PATH if kwargs.get(k)]
@@ -256,15 +262,33 @@ class BinlogReader(BinLogStreamReader):
             if not self._BinLogStreamReader__connected_stream:
                 return self._library()  # connects, and reads the first event itself
             connection = self._stream_connection
-            try:
-                data = connection.read_payload()
-            except pymysql.OperationalError as error:
-                if error.args[0] not in _EXPECTED_ERRORS:
-                    raise
-                connection.pushed = None
-                connection.close()
-                self._BinLogStreamReader__connected_stream = False
-                continue
+            data = None
+            if (
+                connection.pushed is None
+                and connection._current_timeout == connection._read_timeout
+            ):
+                # The packets already buffered, known table maps applied on the way, in C.
+                at, seq, data, map_pos = _rowdecode.scan(
+                    connection._buffer,
+                    connection._at,
+                    connection._next_seq_id,
+                    self._BinLogStreamReader__use_checksum,
+                    self._maps,
+                    self.table_map,
+                )
+                connection._at, connection._next_seq_id = at, seq
+                if map_pos:
+                    self.log_pos = map_pos
+            if data is None:
+                try:
+                    data = connection.read_payload()
+                except pymysql.OperationalError as error:
+                    if error.args[0] not in _EXPECTED_ERRORS:
+                        raise
+                    connection.pushed = None
+                    connection.close()
+                    self._BinLogStreamReader__connected_stream = False
+                    continue
             if len(data) < 20 or data[0] != 0:  # EOF, not an event: the library's case
                 connection.pushed = _packet(connection, data)
                 return self._library()
@@ -462,23 +486,12 @@ def _rows_event(
     cls: type[RowsEvent], table: Any, data: bytes, post_header: int, end: int, kind: int
 ) -> Any:
     """One of the library's row event classes (as :class:`_Images`), filled without its
-    parser."""
-    event = object.__new__(_DECODED[cls])
-    event.event_type = kind
-    event.table_id = table.table_id
-    event.schema = table.schema
-    event.table = table.table
-    event.primary_key = table.primary_key
-    event.columns = table.columns
-    event.table_map = {table.table_id: table}
-    event.complete = True
-    event._processed = True
-    event._RowsEvent__rows = None
+    parser: what is the table's is a class attribute (:meth:`_Plan.event_class`)."""
+    plan = _plan(table)
+    event: Any = object.__new__(plan.event_class(cls, kind, table))
     pos = 20 + post_header
     if post_header == 10:  # v2: extra data, its length counting its own two bytes
         pos += int.from_bytes(data[28:30], "little") - 2
-    plan = _plan(table)
-    event.names = plan.names
     event.images = plan.native.rows(data, pos, end, cls is UpdateRowsEvent)
     return event
 
@@ -540,7 +553,16 @@ class _Plan:
     Python reference its tests compare it with.
     """
 
-    __slots__ = ("all_present", "library", "names", "native", "readers", "shapes", "width")
+    __slots__ = (
+        "all_present",
+        "classes",
+        "library",
+        "names",
+        "native",
+        "readers",
+        "shapes",
+        "width",
+    )
 
     def __init__(self, table: Any) -> None:
         columns = table.columns
@@ -574,6 +596,35 @@ class _Plan:
         )
         self.shapes: dict[int, tuple[list[_Run], dict[int, str] | None]] = {}
         self._shape(table, 0)
+        self.classes: dict[int, type] = {}
+
+    def event_class(self, cls: type[RowsEvent], kind: int, table: Any) -> type:
+        """The class of this table's row events of type ``kind`` (the library's ``cls``): a
+        subclass of :class:`_Images` holding what every event of the table has alike (the
+        library's attributes, set per event before), so an event only gets its own."""
+        made = self.classes.get(kind)
+        if made is None:
+            base = _DECODED[cls]
+            made = type(
+                base.__name__,
+                (base,),
+                {
+                    "__module__": __name__,
+                    "event_type": kind,
+                    "table_id": table.table_id,
+                    "schema": table.schema,
+                    "table": table.table,
+                    "primary_key": table.primary_key,
+                    "columns": table.columns,
+                    "table_map": MappingProxyType({table.table_id: table}),
+                    "complete": True,
+                    "_processed": True,
+                    "_RowsEvent__rows": None,
+                    "names": self.names,
+                },
+            )
+            self.classes[kind] = made
+        return made
 
     def _shape(self, table: Any, nulls: int) -> tuple[list[_Run], dict[int, str] | None] | None:
         """The runs that read a full image with NULL bitmap ``nulls``, and its reasons."""

@@ -257,13 +257,13 @@ def _compare(table: Any, data: bytes, pos: int, end: int, paired: bool) -> None:
             assert "db.t" in str(got[1])
 
 
-@settings(max_examples=120)
+@settings(max_examples=80)
 @given(_event())
 def test_same_images_as_the_python_decoder(event: tuple[Any, bytes, int, int, bool]) -> None:
     _compare(*event)
 
 
-@settings(max_examples=60)
+@settings(max_examples=40)
 @given(_event(), st.data())
 def test_truncated_and_corrupted_events(
     event: tuple[Any, bytes, int, int, bool], data: st.DataObject
@@ -317,3 +317,93 @@ def test_values_left_to_the_python_readers_are_counted() -> None:
     data = b"\x02\x03" + b"\x00" + b"\x00\x00\x00" + b"\x7e"
     assert decoder.rows(data, 0, len(data), False) == [(["0000-00-00", 2026], None)]
     assert decoder.fallbacks == 2
+
+
+# --- the packet scan --------------------------------------------------------------------------
+
+
+def _scan_model(
+    buffer: bytes,
+    at: int,
+    seq: int,
+    checksum: bool,
+    maps: dict[bytes, Any],
+    table_map: dict[int, Any],
+) -> tuple[int, int, bytes | None, int]:
+    """What ``scan`` does, in the words of ``_Connection.read_payload`` and ``_map_table``."""
+    log_pos = 0
+    while len(buffer) - at >= 4:
+        length = int.from_bytes(buffer[at : at + 3], "little")
+        payload = buffer[at + 4 : at + 4 + length]
+        if (
+            not length
+            or length >= 0xFFFFFF
+            or buffer[at + 3] != seq
+            or len(payload) < length
+            or length < 20
+            or payload[0] != 0
+        ):
+            break
+        end = 1 + int.from_bytes(payload[10:14], "little") - (4 if checksum else 0)
+        at, seq = at + 4 + length, (seq + 1) % 256
+        if payload[5] == 19 and 26 <= end <= length and payload[20:end] in maps:
+            table_map[int.from_bytes(payload[20:26], "little")] = maps[payload[20:end]]
+            log_pos = int.from_bytes(payload[14:18], "little") or log_pos
+            continue
+        return at, seq, payload, log_pos
+    return at, seq, None, log_pos
+
+
+@st.composite
+def _packets(draw: st.DrawFn) -> tuple[bytes, int, bool, dict[bytes, Any]]:
+    checksum = draw(st.booleans())
+    seq = draw(st.integers(0, 255))
+    bodies = [draw(st.binary(min_size=6, max_size=12)) for _ in range(3)]
+    maps = {body: f"table{i}" for i, body in enumerate(bodies[:2])}  # bodies[2] is unknown
+    buffer = b""
+    number = seq
+    for _ in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from((19, 19, 30, 16, 162)))
+        body = draw(st.sampled_from(bodies)) if kind == 19 else draw(st.binary(max_size=12))
+        size = 19 + len(body) + (4 if checksum else 0)
+        event = (
+            b"\x00"
+            + draw(st.binary(min_size=4, max_size=4))
+            + bytes([kind])
+            + draw(st.binary(min_size=4, max_size=4))
+            + size.to_bytes(4, "little")
+            + draw(st.integers(0, 2**32 - 1)).to_bytes(4, "little")
+            + b"\x00\x00"
+            + body
+            + (b"\xaa\xbb\xcc\xdd" if checksum else b"")
+        )
+        if draw(st.integers(0, 9)) == 0:  # a packet that is not an event, or out of sequence
+            event = draw(st.sampled_from((b"\xff" + event[1:], b"\xfe\x00\x00", event[:10])))
+            number += draw(st.integers(0, 1))
+        buffer += len(event).to_bytes(3, "little") + bytes([number % 256]) + event
+        number += 1
+    cut = draw(st.integers(0, len(buffer)))  # the socket read may end anywhere
+    if draw(st.booleans()):
+        flips = bytearray(buffer)
+        for at in draw(st.lists(st.integers(0, max(0, len(buffer) - 1)), max_size=3)):
+            if flips:
+                flips[at] ^= draw(st.integers(1, 255))
+        buffer = bytes(flips)
+    return buffer[:cut] if draw(st.booleans()) else buffer, seq, checksum, maps
+
+
+@settings(max_examples=80)
+@given(_packets())
+def test_scan_frames_packets_as_pymysql(packets: tuple[bytes, int, bool, dict[bytes, Any]]) -> None:
+    buffer, seq, checksum, maps = packets
+    at = 0
+    while True:
+        want_map: dict[int, Any] = {}
+        got_map: dict[int, Any] = {}
+        want = _scan_model(buffer, at, seq, checksum, maps, want_map)
+        got = _rowdecode.scan(buffer, at, seq, checksum, maps, got_map)
+        assert got == want
+        assert got_map == want_map
+        at, seq, payload, _ = got
+        if payload is None:
+            break
