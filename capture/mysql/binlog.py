@@ -332,6 +332,16 @@ class BinlogReader(BinLogStreamReader):
                 self.log_pos = log_pos
             return event
 
+    def close(self) -> None:
+        """Close the connections (the library's ``close``); log at DEBUG how many values the C
+        decoder handed to the Python readers."""
+        if logger.isEnabledFor(logging.DEBUG):
+            plans = {id(p): p for t in self._maps.values() if (p := _cached_plan(t)) is not None}
+            handed = sum(p.native.fallbacks for p in plans.values())
+            if handed:
+                logger.debug("binlog reader: %d values read by the columns' Python readers", handed)
+        super().close()
+
     def _library(self) -> Any:
         """The library's next event, without the reference cycle between it and its packet
         wrapper (``wrapper.event``, not read once the event is returned): the agent pauses the
@@ -719,6 +729,12 @@ _SHAPES_LIMIT: Final = 64
 def _null(data: bytes, pos: int) -> tuple[Any, int]:
     """A NULL column of a shape: no bytes in the image."""
     return None, pos
+
+
+def _cached_plan(table: Any) -> _Plan | None:
+    """The table's :class:`_Plan` if one was built."""
+    plan: _Plan | None = table.__dict__.get("_medallion_plan")
+    return plan
 
 
 def _plan(table: Any) -> _Plan:
