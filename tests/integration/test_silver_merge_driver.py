@@ -251,12 +251,10 @@ def typed(n: int, op: str, ident: int, k: int) -> Any:
 
 
 def test_every_type_is_written_as_spark_writes_it(spark: Any, tmp_path: Path) -> None:
-    history = [
-        [typed(i, "c", i, i % 3) for i in range(6)],
-        [typed(10 + i, "u", i, (i + 1) % 3) for i in range(0, 6, 2)] + [typed(20, "d", 5, 0)],
-    ]
+    # One batch: an update writes its columns from the same Arrow rows as an insert.
+    history = [[typed(i, "c", i, i % 3) for i in range(6)] + [typed(20, "d", 9, 1)]]
     _, by_driver = both(spark, tmp_path, history, schema=TYPES_SCHEMA, data=TYPES_DATA)
-    assert [r.merged_by for r in by_driver] == [D.DRIVER, D.DRIVER]
+    assert [r.merged_by for r in by_driver] == [D.DRIVER]
 
 
 def test_spark_reads_the_driver_tables_checkpoints(spark: Any, tmp_path: Path) -> None:
@@ -271,7 +269,8 @@ def test_spark_reads_the_driver_tables_checkpoints(spark: Any, tmp_path: Path) -
     for n in range(2, 5):
         batch = [ev(n, "c", n, "x"), ev(n, "u", 1, f"a{n}")]
         assert apply(spark, t, batch, driver=True).merged_by == D.DRIVER
-    checkpoints = {int(p.name.split(".")[0]) for p in (t / "_delta_log").glob("*.checkpoint.*")}
+    names = [p.name.split(".") for p in (t / "_delta_log").glob("*.checkpoint.parquet")]
+    checkpoints = {int(n[0]) for n in names if n[0].isdigit()}  # not Spark's .crc files
     by_delta_rs = {
         h["version"]
         for h in DeltaTable(str(t)).history()
