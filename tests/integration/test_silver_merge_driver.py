@@ -282,4 +282,4 @@ def test_spark_reads_the_driver_tables_checkpoints(spark: Any, tmp_path: Path) -
     assert {r["id"]: r["name"] for r in stored(spark, t)}[1] == "a4"
     assert apply(spark, t, [ev(9, "u", 2, "spark")], driver=False).updated == 1
     assert apply(spark, t, [ev(10, "u", 3, "driver")], driver=True).updated == 1
-    assert sorted(r["name"] for r in stored(spark, t)) == ["a4", "driver", "spark"]
+    assert sorted(r["name"] for r in stored(spark, t)) == ["a4", "driver", "spark", "x"]
