@@ -51,7 +51,6 @@ from capture.postgresql.pgoutput import (
     decode_message,
     decode_xlog_data,
     pg_time_to_unix_ms,
-    plain_change,
 )
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
@@ -64,6 +63,15 @@ from pipeline.errors import (
     PipelineError,
     SourceUnavailable,
 )
+
+try:
+    from capture.postgresql._pgdecode import plain_change
+except ImportError as _missing:  # pragma: no cover - the bootstrap builds it
+    # Not optional: the Python reference (pgoutput.plain_change) is what it is tested against.
+    raise ImportError(
+        "capture.postgresql._pgdecode (the C parser of pgoutput's common changes) is not "
+        "built: run `make bootstrap` or `python setup.py build_ext --inplace` in the repository"
+    ) from _missing
 
 __all__ = ["CATCH_UP_TIMEOUT_S", "STATUS_INTERVAL_S", "StreamReader"]
 
