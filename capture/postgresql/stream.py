@@ -267,12 +267,12 @@ class StreamReader(PostgresAgent):
         # Every transaction committed before the keepalive's WAL end was sent before it, so
         # confirming that point after this batch commits loses nothing; it lets WAL be recycled.
         key = point - 1
+        self._land_pending(builder)  # the held changes come first, and set the last position
         last = self._last_position
         if last is not None and (last.commit_lsn, last.lsn) >= (key, key):
             return
         position = _position(key, Phase.STREAM, key, 0)
         record = heartbeat(s.server_name, int(time.time() * 1000))
-        self._land_pending(builder)
         self._add(
             builder, record, position, f"pg:heartbeat@{format_pg_lsn(point)}", now, None, None
         )
@@ -713,28 +713,37 @@ class StreamReader(PostgresAgent):
         if len(values) != len(table.names):
             return False
         (lsn,) = _XLOG_START.unpack_from(data, 1)
-        position = self._position(tx, lsn)
+        # What _position does, without a position object: the road encodes them at once.
+        if lsn == tx.last_lsn:
+            tx.seq += 1
+        else:
+            tx.last_lsn, tx.seq = lsn, 0
         if tx.count():
-            pending.add(table, (values, op, lsn, position, tx, self._last_commit, data))
+            pending.add(table, (values, op, lsn, tx.seq, tx, self._last_commit, data))
             tx.in_batch += 1
         tx.note_data(table.collection)
-        self._last_position = position
+        pending.last = (tx.commit_lsn, lsn, tx.seq)
         return True
 
     def _land_pending(self, builder: BatchBuilder) -> None:
         """Add the held changes to the batch (see :meth:`PendingChanges.land`)."""
         pending = self._pending
-        if not pending:
+        if pending is None:
             return
         for why in pending.land(builder, self._replay_change, self._register):
             logger.debug("source %s: held changes of %s take the per-event road", self.name, why)
+        if pending.last is not None:
+            commit_lsn, lsn, seq = pending.last
+            self._last_position = _position(commit_lsn, Phase.STREAM, lsn, seq)
+            pending.last = None
 
     def _replay_change(
         self, builder: BatchBuilder, table: TableSchema, change: Change, now: dt.datetime
     ) -> None:
         """Land a held change the per-event way: what :meth:`_append_change` does with it
         (the change is counted and positioned already)."""
-        values, op, lsn, position, tx, last, data = change
+        values, op, lsn, seq, tx, last, data = change
+        position = _position(tx.commit_lsn, Phase.STREAM, lsn, seq)
         origin = f"pg:{format_pg_lsn(lsn)}"
         try:
             after, key = table.row_and_key(values)

@@ -42,10 +42,11 @@ from bronze import schema as S
 from bronze.batch import BatchBuilder
 from bronze.columnar import JSON_NULL, json_object
 from bronze.envelope import ChangeEvent, built_data_event
+from bronze.position_base import Phase
 from capture.change_records import data_record
 from capture.columnar_snapshot import Encoder, _NeedsRows, data_rows, encode_chunk
 from capture.postgresql.agent import PgTx
-from capture.postgresql.position import PostgresPosition, format_pg_lsn
+from capture.postgresql.position import PostgresPosition
 from capture.postgresql.schema import TableSchema
 from capture.postgresql.snapshot import column_encoder
 from pipeline.errors import InternalError
@@ -53,9 +54,10 @@ from pipeline.errors import InternalError
 __all__ = ["Change", "PendingChanges", "SourceTemplate", "TableChanges"]
 
 
-Change = tuple[tuple[str | None, ...], str, int, PostgresPosition, PgTx, "int | None", bytes]
-"""One held change: ``(values, op, lsn, position, transaction, last commit LSN, XLogData)``;
-the pgoutput message starts at byte 25 of the XLogData message."""
+Change = tuple[tuple[str | None, ...], str, int, int, PgTx, "int | None", bytes]
+"""One held change: ``(values, op, lsn, seq, transaction, last commit LSN, XLogData)``; its
+position is ``(transaction's commit LSN, stream, lsn, seq)``, and the pgoutput message starts
+at byte 25 of the XLogData message."""
 
 XLOG_HEADER: Final = 25
 """Bytes of the XLogData header before the pgoutput message (``w`` and three int64s)."""
@@ -123,6 +125,62 @@ class SourceTemplate:
         return pc.binary_join_element_wise(*args, "")
 
 
+def _encoded_positions(
+    commits: Sequence[int], lsns: Sequence[int], seqs: Sequence[int]
+) -> pa.Array:
+    """``PostgresPosition(commit, STREAM, lsn, seq).encode()`` of each change, at once."""
+    n = len(lsns)
+    packed = np.empty(n, _POSITION_LAYOUT)
+    packed["version"] = _PROBE[0]
+    packed["commit_lsn"] = commits
+    packed["phase"] = _PROBE[9]
+    packed["lsn"] = lsns
+    packed["seq"] = seqs
+    fixed = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(_POSITION_LAYOUT.itemsize), n, [None, pa.py_buffer(packed.tobytes())]
+    )
+    return fixed.cast(pa.binary())
+
+
+def _hex(values: np.ndarray[Any, np.dtype[np.uint64]]) -> pa.Array:
+    """Upper-case hex of each value below 2**32, without leading zeros (``%X``)."""
+    nibbles = (values[:, None] >> _NIBBLE_SHIFTS[None, :]) & 0xF
+    digits = _HEX_DIGITS[nibbles]
+    nonzero = nibbles != 0
+    first = np.where(nonzero.any(axis=1), nonzero.argmax(axis=1), 7)
+    kept = np.arange(8)[None, :] >= first[:, None]
+    offsets = np.zeros(len(values) + 1, np.int32)
+    np.cumsum(8 - first, out=offsets[1:])
+    return pa.StringArray.from_buffers(
+        len(values), pa.py_buffer(offsets.tobytes()), pa.py_buffer(digits[kept].tobytes())
+    )
+
+
+def _origins(lsns: Sequence[int]) -> pa.Array:
+    """``pg:<format_pg_lsn(lsn)>`` of each change, at once."""
+    values = np.fromiter(lsns, np.uint64, len(lsns))
+    high, low = _hex(values >> np.uint64(32)), _hex(values & np.uint64(0xFFFFFFFF))
+    return pc.binary_join_element_wise("pg:", high, "/", low, "")
+
+
+_PROBE: Final = PostgresPosition._new(
+    0x0102030405060708, Phase.STREAM, 0x1112131415161718, 7
+).encode()
+"""A position encoded by its own class: the layout below is checked against it at import."""
+_POSITION_LAYOUT: Final = np.dtype(
+    [("version", "u1"), ("commit_lsn", ">u8"), ("phase", "u1"), ("lsn", ">u8"), ("seq", ">u4")]
+)
+if (
+    _POSITION_LAYOUT.itemsize != len(_PROBE)
+    or _PROBE[1:9] != (0x0102030405060708).to_bytes(8, "big")
+    or _PROBE[10:18] != (0x1112131415161718).to_bytes(8, "big")
+    or _PROBE[18:] != (7).to_bytes(4, "big")
+):  # pragma: no cover - a change of PostgresPosition's layout
+    raise InternalError("capture.postgresql.stream_columns: PostgresPosition's layout changed")
+_NIBBLE_SHIFTS: Final = np.arange(28, -1, -4, dtype=np.uint64)
+_HEX_DIGITS: Final = np.frombuffer(b"0123456789ABCDEF", np.uint8)
+
+
 def _decimal(values: Sequence[int]) -> pa.Array:
     return pc.cast(pa.array(values, pa.uint64()), pa.string())
 
@@ -154,7 +212,7 @@ class TableChanges:
             _NeedsRows: A value does not convert or has no representation.
         """
         table = self.table
-        values, ops, lsns, positions, txs, lasts, _raw = zip(*self.changes, strict=True)
+        values, ops, lsns, seqs, txs, lasts, _raw = zip(*self.changes, strict=True)
         n = len(ops)
         fragments = encode_chunk(table, encoders, _Columns(list(zip(*values, strict=True))))
         names = table.names
@@ -173,6 +231,7 @@ class TableChanges:
             before = pc.if_else(pc.equal(op_array, "u"), key, JSON_NULL)
         ts_ms = time.time_ns() // 1_000_000
         tx_ts = [tx.ts_ms for tx in txs]
+        commits = [tx.commit_lsn for tx in txs]
         slots = {
             "ts_ms": _decimal(tx_ts),
             "last": pc.binary_join_element_wise(
@@ -180,7 +239,7 @@ class TableChanges:
             ),
             "txId": _decimal([tx.xid for tx in txs]),
             "lsn": _decimal(lsns),
-            "commit_lsn": _decimal([tx.commit_lsn for tx in txs]),
+            "commit_lsn": _decimal(commits),
         }
         if None in lasts:
             nulls = pa.array([last is None for last in lasts], pa.bool_())
@@ -199,11 +258,11 @@ class TableChanges:
         )
         per_row = {
             S.OP: op_array,
-            S.POSITION: pa.array([p.encode() for p in positions], pa.binary()),
-            S.SEQ: pa.array([p.seq for p in positions], pa.int64()),
+            S.POSITION: _encoded_positions(commits, lsns, seqs),
+            S.SEQ: pa.array(seqs, pa.int64()),
             S.TX_ID: pa.array([tx.id for tx in txs], pa.string()),
             S.SOURCE_TS_MS: pa.array(tx_ts, pa.int64()),
-            S.ORIGIN: pa.array([f"pg:{format_pg_lsn(lsn)}" for lsn in lsns], pa.string()),
+            S.ORIGIN: _origins(lsns),
         }
         return data_rows(table, event, partition, (key, value), (ts_ms, now), per_row)
 
@@ -248,6 +307,9 @@ class PendingChanges:
         self._events: dict[int, tuple[TableSchema, ChangeEvent]] = {}
         self.landed = 0
         """Changes landed so far."""
+        self.last: tuple[int, int, int] | None = None
+        """``(commit LSN, LSN, seq)`` of the last change the road took (held or skipped after
+        a cut): the agent's last position once the held changes are landed."""
         self.replayed = 0
         """Changes of them that took the per-event road."""
 
@@ -356,7 +418,7 @@ class PendingChanges:
         table = held.table
         known = self._events.get(id(table))
         if known is None or known[0] is not table:
-            _values, op, lsn, _position, tx, last, _raw = held.changes[0]
+            _values, op, lsn, _seq, tx, last, _raw = held.changes[0]
             record = data_record(
                 op, self._source(tx, table, lsn, last), None, {}, None, None, table
             )
