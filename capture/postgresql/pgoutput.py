@@ -53,6 +53,7 @@ __all__ = [
     "decode_message",
     "decode_xlog_data",
     "plain_change",
+    "transaction_boundary",
     "decode_keepalive",
     "standby_status_update",
     "pg_time_to_unix_ms",
@@ -560,6 +561,20 @@ def plain_change(data: bytes, off: int) -> tuple[str, int, tuple[str | None, ...
     if pos != size:
         return None
     return op, relid, tuple(values)
+
+
+def transaction_boundary(data: bytes, off: int) -> Begin | Commit | None:
+    """The Begin or Commit message at ``off`` of ``data`` (to its end), read from its fixed
+    layout without copying the bytes; None for anything else, which :func:`decode_message`
+    then decodes (or names what is wrong with it)."""
+    size = len(data) - off
+    if size == 1 + _BEGIN.size and data[off] == 0x42:  # 'B'
+        final_lsn, ts, xid = _BEGIN.unpack_from(data, off + 1)
+        return Begin(final_lsn, ts, xid)
+    if size == 1 + _COMMIT.size and data[off] == 0x43:  # 'C'
+        flags, commit_lsn, end_lsn, ts = _COMMIT.unpack_from(data, off + 1)
+        return Commit(flags, commit_lsn, end_lsn, ts)
+    return None
 
 
 # --- the replication stream's own framing ---------------------------------------------------------

@@ -51,6 +51,7 @@ from capture.postgresql.pgoutput import (
     decode_message,
     decode_xlog_data,
     pg_time_to_unix_ms,
+    transaction_boundary,
 )
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
@@ -214,8 +215,14 @@ class StreamReader(PostgresAgent):
             idle_since = None
             kind = data[:1]
             if kind == b"w":
-                if pending is not None and self._hold_change(pending, data):
-                    continue
+                if pending is not None:
+                    if self._hold_change(pending, data):
+                        continue
+                    boundary = transaction_boundary(data, XLOG_HEADER)
+                    if boundary is not None:  # adds no row on the columnar road
+                        (start,) = _XLOG_START.unpack_from(data, 1)
+                        self._handle_other(builder, boundary, start, data[XLOG_HEADER:], now)
+                        continue
                 start, _end, _ts, payload = decode_xlog_data(data)
                 try:
                     message = decode_message(payload)

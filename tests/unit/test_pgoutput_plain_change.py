@@ -146,3 +146,23 @@ def test_the_c_parser_refuses_what_is_not_bytes() -> None:
         _pgdecode.plain_change(bytearray(b"I"), 0)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="2 arguments"):
         _pgdecode.plain_change(b"I")  # type: ignore[call-arg]
+
+
+@settings(max_examples=examples(40, 1000))
+@given(
+    tag=st.sampled_from([b"B", b"C", b"I", b"O"]),
+    body=st.binary(min_size=0, max_size=30),
+    head=st.binary(max_size=30),
+)
+@example(tag=b"B", body=struct.pack("!QqI", 2**64 - 1, -5, 2**32 - 1), head=b"w")
+@example(tag=b"C", body=struct.pack("!BQQq", 1, 7, 9, 11), head=b"")
+def test_transaction_boundaries_decode_as_the_full_decoder_does(
+    tag: bytes, body: bytes, head: bytes
+) -> None:
+    got = pgoutput.transaction_boundary(head + tag + body, len(head))
+    try:
+        want = decode_message(tag + body)
+    except (ProtocolError, UnicodeDecodeError):
+        assert got is None
+        return
+    assert got == (want if tag in (b"B", b"C") else None)
