@@ -139,10 +139,11 @@ class StreamReader(TableTracker):
         if self._stream is None:
             self._open_stream()
         stream = self._stream
+        max_events = limits.max_events
         while True:
-            tx = self._tx
-            if self._batch_ends(
-                builder, tx, limits, reached=until is not None and self._reached(until)
+            # _batch_ends is False below max_events outside a re-read: asked only from there.
+            if (until is not None or len(builder) >= max_events) and self._batch_ends(
+                builder, self._tx, limits, reached=until is not None and self._reached(until)
             ):
                 break
             event = stream.fetchone()
