@@ -457,6 +457,7 @@ class SilverJob:
         self.transaction_timeout = transaction_timeout_seconds
         self.pending = self.silver / "_pending"
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._decoding: str | None = None
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
         self._failure: BaseException | None = None
         """What failed a micro-batch: re-raised by the run instead of Spark's wrapper."""
@@ -1027,6 +1028,7 @@ class SilverJob:
         truncated_at = {bytes(t[0]): t[1] for r in per_schema for t in r["truncates"]}
         truncates = sorted(truncated_at)
         with self._timings.stage("decode", name):
+            self._decoding = path  # the table schema-less events are inferred against
             parts, undecoded = self._decode(events.where(row_ops), schema_ids)
             changes, data_columns, refused = self._conform(
                 path, parts, options.schema_evolution, name=name, batch_id=batch_id
@@ -1476,7 +1478,12 @@ class SilverJob:
             if r[0] is not None
         ]
         images = [s.get("after") or s.get("before") or {} for s in samples]
-        row = T.infer_row_schema([i for i in images if isinstance(i, dict)])
+        # The table's types guide the guess: a decimal column stays one (types.infer_row_schema).
+        stored = M.stored_schema(self._decoding) if self._decoding else None
+        row = T.infer_row_schema(
+            [i for i in images if isinstance(i, dict)],
+            {f.name: f.dataType for f in stored.fields} if stored is not None else None,
+        )
         return {
             "type": "struct",
             "fields": [
