@@ -11,16 +11,33 @@ from typing import Any
 
 import pytest
 
+from capture.db2.settings import DBAPI_ENV as DB2_DBAPI_ENV
 from silver.job import SilverJob, silver_table_name
 from silver.merge import DELETED
 from tests.contract.harness import land
+from tests.db2model.server import Column as Db2Column
+from tests.db2model.server import Db2Model
+from tests.integration import test_db2_capture as db2_capture
+from tests.integration import test_oracle_capture as oracle_capture
 from tests.integration import test_sqlserver_capture as mssql
+from tests.integration.test_oracle_capture import Corner
 from tests.mssqlmodel.server import Column, SqlServerModel
+from tests.oraclemodel.database import Column as OraColumn
 
 pytestmark = [pytest.mark.spark, pytest.mark.delta]
 
-__all__ = ["model"]
-model = mssql.model  # the fixture, re-used
+__all__ = ["corner", "db2", "model"]
+model = mssql.model  # the fixtures, re-used
+corner = oracle_capture.corner
+
+
+@pytest.fixture
+def db2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Db2Model:
+    """A modelled Db2 instance with ``TESTDB`` (ASN control tables), nothing in capture."""
+    monkeypatch.setenv(DB2_DBAPI_ENV, "tests.db2model.dbapi")
+    made = Db2Model(tmp_path / "db2")
+    made.create_database(db2_capture.DB)
+    return made
 
 
 def _silver(spark: Any, lake: Path, source: str, collection: str) -> dict[Any, dict[str, Any]]:
@@ -60,3 +77,71 @@ def test_sqlserver_added_column_default_fills_older_rows(
     truth = model.truth(db, "dbo", "orders")
     assert truth[1] == {"id": 1, "qty": 1, "channel": "web", "price": Decimal("9.50"), "note": None}
     assert _silver(spark, lake, "mssql", "dbo.orders") == truth
+
+
+def test_oracle_added_column_default_fills_older_rows(spark: Any, corner: Corner) -> None:
+    with corner.edit() as model:
+        model.create_table(
+            "DEBEZIUM",
+            "ORDERS",
+            [OraColumn("ID", "NUMBER", 9, 0, nullable=False), OraColumn("QTY", "NUMBER", 9, 0)],
+            ["ID"],
+        )
+        xid = model.begin(1)
+        for i in (1, 2):
+            model.insert(xid, "DEBEZIUM", "ORDERS", {"ID": i, "QTY": i})
+        model.commit(xid)
+    corner.land()
+    # Oracle puts the default into every existing row (nullable too), with no redo for them.
+    with corner.edit() as model:
+        model.add_column("DEBEZIUM", "ORDERS", OraColumn("CHANNEL", "VARCHAR2", default="'web'"))
+        model.add_column("DEBEZIUM", "ORDERS", OraColumn("PRICE", "NUMBER", 6, 2, False, "9.5"))
+        xid = model.begin(1)
+        model.update(xid, "DEBEZIUM", "ORDERS", {"ID": 2}, {"QTY": 20})
+        model.insert(xid, "DEBEZIUM", "ORDERS", {"ID": 3, "QTY": 3, "CHANNEL": "app", "PRICE": 1})
+        model.commit(xid)
+        truth = {r["ID"]: r for r in model.committed_rows("DEBEZIUM", "ORDERS")}
+    corner.land()
+    SilverJob(spark, corner.lake).run_once()
+
+    got = _silver(spark, corner.lake, "ora", "DEBEZIUM.ORDERS")
+    assert got[1] == {"ID": 1, "QTY": 1, "CHANNEL": "web", "PRICE": Decimal("9.50")}
+    assert {k: {c: v == truth[k][c] for c, v in row.items()} for k, row in got.items()} == {
+        k: dict.fromkeys(row, True) for k, row in got.items()
+    }
+    assert set(got) == set(truth)
+
+
+def test_db2_added_column_default_fills_older_rows(
+    spark: Any, db2: Db2Model, tmp_path: Path
+) -> None:
+    d = db2_capture.DB
+    db2_capture.in_capture(
+        db2,
+        d,
+        {"ORDERS": [Db2Column("ID", "INTEGER", False, True), Db2Column("QTY", "INTEGER")]},
+        "DB2INST1",
+    )
+    with db2.transaction(d) as tx:
+        for i in (1, 2):
+            tx.insert("DB2INST1", "ORDERS", {"ID": i, "QTY": i})
+    lake = tmp_path / "lake"
+    land(db2_capture.raw(db2), lake)
+    # Db2 gives every existing row the default (nullable too); capture follows once the table
+    # is removed and added again (the guide's online schema update).
+    db2.add_column(d, "DB2INST1", "ORDERS", Db2Column("CHANNEL", "VARCHAR(10)", default="'web'"))
+    db2.add_column(
+        d, "DB2INST1", "ORDERS", Db2Column("PRICE", "DECIMAL(6,2)", False, default="9.5")
+    )
+    db2.remove_table(d, "DB2INST1", "ORDERS")
+    db2.add_table(d, "DB2INST1", "ORDERS")
+    db2.asncdc_services(d, "reinit")
+    with db2.transaction(d) as tx:
+        tx.update("DB2INST1", "ORDERS", 2, {"QTY": 20})
+        tx.insert("DB2INST1", "ORDERS", {"ID": 3, "QTY": 3, "CHANNEL": "app", "PRICE": Decimal(1)})
+    land(db2_capture.raw(db2), lake)
+    SilverJob(spark, lake).run_once()
+
+    truth = db2.truth(d, "DB2INST1", "ORDERS")
+    assert truth[1] == {"ID": 1, "QTY": 1, "CHANNEL": "web", "PRICE": Decimal("9.50")}
+    assert _silver(spark, lake, "db2", "DB2INST1.ORDERS") == truth
