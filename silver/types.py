@@ -889,6 +889,8 @@ def _bytes_unavailable(raw: Column, _schema: SchemaMap, marker: _Marker) -> Colu
 
 
 def _array_unavailable(raw: Column, schema: SchemaMap, marker: _Marker) -> Column | None:
+    if _numeric(schema["items"]):
+        return None  # JSON numbers: never the placeholder
     items = _type_of(schema["items"])
     values: list[Any]
     if items == "string":
