@@ -2,7 +2,8 @@
 # Set up everything medallion needs on a Debian 12 machine, idempotently.
 #
 # usage: scripts/bootstrap.sh [all|system|venv|native|jars|debezium|kafka|lock]
-#   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, and
+#   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, gcc and
+#           the Python headers (the native step), and
 #           a JDK 17/Maven if missing.
 #           The Debian services are NOT started: the tests start private instances.
 #   venv    .venv with `pip install -e '.[dev,postgres,mysql,oracle]'`, pinned by requirements.lock.
@@ -52,6 +53,11 @@ step_system() {
   command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null || missing+=(maven)
   if ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then missing+=(python3-venv); fi
+  # The native step compiles setup.py's C extensions against this interpreter's headers.
+  command -v gcc >/dev/null || missing+=(gcc libc6-dev)
+  if ! "$PYTHON" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null
+  then missing+=(python3-dev); fi
   if [ "${#missing[@]}" -eq 0 ]; then
     log "system packages: present"
   else

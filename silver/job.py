@@ -1027,7 +1027,7 @@ class SilverJob:
         truncated_at = {bytes(t[0]): t[1] for r in per_schema for t in r["truncates"]}
         truncates = sorted(truncated_at)
         with self._timings.stage("decode", name):
-            parts, undecoded = self._decode(events.where(row_ops), schema_ids)
+            parts, undecoded = self._decode(events.where(row_ops), schema_ids, table=path)
             changes, data_columns, refused = self._conform(
                 path, parts, options.schema_evolution, name=name, batch_id=batch_id
             )
@@ -1160,7 +1160,11 @@ class SilverJob:
 
     # --- decoding ---------------------------------------------------------------------------
     def _decode(
-        self, events: DataFrame, schema_ids: list[tuple[str | None, bytes]] | None = None
+        self,
+        events: DataFrame,
+        schema_ids: list[tuple[str | None, bytes]] | None = None,
+        *,
+        table: str | None = None,
     ) -> tuple[list[_Part], DataFrame | None]:
         """Decode every event with its own schema: one part per schema, in source order.
 
@@ -1168,6 +1172,7 @@ class SilverJob:
             events: The row events of one table.
             schema_ids: Their value schema ids with the position of each one's first event,
                 in that order, when the caller knows them already (else a job finds them).
+            table: The silver table's path: schema-less events are inferred against its types.
 
         Returns:
             The parts, and the events refused (with ``__reason``): those whose schema cannot be
@@ -1194,7 +1199,7 @@ class SilverJob:
                 else F.col(B.VALUE_SCHEMA_ID) == schema_id
             )
             try:
-                frame = self._decode_part(schema_id, subset)
+                frame = self._decode_part(schema_id, subset, table)
             except _DATA_ERRORS as exc:
                 # The schema itself cannot be read or decoded: every event written with it.
                 reason = f"cannot decode with value schema {schema_id}: {_describe(exc)}"
@@ -1206,11 +1211,13 @@ class SilverJob:
             parts.append(_Part(schema_id, bytes(first), frame, data))
         return parts, _union(refused)
 
-    def _decode_part(self, schema_id: str | None, subset: DataFrame) -> DataFrame:
+    def _decode_part(
+        self, schema_id: str | None, subset: DataFrame, table: str | None = None
+    ) -> DataFrame:
         """The events of one schema decoded, with ``__reason`` set on those refused."""
         from silver import types as T
 
-        envelope = self._envelope_schema(schema_id, subset)
+        envelope = self._envelope_schema(schema_id, subset, table)
         row = _row_schema(envelope)
         text_image = StructType(
             [StructField(side, MapType(StringType(), StringType())) for side in ("before", "after")]
@@ -1448,7 +1455,9 @@ class SilverJob:
             ", ".join(f"{r[2]} {r[3]} -> {r[4]} ({r[6]})" for r in report),
         )
 
-    def _envelope_schema(self, schema_id: str | None, subset: DataFrame) -> dict[str, Any]:
+    def _envelope_schema(
+        self, schema_id: str | None, subset: DataFrame, table: str | None = None
+    ) -> dict[str, Any]:
         if schema_id is not None:
             if schema_id not in self._schemas:
                 registry = self.root / "bronze" / "schemas"
@@ -1477,7 +1486,12 @@ class SilverJob:
             if r[0] is not None
         ]
         images = [s.get("after") or s.get("before") or {} for s in samples]
-        row = T.infer_row_schema([i for i in images if isinstance(i, dict)])
+        # The table's types guide the guess: a decimal column stays one (types.infer_row_schema).
+        stored = M.stored_schema(table) if table is not None else None
+        row = T.infer_row_schema(
+            [i for i in images if isinstance(i, dict)],
+            {f.name: f.dataType for f in stored.fields} if stored is not None else None,
+        )
         return {
             "type": "struct",
             "fields": [

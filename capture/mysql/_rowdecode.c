@@ -580,6 +580,10 @@ Decoder_rows(Decoder *d, PyObject *args)
     int paired;
     if (!PyArg_ParseTuple(args, "O!nnp:rows", &PyBytes_Type, &data, &pos, &end, &paired))
         return NULL;
+    if (d->cols == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Decoder.__init__ was not called");
+        return NULL;
+    }
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
     if (end < 0 || end > PyBytes_GET_SIZE(data)) {
         PyErr_Format(PyExc_ValueError, "rows(): end %zd outside the %zd bytes", end,

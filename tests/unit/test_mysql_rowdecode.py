@@ -25,7 +25,7 @@ from pymysqlreplication.column import Column
 from pymysqlreplication.constants import FIELD_TYPE
 
 from capture.mysql import _rowdecode
-from capture.mysql.binlog import _plan, _python_images
+from capture.mysql.binlog import _null, _plan, _python_images
 from pipeline.errors import CaptureError
 
 pytestmark = pytest.mark.unit
@@ -287,6 +287,14 @@ def test_the_module_is_the_compiled_extension() -> None:
     assert _rowdecode.__file__ is not None
     assert _rowdecode.__file__.endswith(sysconfig.get_config_var("EXT_SUFFIX"))
     assert type(_rowdecode.Decoder.rows).__name__ == "method_descriptor"
+
+
+def test_a_decoder_without_its_columns_refuses_to_decode() -> None:
+    empty = _rowdecode.Decoder.__new__(_rowdecode.Decoder)
+    with pytest.raises(TypeError, match="__init__ was not called"):
+        empty.rows(b"\x00", 0, 1, False)
+    with pytest.raises(ValueError, match="kind 9 with size 0 is not supported"):
+        _rowdecode.Decoder(((9, 0, None, _null, None),), ("c",), "db.t", "null", "x", CaptureError)
 
 
 def test_malformed_events_name_the_table_and_the_offset() -> None:
