@@ -266,7 +266,7 @@ def test_spark_reads_the_driver_tables_checkpoints(spark: Any, tmp_path: Path) -
         f"ALTER TABLE delta.{quote_identifier(str(t))} "
         "SET TBLPROPERTIES ('delta.checkpointInterval' = '2')"
     )
-    for n in range(2, 5):
+    for n in range(2, 4):
         batch = [ev(n, "c", n, "x"), ev(n, "u", 1, f"a{n}")]
         assert apply(spark, t, batch, driver=True).merged_by == D.DRIVER
     names = [p.name.split(".") for p in (t / "_delta_log").glob("*.checkpoint.parquet")]
@@ -277,9 +277,7 @@ def test_spark_reads_the_driver_tables_checkpoints(spark: Any, tmp_path: Path) -
         if str(h.get("engineInfo", "")).startswith("delta-rs")
     }
     assert checkpoints & by_delta_rs  # a checkpoint delta-rs wrote after its own commit
-    # Spark reads the table from delta-rs's checkpoint, then writes on it.
+    # Spark reads the table from delta-rs's checkpoint (Spark writing after delta-rs: the
+    # widened-table test above).
     spark.catalog.clearCache()
-    assert {r["id"]: r["name"] for r in stored(spark, t)}[1] == "a4"
-    assert apply(spark, t, [ev(9, "u", 2, "spark")], driver=False).updated == 1
-    assert apply(spark, t, [ev(10, "u", 3, "driver")], driver=True).updated == 1
-    assert sorted(r["name"] for r in stored(spark, t)) == ["a4", "driver", "spark", "x"]
+    assert sorted(r["name"] for r in stored(spark, t)) == ["a3", "x", "x"]
