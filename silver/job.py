@@ -35,6 +35,7 @@ import logging
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -61,6 +62,7 @@ from bronze import schema as B
 from bronze.envelope import HEADER_NEW_KEY as NEW_KEY_HEADER
 from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
 from bronze.storage import LakePath, lake_path, open_delta
+from capture.captured_table import HEADER_UNREPRESENTABLE
 from pipeline import metrics
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import PipelineError, SchemaEvolutionError
@@ -73,6 +75,7 @@ from silver import merge as M
 from silver import quarantine as Q
 from silver import scd2 as S
 from silver import transactions as TX
+from silver.collected_screen import Screen, screen_collected
 from silver.collected_split import CollectedSplit, split_collected
 from silver.plans import estimated_bytes, small_input_plans
 from silver.timings import BatchTimings, spark_jobs_started
@@ -234,6 +237,49 @@ class _BatchSummary:
             per_source,
             tables,
         )
+
+
+def _log_triggers(query: Any, logged: int) -> int:
+    """At DEBUG, where Spark's triggers since micro-batch ``logged`` spent their time (its
+    ``durationMs``: the Delta source's offsets, the offset and commit logs, ``addBatch`` the
+    micro-batch itself); returns the newest micro-batch logged."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return logged
+    try:
+        progress = query.recentProgress
+    except Exception:  # noqa: BLE001 - a diagnostic only; never stops the stream
+        return logged
+    for p in progress:
+        batch = int(p.batchId)
+        if batch > logged and p.numInputRows:
+            spent = ", ".join(f"{k} {v}" for k, v in sorted(p.durationMs.items()))
+            logger.debug("silver trigger %s (%s rows): ms %s", batch, p.numInputRows, spent)
+        logged = max(logged, batch)
+    return logged
+
+
+def _screen_in_spark(events: DataFrame) -> list[Any]:
+    """The screen of a table's events, per value schema (one Spark job; the fields of
+    :data:`silver.collected_screen.Screen`)."""
+    known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
+    row_ops = F.col(B.OP).isin("c", "u", "d", "r")
+    return (
+        events.groupBy(B.VALUE_SCHEMA_ID)
+        .agg(
+            F.count_if(~known).alias("unknown"),
+            F.count_if(known).alias("known"),
+            F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
+            F.collect_list(F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))).alias(
+                "truncates"
+            ),
+            F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
+            F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias("documents"),
+            F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
+            F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
+            F.max(F.when(known, F.col(B.POSITION))).alias("top"),
+        )
+        .collect()
+    )
 
 
 def _first_waiting(waiting: DataFrame) -> dict[str, bytes]:
@@ -473,6 +519,9 @@ class SilverJob:
         self._clock = dt.datetime.now(dt.UTC)
         self._lock = threading.Lock()  # a release tick and a Spark micro-batch never overlap
         self._timings = BatchTimings(0)
+        self._ended: float | None = None
+        """When the last micro-batch ended (monotonic): the next one's line says how long
+        Spark took to start it (``between``: its trigger, the offsets, the batch ledger)."""
 
     @property
     def spark(self) -> SparkSession:
@@ -535,8 +584,10 @@ class SilverJob:
             # Between micro-batches (none come while bronze is quiet) the clock still
             # releases transactions past their timeout.
             tick = max(1, math.ceil(self._tick_seconds))  # whole seconds, as Spark types it
+            logged = -1
             try:
                 while "processingTime" in trigger and not query.awaitTermination(tick):
+                    logged = _log_triggers(query, logged)
                     self.release_expired()
             except Exception:
                 query.stop()  # a failed release must not leave the stream running alone
@@ -558,7 +609,7 @@ class SilverJob:
         try:
             with self._lock:
                 batch = self._ledger.for_spark_batch(spark_batch, dt.datetime.now(dt.UTC))
-                self._process_silver_batch(micro_batch, batch)
+                self._process_silver_batch(micro_batch, batch, streamed=True)
         except Exception as exc:
             interruption = _interruption(exc)
             if interruption is None and self._failure is None:
@@ -595,15 +646,21 @@ class SilverJob:
         nothing = self.spark.read.format("delta").load(str(self.pending)).limit(0)
         self._process_silver_batch(nothing, batch)
 
-    def _process_silver_batch(self, micro_batch: DataFrame, batch: TX.SilverBatch) -> None:
+    def _process_silver_batch(
+        self, micro_batch: DataFrame, batch: TX.SilverBatch, *, streamed: bool = False
+    ) -> None:
         batch_id = batch.id
         self._clock = batch.clock
         timings = self._timings = BatchTimings(batch_id, spark=self._spark)
+        if streamed and self._ended is not None:
+            # Bronze rows that arrived meanwhile wait this long, plus the interval when idle.
+            timings.add("between", time.monotonic() - self._ended)
         timings.activate()
         try:
             self._process_timed_batch(micro_batch, batch_id, timings)
         finally:
             timings.deactivate()
+            self._ended = time.monotonic()
 
     def _process_timed_batch(
         self, micro_batch: DataFrame, batch_id: int, timings: BatchTimings
@@ -736,6 +793,14 @@ class SilverJob:
         # Arrow cannot hand Spark a table without rows (then no table is applied anyway).
         rows_or_none: Any = data if data.num_rows else []
         frame = self.spark.createDataFrame(rows_or_none, schema).cache()
+        # Every table's screen from the rows held here: a Spark job per table saved.
+        with timed("screen"):
+            screens = screen_collected(
+                data,
+                known_ops=_KNOWN_OPS,
+                document_connectors=D.DOCUMENT_CONNECTORS,
+                unrepresentable_header=HEADER_UNREPRESENTABLE,
+            )
 
         def events_of(source: str, collection: str | None) -> Callable[[], DataFrame]:
             mine = frame.where(
@@ -748,7 +813,7 @@ class SilverJob:
                 timed("tables"),
                 small_input_plans(frame.sparkSession, summary.counts.get("data", 0)),
             ):
-                self._apply_tables(events_of, summary, batch_id, first_waiting)
+                self._apply_tables(events_of, summary, batch_id, first_waiting, screens)
         finally:
             frame.unpersist()
         with timed("cuts"):
@@ -822,6 +887,7 @@ class SilverJob:
         summary: _BatchSummary,
         batch_id: int,
         first_waiting: Mapping[str, bytes],
+        screens: Mapping[tuple[str, str | None], Screen] | None = None,
     ) -> None:
         """Apply every table of the micro-batch, up to :attr:`parallelism` at a time.
 
@@ -830,6 +896,9 @@ class SilverJob:
         MERGEs must not share one. Tables are independent (their own Delta table, app id and
         ``_cuts`` row); the side tables they append to take concurrent blind appends. The
         micro-batch fails, after every table has finished, when one table failed.
+
+        ``screens``: each table's screen, when the micro-batch is collected on the driver
+        (:mod:`silver.collected_screen`); the tables then decode on the driver too.
         """
         work = [
             (
@@ -839,6 +908,7 @@ class SilverJob:
                 batch_id,
                 first_waiting.get(source),
                 summary.table_rows.get((source, collection), 0),
+                None if screens is None else screens.get((source, collection), []),
             )
             for source, collection in summary.tables
         ]
@@ -866,6 +936,7 @@ class SilverJob:
         batch_id: int,
         waiting_from: bytes | None,
         rows: int,
+        screen: Screen | None = None,
     ) -> SilverRunResult:
         """:meth:`_apply_planned` in a pool thread; returns the table's counts."""
         local = self._local
@@ -873,7 +944,7 @@ class SilverJob:
             local.spark = _worker_session(self._spark)
         local.result = SilverRunResult()
         try:
-            self._apply_planned(events, source, collection, batch_id, waiting_from, rows)
+            self._apply_planned(events, source, collection, batch_id, waiting_from, rows, screen)
             share: SilverRunResult = local.result
             return share
         finally:
@@ -887,6 +958,7 @@ class SilverJob:
         batch_id: int,
         waiting_from: bytes | None,
         rows: int,
+        screen: Screen | None = None,
     ) -> None:
         """:meth:`_apply_table_or_quarantine` with the plans its size calls for.
 
@@ -896,7 +968,9 @@ class SilverJob:
         settings.
         """
         with small_input_plans(self.spark, rows):
-            self._apply_table_or_quarantine(events(), source, collection, batch_id, waiting_from)
+            self._apply_table_or_quarantine(
+                events(), source, collection, batch_id, waiting_from, screen
+            )
 
     def close(self) -> None:
         """Stop the table workers (a later micro-batch starts new ones)."""
@@ -911,6 +985,7 @@ class SilverJob:
         collection: str | None,
         batch_id: int,
         waiting_from: bytes | None,
+        screen: Screen | None = None,
     ) -> None:
         """Apply one table's events; when that fails on what the events hold, quarantine them.
 
@@ -927,7 +1002,7 @@ class SilverJob:
             return
         try:
             with self._timings.jobs_of("table other", collection):
-                self._apply_table(events, source, collection, batch_id, waiting_from)
+                self._apply_table(events, source, collection, batch_id, waiting_from, screen)
         except PipelineError:
             raise
         except _DATA_ERRORS as exc:
@@ -950,37 +1025,27 @@ class SilverJob:
         collection: str,
         batch_id: int,
         waiting_from: bytes | None,
+        screen: Screen | None = None,
     ) -> None:
         """Apply one table's events of the micro-batch (``waiting_from``: where its source's
-        data still waiting for a transaction starts, for the cut)."""
+        data still waiting for a transaction starts, for the cut; ``screen``: the events'
+        screen when the micro-batch was collected, which also makes each schema's events
+        decode in one job collected to the driver, see :meth:`_decode`)."""
         name = silver_table_name(source, collection)
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
         options = self.table_options(source, collection)
         known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
         row_ops = F.col(B.OP).isin("c", "u", "d", "r")
-        # One job screens the table's events for everything below (per schema: the parts to
-        # decode); each check used to be a job of its own, in every micro-batch.
-        with self._timings.stage("screen", name):
-            per_schema = (
-                events.groupBy(B.VALUE_SCHEMA_ID)
-                .agg(
-                    F.count_if(~known).alias("unknown"),
-                    F.count_if(known).alias("known"),
-                    F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
-                    F.collect_list(
-                        F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))
-                    ).alias("truncates"),
-                    F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
-                    F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias(
-                        "documents"
-                    ),
-                    F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
-                    F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
-                    F.max(F.when(known, F.col(B.POSITION))).alias("top"),
-                )
-                .collect()
-            )
+        # One screen of the table's events answers everything below (per schema: the parts to
+        # decode); each check used to be a job of its own, in every micro-batch. A collected
+        # micro-batch was screened on the driver, with no job.
+        per_schema: list[Any]
+        if screen is not None:
+            per_schema = screen
+        else:
+            with self._timings.stage("screen", name):
+                per_schema = _screen_in_spark(events)
         stats = {
             k: sum(r[k] for r in per_schema)
             for k in ("unknown", "known", "unrepresentable", "keyless", "documents")
@@ -1027,7 +1092,9 @@ class SilverJob:
         truncated_at = {bytes(t[0]): t[1] for r in per_schema for t in r["truncates"]}
         truncates = sorted(truncated_at)
         with self._timings.stage("decode", name):
-            parts, undecoded = self._decode(events.where(row_ops), schema_ids)
+            parts, undecoded = self._decode(
+                events.where(row_ops), schema_ids, on_driver=screen is not None
+            )
             changes, data_columns, refused = self._conform(
                 path, parts, options.schema_evolution, name=name, batch_id=batch_id
             )
@@ -1159,7 +1226,11 @@ class SilverJob:
 
     # --- decoding ---------------------------------------------------------------------------
     def _decode(
-        self, events: DataFrame, schema_ids: list[tuple[str | None, bytes]] | None = None
+        self,
+        events: DataFrame,
+        schema_ids: list[tuple[str | None, bytes]] | None = None,
+        *,
+        on_driver: bool = False,
     ) -> tuple[list[_Part], DataFrame | None]:
         """Decode every event with its own schema: one part per schema, in source order.
 
@@ -1167,6 +1238,9 @@ class SilverJob:
             events: The row events of one table.
             schema_ids: Their value schema ids with the position of each one's first event,
                 in that order, when the caller knows them already (else a job finds them).
+            on_driver: The events are a collected micro-batch's: each part is decoded by one
+                job that brings it to the driver (:func:`_decoded_on_driver`), so what it
+                refuses is known without a job of its own, and the MERGE reads decoded rows.
 
         Returns:
             The parts, and the events refused (with ``__reason``): those whose schema cannot be
@@ -1199,8 +1273,12 @@ class SilverJob:
                 reason = f"cannot decode with value schema {schema_id}: {_describe(exc)}"
                 refused.append(_refusals(subset, F.lit(reason)))
                 continue
-            refused.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
-            frame = frame.where(F.col(_REASON).isNull()).drop(_REASON)
+            if on_driver and _arrow_convertible(frame.schema):
+                frame, refusals = _decoded_on_driver(self.spark, frame)
+                refused += [refusals] if refusals is not None else []
+            else:
+                refused.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
+                frame = frame.where(F.col(_REASON).isNull()).drop(_REASON)
             data = StructType([f for f in frame.schema.fields if f.name not in _DECODED_METADATA])
             parts.append(_Part(schema_id, bytes(first), frame, data))
         return parts, _union(refused)
@@ -1782,6 +1860,40 @@ def _describe(exc: BaseException) -> str:
     """An exception in one line, for a quarantine reason."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:400]}"
+
+
+def _arrow_convertible(schema: StructType) -> bool:
+    """Whether Spark converts every column of ``schema`` to Arrow and back."""
+    from pyspark.errors import PySparkTypeError
+
+    try:
+        to_arrow_schema(schema, timezone="UTC")
+    except (PySparkTypeError, NotImplementedError):
+        return False
+    return True
+
+
+def _decoded_on_driver(
+    spark: SparkSession, decoded: DataFrame
+) -> tuple[DataFrame, DataFrame | None]:
+    """A decoded part (with ``__reason``) computed once, on the driver: its accepted rows as a
+    DataFrame of those rows, and its refused events (None: none, and no job to find out).
+
+    Lazily, the refusals were a job of their own (a count, before the quarantine append) and
+    the MERGE's first job decoded the events again; a collected micro-batch's part is a few
+    thousand rows, which one job brings to the driver decoded.
+    """
+    rows = decoded.toArrow()
+    bad = pc.is_valid(rows.column(_REASON))
+    columns = StructType([f for f in decoded.schema.fields if f.name != _REASON])
+    good = rows.filter(pc.invert(bad)).drop_columns([_REASON])
+    # Arrow cannot hand Spark a table without rows.
+    accepted = spark.createDataFrame(good if good.num_rows else [], columns)
+    if good.num_rows == rows.num_rows:
+        return accepted, None
+    quarantined = StructType([decoded.schema[c] for c in _QUARANTINE_COLUMNS])
+    refused = rows.filter(bad).select(list(_QUARANTINE_COLUMNS))
+    return accepted, spark.createDataFrame(refused, quarantined)
 
 
 def _refusals(events: DataFrame, reason: Column) -> DataFrame:
