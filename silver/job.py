@@ -352,6 +352,62 @@ def _canonical_key(text: Column) -> Column:
     )
 
 
+class _Decoder:
+    """The Spark expressions that decode the events of one envelope schema (reusable: they
+    name columns, not a DataFrame's, so they apply to any micro-batch's events)."""
+
+    def __init__(self, envelope: Mapping[str, Any]) -> None:
+        from silver import types as T
+
+        row = _row_schema(envelope)
+        text_image = StructType(
+            [StructField(side, MapType(StringType(), StringType())) for side in ("before", "after")]
+        )
+        self._parse = [
+            F.from_json(B.VALUE_JSON, T.envelope_json_schema(envelope)).alias("__v"),
+            F.from_json(B.VALUE_JSON, text_image).alias("__t"),
+        ]
+        deleted = F.col(B.OP) == "d"
+        self._pick = [
+            F.when(deleted, F.col("__v.before")).otherwise(F.col("__v.after")).alias("__image"),
+            F.when(deleted, F.col("__t.before")).otherwise(F.col("__t.after")).alias("__text"),
+        ]
+        old_key = F.filter(B.HEADERS, lambda h: h["key"] == OLD_KEY_HEADER)
+        new_key = F.filter(B.HEADERS, lambda h: h["key"] == NEW_KEY_HEADER)
+        fields = T.row_fields(row)
+        self._project = [
+            _canonical_key(F.col(B.KEY_JSON)).alias(M.KEY),
+            F.col(B.POSITION).alias(M.POSITION),
+            F.col(B.OP).alias(M.OP),
+            F.col(B.SOURCE_TS_MS).alias(M.SOURCE_TS),
+            F.col(B.TX_ID).alias(M.TX_ID),
+            F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(M.BRONZE_BATCH),
+            T.unavailable_flags(F.col("__image"), row).alias(M.UNAVAILABLE),
+            F.when(F.size(old_key) > 0, _canonical_key(old_key[0]["value"])).alias(M.OLD_KEY),
+            F.when(F.size(new_key) > 0, _canonical_key(new_key[0]["value"])).alias(M.NEXT_KEY),
+            F.col(B.ORIGIN).alias(M.ORIGIN),
+            *T.decode_row(F.col("__image"), row),
+            F.col("__image").isNull().alias("__no_image"),
+            *[T.field_text(F.col("__text"), f).alias(f"__text_{i}") for i, f in enumerate(fields)],
+        ]
+        self._reason = _refusal_reason(T.row_schema(row).fields).alias(_REASON)
+        self._finish: list[Column] | None = None
+
+    def decode(self, events: DataFrame) -> DataFrame:
+        """``events`` (bronze rows of this schema) decoded, with ``__reason``."""
+        frame = events.select("*", *self._parse).select("*", *self._pick).select(*self._project)
+        if self._finish is None:  # the projection's names, known once it is analyzed
+            self._finish = [
+                *[
+                    F.col(quote_identifier(c))
+                    for c in frame.columns
+                    if c != "__no_image" and not c.startswith("__text_")
+                ],
+                self._reason,
+            ]
+        return frame.select(*self._finish)
+
+
 def _report_row(part: _Part, change: E.ColumnChange, action: str) -> tuple[Any, ...]:
     return (
         part.schema_id,
@@ -503,6 +559,7 @@ class SilverJob:
         self.transaction_timeout = transaction_timeout_seconds
         self.pending = self.silver / "_pending"
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._decoders: dict[str, _Decoder] = {}
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
         self._failure: BaseException | None = None
         """What failed a micro-batch: re-raised by the run instead of Spark's wrapper."""
@@ -1284,47 +1341,19 @@ class SilverJob:
         return parts, _union(refused)
 
     def _decode_part(self, schema_id: str | None, subset: DataFrame) -> DataFrame:
-        """The events of one schema decoded, with ``__reason`` set on those refused."""
-        from silver import types as T
+        """The events of one schema decoded, with ``__reason`` set on those refused.
 
-        envelope = self._envelope_schema(schema_id, subset)
-        row = _row_schema(envelope)
-        text_image = StructType(
-            [StructField(side, MapType(StringType(), StringType())) for side in ("before", "after")]
-        )
-        parsed = subset.withColumn(
-            "__v", F.from_json(B.VALUE_JSON, T.envelope_json_schema(envelope))
-        ).withColumn("__t", F.from_json(B.VALUE_JSON, text_image))
-        deleted = F.col(B.OP) == "d"
-        parsed = parsed.withColumn(
-            "__image", F.when(deleted, F.col("__v.before")).otherwise(F.col("__v.after"))
-        ).withColumn("__text", F.when(deleted, F.col("__t.before")).otherwise(F.col("__t.after")))
-        old_key = F.filter(B.HEADERS, lambda h: h["key"] == OLD_KEY_HEADER)
-        new_key = F.filter(B.HEADERS, lambda h: h["key"] == NEW_KEY_HEADER)
-        fields = T.row_fields(row)
-        frame = parsed.select(
-            _canonical_key(F.col(B.KEY_JSON)).alias(M.KEY),
-            F.col(B.POSITION).alias(M.POSITION),
-            F.col(B.OP).alias(M.OP),
-            F.col(B.SOURCE_TS_MS).alias(M.SOURCE_TS),
-            F.col(B.TX_ID).alias(M.TX_ID),
-            F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(M.BRONZE_BATCH),
-            T.unavailable_flags(F.col("__image"), row).alias(M.UNAVAILABLE),
-            F.when(F.size(old_key) > 0, _canonical_key(old_key[0]["value"])).alias(M.OLD_KEY),
-            F.when(F.size(new_key) > 0, _canonical_key(new_key[0]["value"])).alias(M.NEXT_KEY),
-            F.col(B.ORIGIN).alias(M.ORIGIN),
-            *T.decode_row(F.col("__image"), row),
-            F.col("__image").isNull().alias("__no_image"),
-            *[T.field_text(F.col("__text"), f).alias(f"__text_{i}") for i, f in enumerate(fields)],
-        )
-        return frame.select(
-            *[
-                F.col(quote_identifier(c))
-                for c in frame.columns
-                if c != "__no_image" and not c.startswith("__text_")
-            ],
-            _refusal_reason(T.row_schema(row).fields).alias(_REASON),
-        )
+        A schema's decoder (its Spark expressions) is built once per run: building it costs
+        hundreds of py4j calls, which were most of a small table's decode in every
+        micro-batch. Events without a schema id are decoded with the schema their table has
+        now, built each time.
+        """
+        decoder = self._decoders.get(schema_id) if schema_id is not None else None
+        if decoder is None:
+            decoder = _Decoder(self._envelope_schema(schema_id, subset))
+            if schema_id is not None:
+                self._decoders[schema_id] = decoder
+        return decoder.decode(subset)
 
     def _conform(
         self,
