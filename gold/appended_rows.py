@@ -16,6 +16,7 @@ is read whole by deltalake, as before.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -132,7 +133,8 @@ def appended_rows(path: LakePath | str, columns: Sequence[str]) -> list[Row]:
         log = known.log
         uris = log.file_uris()
         files = [_local_file(u) for u in uris]
-        if not _plain(log) or any(f is None for f in files):
+        new = [f for f in files if f is None or f not in known.files]
+        if not _plain(log) or any(f is None or not os.path.exists(f) for f in new):
             _KNOWN.pop(key, None)
             return _whole(log, columns)
         read = {f: known.files.get(f) for f in files if f is not None}

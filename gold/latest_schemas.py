@@ -17,6 +17,7 @@ row twice changes nothing (the newest position wins). A cut older than one alrea
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -134,9 +135,9 @@ class LatestSchemas:
         if log.protocol().min_reader_version != 1:
             return False  # deletion vectors or column mapping: a file is not its rows
         uris = log.file_uris(file_pruning_predicate=[(B.SOURCE, "=", cut.source)])
-        local = [_local_file(u) for u in uris]
-        if any(f is None for f in local):
-            return False
+        local = [_local_file(u) for u in uris if u not in state.files]
+        if any(f is None or not os.path.exists(f) for f in local):
+            return False  # not on this disk, or a path spelled otherwise than it is stored
         wanted = [B.COLLECTION, B.POSITION, *COLUMNS]
         for uri in uris:
             if uri in state.files:
