@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import decimal
 import json as _stdlib_json
 import time
 from collections.abc import Iterable, Mapping
@@ -37,6 +38,7 @@ from typing import Any, Final
 
 import orjson
 
+from bronze import exact_json
 from bronze.connect_schema import (
     HEARTBEAT_KEY_SCHEMA,
     HEARTBEAT_VALUE_SCHEMA,
@@ -1080,13 +1082,15 @@ def _unwrap(
             origin=origin,
         )
     try:
-        doc = orjson.loads(text)
+        # Numbers exact: an integer beyond 64 bits stays an int, a decimal no double holds a
+        # Decimal (orjson would read both as rounded doubles).
+        doc = exact_json.loads(text)
     except orjson.JSONDecodeError:
-        # orjson rejects integers beyond 64 bits, which Jackson accepts; retry with the stdlib
-        # parser, which also gives the line/column a person needs when the text is broken.
+        # orjson rejects numbers beyond the double range, which Jackson accepts; retry with the
+        # stdlib parser, which also gives the line/column a person needs when the text is broken.
         try:
-            doc = _stdlib_json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
+            doc = exact_json.stdlib_loads(text)
+        except ValueError as exc:
             raise EnvelopeError(f"{part} is not valid JSON: {exc}", origin=origin) from exc
     return split_connect(doc, part, origin)
 
@@ -1143,12 +1147,21 @@ def _json_default(obj: Any) -> Any:
         return base64.b64encode(bytes(obj)).decode("ascii")
     if isinstance(obj, Mapping):
         return dict(obj)
+    if isinstance(obj, decimal.Decimal) and obj.is_finite():
+        # What parse_json_converter read from a number no double holds: its literal again.
+        return orjson.Fragment(str(obj))
     raise TypeError  # orjson replaces the message with its own "Type is not JSON serializable"
 
 
 def _dumps(doc: Any, part: str) -> str:
     try:
         return orjson.dumps(doc, default=_json_default, option=_DUMPS_OPTIONS).decode()
+    except TypeError:
+        pass
+    try:  # an integer beyond 64 bits (parse_json_converter keeps them): written as its literal
+        return orjson.dumps(
+            exact_json.literals(doc), default=_json_default, option=_DUMPS_OPTIONS
+        ).decode()
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         raise EnvelopeError(
             f"{part} cannot be written as JSON ({exc}); convert values to their Kafka Connect "

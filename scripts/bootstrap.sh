@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Set up everything medallion needs on a Debian 12 machine, idempotently.
 #
-# usage: scripts/bootstrap.sh [all|system|venv|jars|debezium|kafka|lock]
-#   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, and
+# usage: scripts/bootstrap.sh [all|system|venv|native|jars|debezium|kafka|lock]
+#   system  Debian packages: PostgreSQL 15 (+ wal2json), MariaDB, chromium + chromedriver, gcc and
+#           the Python headers (the native step), and
 #           a JDK 17/Maven if missing.
 #           The Debian services are NOT started: the tests start private instances.
 #   venv    .venv with `pip install -e '.[dev,postgres,mysql,oracle]'`, pinned by requirements.lock.
+#   native  the C extensions of setup.py (capture.mysql._rowdecode ...) built in place, again
+#           whenever a .c file is newer than its built module (after a git pull, an edit).
 #   jars    Delta's jars, fetched once from Maven Central into .cache/jars (scripts/fetch_jars.sh).
 #   debezium  Debezium Embedded fetched once from Maven Central into .cache/debezium and the
 #           tests' runner compiled against it (scripts/fetch_debezium.sh).
 #   kafka   an Apache Kafka broker (KRaft) fetched once from Maven Central into .cache/kafka for
 #           the tests' broker (scripts/fetch_kafka.sh).
-#   all     the five above, in that order (default; what `make bootstrap` runs).
+#   all     the six above, in that order (default; what `make bootstrap` runs).
 #   lock    regenerate requirements.lock from the current .venv (`make lock`).
 #
 # Each step first checks whether there is anything to do (installed packages, a stamp holding the
@@ -50,6 +53,11 @@ step_system() {
   command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null || missing+=(maven)
   if ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then missing+=(python3-venv); fi
+  # The native step compiles setup.py's C extensions against this interpreter's headers.
+  command -v gcc >/dev/null || missing+=(gcc libc6-dev)
+  if ! "$PYTHON" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null
+  then missing+=(python3-dev); fi
   if [ "${#missing[@]}" -eq 0 ]; then
     log "system packages: present"
   else
@@ -119,6 +127,32 @@ step_venv() {
   log "venv: ready in $(elapsed "$t0")"
 }
 
+# ---------------------------------------------------------------- native extensions
+# Each Extension of setup.py is built from the C file of its dotted name (setup.py: _extension).
+native_stale() {
+  local suffix src
+  suffix=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  while IFS= read -r src; do
+    [ -e "${src%.c}$suffix" ] && [ ! "$src" -nt "${src%.c}$suffix" ] || return 0
+  done < <(find "$ROOT" -name '*.c' -not -path '*/.venv/*' -not -path '*/.cache/*' \
+    -not -path "$ROOT/build/*" -not -path '*/node_modules/*')
+  return 1
+}
+
+step_native() {
+  local t0=$SECONDS
+  [ -x "$VENV/bin/python" ] || die "no $VENV; run the venv step first"
+  if ! native_stale; then
+    log "native: up to date"
+    return
+  fi
+  log "native: building the C extensions in place (setup.py build_ext --inplace)"
+  PYTHONWARNINGS=ignore "$VENV/bin/python" setup.py -q build_ext --inplace >/dev/null ||
+    die "building the C extensions failed (gcc and the Python headers are needed)"
+  ! native_stale || die "the C extensions are still older than their sources after the build"
+  log "native: built in $(elapsed "$t0")"
+}
+
 # ---------------------------------------------------------------- jars
 step_jars() {
   local t0=$SECONDS
@@ -158,6 +192,7 @@ step_lock() {
 case "${1:-all}" in
   system) step_system ;;
   venv) step_venv ;;
+  native) step_native ;;
   jars) step_jars ;;
   debezium) step_debezium ;;
   kafka) step_kafka ;;
@@ -165,11 +200,12 @@ case "${1:-all}" in
     T0=$SECONDS
     step_system
     step_venv
+    step_native
     step_jars
     step_debezium
     step_kafka
     log "done in $(elapsed "$T0")"
     ;;
   lock) step_lock ;;
-  *) die "unknown step '$1' (all|system|venv|jars|debezium|kafka|lock)" ;;
+  *) die "unknown step '$1' (all|system|venv|native|jars|debezium|kafka|lock)" ;;
 esac

@@ -1150,7 +1150,7 @@ class SilverJob:
         truncates = sorted(truncated_at)
         with self._timings.stage("decode", name):
             parts, undecoded = self._decode(
-                events.where(row_ops), schema_ids, on_driver=screen is not None
+                events.where(row_ops), schema_ids, table=path, on_driver=screen is not None
             )
             changes, data_columns, refused = self._conform(
                 path, parts, options.schema_evolution, name=name, batch_id=batch_id
@@ -1287,6 +1287,7 @@ class SilverJob:
         events: DataFrame,
         schema_ids: list[tuple[str | None, bytes]] | None = None,
         *,
+        table: str | None = None,
         on_driver: bool = False,
     ) -> tuple[list[_Part], DataFrame | None]:
         """Decode every event with its own schema: one part per schema, in source order.
@@ -1295,6 +1296,7 @@ class SilverJob:
             events: The row events of one table.
             schema_ids: Their value schema ids with the position of each one's first event,
                 in that order, when the caller knows them already (else a job finds them).
+            table: The silver table's path: schema-less events are inferred against its types.
             on_driver: The events are a collected micro-batch's: each part is decoded by one
                 job that brings it to the driver (:func:`_decoded_on_driver`), so what it
                 refuses is known without a job of its own, and the MERGE reads decoded rows.
@@ -1324,7 +1326,7 @@ class SilverJob:
                 else F.col(B.VALUE_SCHEMA_ID) == schema_id
             )
             try:
-                frame = self._decode_part(schema_id, subset)
+                frame = self._decode_part(schema_id, subset, table)
             except _DATA_ERRORS as exc:
                 # The schema itself cannot be read or decoded: every event written with it.
                 reason = f"cannot decode with value schema {schema_id}: {_describe(exc)}"
@@ -1340,17 +1342,19 @@ class SilverJob:
             parts.append(_Part(schema_id, bytes(first), frame, data))
         return parts, _union(refused)
 
-    def _decode_part(self, schema_id: str | None, subset: DataFrame) -> DataFrame:
+    def _decode_part(
+        self, schema_id: str | None, subset: DataFrame, table: str | None = None
+    ) -> DataFrame:
         """The events of one schema decoded, with ``__reason`` set on those refused.
 
         A schema's decoder (its Spark expressions) is built once per run: building it costs
         hundreds of py4j calls, which were most of a small table's decode in every
-        micro-batch. Events without a schema id are decoded with the schema their table has
-        now, built each time.
+        micro-batch. Events without a schema id are decoded with a schema found for them each
+        time (registered, or inferred against the table's types: ``table``).
         """
         decoder = self._decoders.get(schema_id) if schema_id is not None else None
         if decoder is None:
-            decoder = _Decoder(self._envelope_schema(schema_id, subset))
+            decoder = _Decoder(self._envelope_schema(schema_id, subset, table))
             if schema_id is not None:
                 self._decoders[schema_id] = decoder
         return decoder.decode(subset)
@@ -1554,7 +1558,9 @@ class SilverJob:
             ", ".join(f"{r[2]} {r[3]} -> {r[4]} ({r[6]})" for r in report),
         )
 
-    def _envelope_schema(self, schema_id: str | None, subset: DataFrame) -> dict[str, Any]:
+    def _envelope_schema(
+        self, schema_id: str | None, subset: DataFrame, table: str | None = None
+    ) -> dict[str, Any]:
         if schema_id is not None:
             if schema_id not in self._schemas:
                 registry = self.root / "bronze" / "schemas"
@@ -1583,7 +1589,12 @@ class SilverJob:
             if r[0] is not None
         ]
         images = [s.get("after") or s.get("before") or {} for s in samples]
-        row = T.infer_row_schema([i for i in images if isinstance(i, dict)])
+        # The table's types guide the guess: a decimal column stays one (types.infer_row_schema).
+        stored = M.stored_schema(table) if table is not None else None
+        row = T.infer_row_schema(
+            [i for i in images if isinstance(i, dict)],
+            {f.name: f.dataType for f in stored.fields} if stored is not None else None,
+        )
         return {
             "type": "struct",
             "fields": [

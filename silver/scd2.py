@@ -18,10 +18,12 @@ key's last version.
 
 Versions are keyed by (key, position): a replayed or duplicated event finds its version and
 changes nothing; a late older event is slotted in between and the neighbours' validity is
-recomputed. A late event older than the latest truncate applied, with no stored version after
-it, is dropped, as the current-state table drops it (:func:`silver.merge.erased_by_truncate`):
-the truncate erased the row, and as a version it would be the key's current one. Writes are
-Delta MERGEs with the same app transaction as the current-state table.
+recomputed. A late event older than the latest truncate applied is history too, though the
+current-state table drops it (:func:`silver.merge.erased_by_truncate`): the source had the row
+from that change until the truncate. When no stored version of its key follows it, a ``t``
+version at the truncate closes it (as :func:`truncate_history` closed the rows live when it was
+applied), so the key's current version says the row is gone. Writes are Delta MERGEs with the
+same app transaction as the current-state table.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from bronze.storage import open_delta
 from pipeline.errors import InternalError, SchemaEvolutionError
-from pipeline.sql import quote_identifier
+from pipeline.sql import quote_identifier, quote_string_literal
 from silver import bookkeeping as BK
 from silver import evolution as E
 from silver import merge as M
@@ -132,23 +135,49 @@ def _as_events(existing: DataFrame, data: Sequence[str]) -> DataFrame:
     )
 
 
-def _without_erased(fresh: DataFrame, existing: DataFrame, truncated: bytes) -> DataFrame:
-    """``fresh`` without the late changes a truncate erased, by the current-state table's rule
-    (:func:`silver.merge.erased_by_truncate`), except those a stored version follows.
+TRUNCATE_PROPERTY = "medallion.history.truncate"
+"""Table property of a history table: ``<position hex>:<source ts ms>`` of the latest truncate
+recorded, so a late change it erased can be closed at that truncate's time."""
 
-    A change older than the latest truncate applied, later than every stored version of its
-    key, would become the key's current version here although the truncate removed the row
-    (the truncate closed only the versions current when it was applied). One that a stored
-    version follows is history: it is slotted in and closed by that version.
+
+def _truncate_ts(path: str, horizon: bytes) -> int | None:
+    """The source time of the truncate at ``horizon`` recorded by :func:`truncate_history`."""
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        value = open_delta(path).metadata().configuration.get(TRUNCATE_PROPERTY)
+    except TableNotFoundError:
+        return None
+    if not value:
+        return None
+    position, _, ts = value.partition(":")
+    return int(ts) if position == horizon.hex() and ts else None
+
+
+def _erased_late(events: DataFrame, horizon: bytes, source_ts: int | None) -> DataFrame:
+    """A ``t`` version at the truncate ``horizon`` for each key whose last change before it is
+    live and which has no version at it: a late change the truncate erased.
+
+    The row existed from that change to the truncate (the source had it), so the change is
+    history: a version closed by the truncate, as if it had arrived before it. Keys the truncate
+    found live were closed by :func:`truncate_history` (their ``t`` version is at the horizon).
     """
-    newest = existing.groupBy(M.KEY).agg(F.max(M.POSITION).alias("__newest"))
+    newest = Window.partitionBy(M.KEY).orderBy(F.col(M.POSITION).desc())
+    last = (
+        events.where(F.col(M.POSITION) < F.lit(horizon))
+        .withColumn("__n", F.row_number().over(newest))
+        .where((F.col("__n") == 1) & ~F.col(M.OP).isin("d", "t"))
+        .drop("__n")
+    )
+    closed = events.where(F.col(M.POSITION) == F.lit(horizon)).select(M.KEY)
     return (
-        fresh.join(newest, M.KEY, "left")
-        .where(
-            ~M.erased_by_truncate(truncated)
-            | F.coalesce(F.col(M.POSITION) < F.col("__newest"), F.lit(False))
-        )
-        .drop("__newest")
+        last.join(closed, M.KEY, "left_anti")
+        .withColumn(M.POSITION, F.lit(horizon))
+        .withColumn(M.OP, F.lit("t"))
+        .withColumn(M.SOURCE_TS, F.lit(source_ts).cast("long"))
+        .withColumn(M.UNAVAILABLE, F.array().cast("array<string>"))
+        .withColumn(M.OLD_KEY, F.lit(None).cast("string"))
+        .withColumn(NEXT_KEY, F.lit(None).cast("string"))
     )
 
 
@@ -201,8 +230,6 @@ def apply_history(
         for c in missing:
             moved_from = moved_from.withColumn(c, F.lit(None).cast(changes.schema[c].dataType))
         fresh = changes.join(existing.select(M.KEY, M.POSITION), [M.KEY, M.POSITION], "left_anti")
-        if truncated is not None:
-            fresh = _without_erased(fresh, existing, truncated)
         events = _as_events(existing, data_columns).unionByName(fresh, allowMissingColumns=True)
         newest = Window.partitionBy(M.KEY).orderBy(F.col(M.POSITION).desc())
         latest = (
@@ -212,7 +239,10 @@ def apply_history(
             .drop("__n")
         )
     else:
-        events, latest = changes.where(~M.erased_by_truncate(truncated)), None
+        events, latest = changes, None
+    if truncated is not None:
+        late = _erased_late(events, truncated, _truncate_ts(path, truncated))
+        events = events.unionByName(late)
     # NEXT_KEY rides through the fold as the origin column does.
     folded = M.fold(events.withColumnRenamed(NEXT_KEY, M.ORIGIN), data_columns)
     if latest is not None:
@@ -299,4 +329,13 @@ def truncate_history(
         F.array().cast("array<string>").alias(M.UNAVAILABLE),
         *[F.col(quote_identifier(c)) for c in data],
     )
-    return apply_history(spark, path, events, data, txn_app_id=txn_app_id, txn_version=txn_version)
+    inserted = apply_history(
+        spark, path, events, data, txn_app_id=txn_app_id, txn_version=txn_version
+    )
+    # Its time, for the late changes it erased (closed at it by apply_history).
+    recorded = f"{position.hex()}:{'' if source_ts is None else source_ts}"
+    spark.sql(
+        f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES "
+        f"({quote_string_literal(TRUNCATE_PROPERTY)} = {quote_string_literal(recorded)})"
+    )
+    return inserted

@@ -105,8 +105,9 @@ columns.
 (:func:`unwrap_set`): the column decodes as its ``value``, and a column not sent (``null``, or
 ``"set": false``) is flagged by :func:`unavailable_flags` like a placeholder.
 
-Not supported: ``JsonConverter`` with ``decimal.format=NUMERIC`` (decimals as JSON numbers: the
-text cannot be told from base64); PostgreSQL ``±infinity`` timestamps decode to Spark timestamps
+Not supported: ``JsonConverter`` with ``decimal.format=NUMERIC`` and a schema (decimals as JSON
+numbers: the text cannot be told from base64; schema-less, they are inferred as exact decimals,
+see :func:`infer_row_schema`); PostgreSQL ``±infinity`` timestamps decode to Spark timestamps
 far outside Python's ``datetime`` range (Spark holds them, ``collect()`` cannot; read them with
 ``unix_micros``); other ``ZonedTimestamp`` text that is not ISO-8601 decodes to NULL (refused by
 the job).
@@ -141,6 +142,7 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
+    VariantType,
 )
 
 from bronze import connect_schema as cs
@@ -215,9 +217,11 @@ DECIMAL_FORMAT_PARAMETER: Final = "medallion.decimal.format"
 ``NUMERIC`` says the JSON holds the value as a number (as ``JsonConverter`` writes it with
 ``decimal.format=NUMERIC``), not as base64 bytes."""
 
-_INTEGER_TEXT: Final = r"^-?[0-9]+$"
+_NUMBER_TEXT: Final = r"^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
+_DOUBLE_DIGITS: Final = 15
+"""Significant digits of every decimal a double holds exactly (``DBL_DIG``)."""
 _BIG_INTEGER_DIGITS: Final = 38
 """Digits of the widest integer a schema-less column holds exactly: ``decimal(38,0)``."""
 
@@ -330,7 +334,19 @@ def json_type(schema: SchemaMap) -> DataType:
         >>> json_type({"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal"})
         StringType()
     """
+    if _numeric(schema):
+        # A variant keeps a JSON number of up to 38 digits exact (a decimal); a string column
+        # would get a fraction's text through a double.
+        return VariantType()
     return _JSON_TYPES[_type_of(schema)](schema)
+
+
+def _numeric(schema: SchemaMap) -> bool:
+    """A ``Decimal`` written as a JSON number (:data:`DECIMAL_FORMAT_PARAMETER`)."""
+    return (
+        schema.get("name") == DECIMAL
+        and _parameters(schema).get(DECIMAL_FORMAT_PARAMETER) == "NUMERIC"
+    )
 
 
 # --- codecs: decoded type + decoding expression, per physical type and per logical name --------
@@ -588,13 +604,33 @@ def _decimal_text(b64: Column, scale: Column) -> Column:
     return _plain_text(_integer_digits(b64), scale)
 
 
+def _fits_scale(text: Column, scale: int) -> Column:
+    """Whether the JSON number ``text`` (``1.50``, ``-2E-5``...) has at most ``scale`` digits
+    after the point once trailing zeros are dropped and its exponent applied: a cast to
+    ``decimal(p, scale)`` then keeps its value (or overflows to NULL), never rounds it."""
+    fraction = F.regexp_replace(F.regexp_extract(text, r"^-?[0-9]+\.([0-9]+)", 1), "0+$", "")
+    exponent_text = F.regexp_extract(text, r"[eE]([-+]?[0-9]+)$", 1)
+    exponent = F.when(exponent_text == F.lit(""), F.lit(0)).otherwise(
+        exponent_text.try_cast(IntegerType())  # NULL beyond int: refused
+    )
+    return text.rlike(_NUMBER_TEXT) & (F.length(fraction) - exponent <= F.lit(scale))
+
+
 def _decode_decimal(raw: Column, schema: SchemaMap) -> Column:
     target = _decimal_type(schema)
     scale = _int_parameter(schema, "scale")
-    if _parameters(schema).get(DECIMAL_FORMAT_PARAMETER) == "NUMERIC":
-        # The JSON number's own text (Spark parses any token into a string column as its text):
-        # exact, and NULL (refused by the job) when it is not an integer or has too many digits.
-        return F.when(raw.rlike(_INTEGER_TEXT), raw.try_cast(target))
+    if _numeric(schema):
+        # The variant holds the JSON number as a decimal when it has up to 38 digits and no
+        # exponent: its text is exact. Else it holds a double, whose text is the literal's value
+        # only when it has at most 15 significant digits (a double holds every such decimal).
+        text = F.try_variant_get(raw, "$", "string")
+        rounded = (F.schema_of_variant(raw) == F.lit("DOUBLE")) & (
+            F.length(F.regexp_replace(F.regexp_replace(text, "[eE].*$|[^0-9]", ""), "^0+", ""))
+            > F.lit(_DOUBLE_DIGITS)
+        )
+        # NULL (refused by the job) when it has more fraction digits than the scale (a cast
+        # would round them), too many digits, or may have lost digits in the double.
+        return F.when(~rounded & _fits_scale(text, scale), text.try_cast(target))
     if not isinstance(target, DecimalType):
         return _decimal_text(raw, F.lit(scale))
     # A value wider than its declared type decodes to NULL, which the job refuses per event
@@ -853,6 +889,8 @@ def _bytes_unavailable(raw: Column, _schema: SchemaMap, marker: _Marker) -> Colu
 
 
 def _array_unavailable(raw: Column, schema: SchemaMap, marker: _Marker) -> Column | None:
+    if _numeric(schema["items"]):
+        return None  # JSON numbers: never the placeholder
     items = _type_of(schema["items"])
     values: list[Any]
     if items == "string":
@@ -884,6 +922,8 @@ _UNAVAILABLE_TESTS: Final[Mapping[str, Callable[[Column, SchemaMap, _Marker], Co
 
 
 def _unavailable(raw: Column, schema: SchemaMap, marker: _Marker) -> Column | None:
+    if _numeric(schema):
+        return None  # a JSON number: never the placeholder
     test = _UNAVAILABLE_TESTS.get(_type_of(schema))
     return None if test is None else test(raw, schema, marker)
 
@@ -1028,17 +1068,44 @@ _KINDS: Final[tuple[tuple[type, str], ...]] = (
     (bool, "boolean"),
     (int, "int64"),
     (float, "float64"),
+    (decimal.Decimal, "decimal"),
     (str, "string"),
     (Mapping, "struct"),
     (list, "array"),
 )
 
+_NUMBER_KINDS: Final = frozenset({"int64", "bigint", "float64", "decimal"})
 
-def _big_integer_schema() -> dict[str, Any]:
-    """``decimal(38,0)`` read from a JSON number: a schema-less column of integers beyond int64."""
-    schema = cs.decimal(0, precision=_BIG_INTEGER_DIGITS, optional=True)
+
+def _numeric_schema(precision: int = _BIG_INTEGER_DIGITS, scale: int = 0) -> dict[str, Any]:
+    """``decimal(precision, scale)`` read from a JSON number: a schema-less column of numbers no
+    ``bigint`` or ``double`` holds."""
+    schema = cs.decimal(scale, precision=precision, optional=True)
     schema["parameters"][DECIMAL_FORMAT_PARAMETER] = "NUMERIC"
     return schema
+
+
+def _exact_decimal(value: Any) -> decimal.Decimal:
+    # A float's repr is the shortest text that reads back as it: the literal it was read from.
+    return decimal.Decimal(repr(value) if isinstance(value, float) else value)
+
+
+def _decimal_schema(values: Sequence[Any], stored: DecimalType | None = None) -> dict[str, Any]:
+    """The ``decimal(38, s)`` that holds every sample exactly (``s``: the most fraction digits
+    seen, and no fewer than the ``stored`` column's). When no decimal(38, s) does: the ``stored``
+    type, else the one that keeps the integer digits seen; the samples it cannot hold are
+    refused. (Text would not do: Spark reads a fraction's text through a double.)"""
+    exact = [_exact_decimal(v) for v in values]
+    scale = max((-int(d.as_tuple().exponent) for d in exact), default=0)
+    whole = max((d.adjusted() + 1 for d in exact if d), default=0)
+    if stored is not None:
+        scale, whole = max(scale, stored.scale), max(whole, stored.precision - stored.scale)
+    scale = max(scale, 0)
+    if scale + whole > DEFAULT_DECIMAL_PRECISION:
+        if stored is not None:
+            return _numeric_schema(stored.precision, stored.scale)
+        return _numeric_schema(DEFAULT_DECIMAL_PRECISION, max(0, DEFAULT_DECIMAL_PRECISION - whole))
+    return _numeric_schema(DEFAULT_DECIMAL_PRECISION, scale)
 
 
 def _infer(values: Sequence[Any]) -> dict[str, Any]:
@@ -1048,6 +1115,9 @@ def _infer(values: Sequence[Any]) -> dict[str, Any]:
         kinds = {"bigint"}
     if kinds == {"int64", "float64"}:
         kinds = {"float64"}
+    if "decimal" in kinds and kinds <= _NUMBER_KINDS:
+        # A number no double holds: every number of the field as a decimal, exact.
+        return _decimal_schema(present)
     # {"bigint", "float64"} stays a conflict (text): as a double the integer would lose digits.
     if len(kinds) != 1:
         # Nothing seen, or conflicting kinds: a string column parses any JSON token as its text.
@@ -1058,19 +1128,37 @@ def _infer(values: Sequence[Any]) -> dict[str, Any]:
     if kind == "array":
         return cs.array(_infer([item for v in present for item in v]), optional=True)
     if kind == "bigint":
-        return _big_integer_schema()
+        return _numeric_schema()
     return cs.primitive(kind, optional=True)
 
 
-def _infer_struct(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _infer_struct(
+    rows: Sequence[Mapping[str, Any]], stored: Mapping[str, DataType] | None = None
+) -> dict[str, Any]:
     names = list(dict.fromkeys(name for row in rows for name in row))
+    stored = stored or {}
     return cs.struct(
-        [cs.field(name, _infer([row.get(name) for row in rows])) for name in names],
+        [
+            cs.field(name, _infer_column([row.get(name) for row in rows], stored.get(name)))
+            for name in names
+        ],
         optional=True,
     )
 
 
-def infer_row_schema(sample_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _infer_column(values: Sequence[Any], stored: DataType | None) -> dict[str, Any]:
+    # A decimal column stays one while the values are numbers: a batch of short fractions
+    # (doubles on their own) would otherwise be a double, which a decimal column cannot take.
+    if isinstance(stored, DecimalType):
+        present = [v for v in values if v is not None]
+        if {_kind(v) for v in present} <= _NUMBER_KINDS:
+            return _decimal_schema(present, stored)
+    return _infer(values)
+
+
+def infer_row_schema(
+    sample_rows: list[dict[str, Any]], stored: Mapping[str, DataType] | None = None
+) -> dict[str, Any]:
     """A Connect-like row schema for schema-less events (``schemas.enable=false``), from samples.
 
     Lossy by nature: JSON carries no logical types, so dates, times and timestamps stay numbers,
@@ -1083,10 +1171,19 @@ def infer_row_schema(sample_rows: list[dict[str, Any]]) -> dict[str, Any]:
     ``Decimal`` of scale 0 and precision 38 read from the JSON number
     (:data:`DECIMAL_FORMAT_PARAMETER`), and stays ``string`` beside fractions. A wider one fits
     no type: it leaves the field ``int64`` and decodes to NULL, so the job refuses its event.
-    The samples must be parsed exactly (Python ints): orjson reads such literals as floats.
+    Likewise a number no double holds (``JsonConverter`` with ``decimal.format=NUMERIC`` writes
+    ``NUMERIC(38,10)`` values with every digit) makes its field ``decimal(38, s)`` read from the
+    JSON number, ``s`` the most fraction digits of the field's samples (when integer and
+    fraction digits exceed 38: the integer digits seen are kept, the scale is what is left); a
+    value with more fraction or integer digits than its column holds decodes to NULL and is
+    refused, never rounded. The samples must be
+    parsed exactly (:func:`bronze.exact_json.loads`): orjson reads such literals as doubles.
 
     Args:
         sample_rows: ``before``/``after`` objects of sample events; ``None`` entries are skipped.
+        stored: The silver table's column types, when it exists: a ``decimal`` column stays a
+            decimal while its samples are numbers, widened to what they need when 38 digits
+            hold it (else the values it cannot hold are refused).
 
     Returns:
         An optional struct schema usable with :func:`json_type`, :func:`row_schema` and
@@ -1101,5 +1198,8 @@ def infer_row_schema(sample_rows: list[dict[str, Any]]) -> dict[str, Any]:
         'struct<id:bigint,tags:array<string>,price:double>'
         >>> row_schema(infer_row_schema([{"id": 1}, {"id": 10**20}])).simpleString()
         'struct<id:decimal(38,0)>'
+        >>> big = decimal.Decimal("12345678901234567890.123456789")
+        >>> row_schema(infer_row_schema([{"n": 1.5}, {"n": big}])).simpleString()
+        'struct<n:decimal(38,9)>'
     """
-    return _infer_struct([row for row in sample_rows if row is not None])
+    return _infer_struct([row for row in sample_rows if row is not None], stored)

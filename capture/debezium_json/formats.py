@@ -39,9 +39,10 @@ from typing import Any, Final
 
 import orjson
 
+from bronze import exact_json
 from bronze.connect_schema import CONNECTORS, source_schema
 from bronze.envelope import ConnectRecord, fast_record, split_connect
-from bronze.exact_json import exact
+from bronze.exact_json import exact, stdlib_loads
 from pipeline.errors import EnvelopeError
 
 __all__ = [
@@ -66,10 +67,10 @@ Parsed = tuple[ConnectRecord, bytes | None, bytes | None]
 def loads(text: bytes, origin: str, what: str) -> Any:
     """Parse JSON: orjson, with the stdlib's parser as a second opinion on what orjson refuses.
 
-    orjson reads integers beyond 64 bits and decimals beyond double precision as doubles. Where
-    a payload is written again instead of stored as produced (a wrapper is taken off), the
-    integers are made exact first (:func:`bronze.exact_json.exact`); decimals beyond double
-    precision stay doubles there (see docs/bronze.md, "What 'as produced' means").
+    orjson reads integers beyond 64 bits and decimals beyond double precision inexactly. Where
+    a payload is written again instead of stored as produced (a wrapper is taken off), its
+    numbers are made exact first (:func:`bronze.exact_json.exact`); what orjson refuses (a number
+    beyond the double range) is read by the stdlib with exact numbers.
 
     Raises:
         EnvelopeError: Not valid JSON; the reason names ``what`` and the parser's message.
@@ -77,19 +78,16 @@ def loads(text: bytes, origin: str, what: str) -> Any:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        try:  # orjson refuses integers beyond 64 bits, which Jackson (and Debezium) write.
-            return _stdlib_json.loads(text)
-        except (ValueError, UnicodeDecodeError):
+        try:  # orjson refuses numbers beyond the double range, which Jackson writes.
+            return stdlib_loads(text)
+        except ValueError:
             pass
         raise EnvelopeError(f"{what} is not valid JSON: {exc}", origin=origin) from None
 
 
 def dumps(doc: Any) -> str:
-    """Compact JSON text of a parsed document (big integers included)."""
-    try:
-        return orjson.dumps(doc).decode()
-    except TypeError:  # an integer beyond 64 bits, read by the stdlib fallback of loads()
-        return _stdlib_json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON text of a parsed document (big integers and exact decimals included)."""
+    return exact_json.dumps(doc)
 
 
 # --- dispatch --------------------------------------------------------------------------------

@@ -12,16 +12,20 @@ them:
 
 * ``TABLE_MAP``: a body (everything after the common header, without the checksum) that is
   byte-for-byte one already parsed maps to that parse's ``Table``; only new bodies reach the
-  library. Equal bytes give an equal parse, so this is a cache, not a second parser.
+  library. Equal bytes give an equal parse, so this is a cache, not a second parser. The
+  packets already buffered are framed in C (:func:`capture.mysql._rowdecode.scan`), which
+  applies such known table maps on the way to the next other event.
 * MariaDB's GTID and the XID (commit) event, one of each per transaction: their few fixed
   fields are read here.
-* Row events (``WRITE/UPDATE/DELETE_ROWS`` v1 and v2) of a mapped table: decoded here with one
-  precompiled reader per column (:func:`_column_reader`), a full image by the shape of its NULL
-  bitmap (:class:`_Plan`: runs of fixed-width numbers in one ``struct`` unpack). Integer,
-  float, string, blob and the temporal types the workload uses most are read inline, exactly
-  as the library reads them (including the zero-date text of
-  :func:`capture.mysql.types.install_binlog_date_readers`); every other type is handed to the
-  library's own per-column reader, so its result is the library's by construction. The events
+* Row events (``WRITE/UPDATE/DELETE_ROWS`` v1 and v2) of a mapped table: decoded in C
+  (:mod:`capture.mysql._rowdecode`, one ``Decoder`` per table map, every read bounds-checked)
+  into what one precompiled Python reader per column (:func:`_column_reader`) reads, a full
+  image by the shape of its NULL bitmap (:class:`_Plan`, the Python reference the C decoder is
+  tested against). Integer, float, string, blob and the temporal types the workload uses most
+  are read in C, exactly as the library reads them (including the zero-date text of
+  :func:`capture.mysql.types.install_binlog_date_readers`, left to the Python reader); every
+  other type is handed to the library's own per-column reader, so its result is the library's
+  by construction. The events
   subclass the library's (``WriteRowsEvent`` ...): their images are value lists in column
   order (``images``, what the agent reads), and the library's ``rows`` (``values``/
   ``none_sources`` dicts) are built from them when read.
@@ -38,8 +42,11 @@ from __future__ import annotations
 import codecs
 import datetime as dt
 import errno
+import functools
+import logging
 import struct
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any, Final
 
 import pymysql
@@ -59,7 +66,18 @@ from capture.mysql.tls import SharedTlsConnection
 from capture.mysql.types import binlog_date, binlog_datetime2
 from pipeline.errors import CaptureError
 
+try:
+    import capture.mysql._rowdecode as _rowdecode
+except ImportError as _missing:  # pragma: no cover - the bootstrap builds it
+    # Not optional: without it the agent would not run slower, it would not run.
+    raise ImportError(
+        "capture.mysql._rowdecode (the C row-image decoder) is not built: run "
+        "`make bootstrap` or `python setup.py build_ext --inplace` in the repository"
+    ) from _missing
+
 __all__ = ["BinlogReader"]
+
+logger = logging.getLogger(__name__)
 
 _TABLE_MAP: Final = 19
 _ROWS_EVENTS: Final[dict[int, tuple[type[RowsEvent], int]]] = {
@@ -225,6 +243,7 @@ class BinlogReader(BinLogStreamReader):
     of this module (module docstring); same arguments, same events."""
 
     _BinLogStreamReader__connected_stream: bool
+    _BinLogStreamReader__use_checksum: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         unsupported = [k for k in _NOT_ON_THE_FAST_PATH if kwargs.get(k)]
@@ -243,15 +262,33 @@ class BinlogReader(BinLogStreamReader):
             if not self._BinLogStreamReader__connected_stream:
                 return self._library()  # connects, and reads the first event itself
             connection = self._stream_connection
-            try:
-                data = connection.read_payload()
-            except pymysql.OperationalError as error:
-                if error.args[0] not in _EXPECTED_ERRORS:
-                    raise
-                connection.pushed = None
-                connection.close()
-                self._BinLogStreamReader__connected_stream = False
-                continue
+            data = None
+            if (
+                connection.pushed is None
+                and connection._current_timeout == connection._read_timeout
+            ):
+                # The packets already buffered, known table maps applied on the way, in C.
+                at, seq, data, map_pos = _rowdecode.scan(
+                    connection._buffer,
+                    connection._at,
+                    connection._next_seq_id,
+                    self._BinLogStreamReader__use_checksum,
+                    self._maps,
+                    self.table_map,
+                )
+                connection._at, connection._next_seq_id = at, seq
+                if map_pos:
+                    self.log_pos = map_pos
+            if data is None:
+                try:
+                    data = connection.read_payload()
+                except pymysql.OperationalError as error:
+                    if error.args[0] not in _EXPECTED_ERRORS:
+                        raise
+                    connection.pushed = None
+                    connection.close()
+                    self._BinLogStreamReader__connected_stream = False
+                    continue
             if len(data) < 20 or data[0] != 0:  # EOF, not an event: the library's case
                 connection.pushed = _packet(connection, data)
                 return self._library()
@@ -282,13 +319,28 @@ class BinlogReader(BinLogStreamReader):
             if table is None:
                 connection.pushed = _packet(connection, data)
                 return self._library()
-            event = _rows_event(rows[0], table, data, rows[1], end, kind)
+            try:
+                event = _rows_event(rows[0], table, data, rows[1], end, kind)
+            except CaptureError as error:
+                raise CaptureError(
+                    f"{error} (the event at {self.log_file}:{log_pos - size})"
+                ) from error
             event.packet = _Header(log_pos, size, server_id)
             event.timestamp = timestamp
             event.event_size = size - 19 - checksum
             if log_pos:
                 self.log_pos = log_pos
             return event
+
+    def close(self) -> None:
+        """Close the connections (the library's ``close``); log at DEBUG how many values the C
+        decoder handed to the Python readers."""
+        if logger.isEnabledFor(logging.DEBUG):
+            plans = {id(p): p for t in self._maps.values() if (p := _cached_plan(t)) is not None}
+            handed = sum(p.native.fallbacks for p in plans.values())
+            if handed:
+                logger.debug("binlog reader: %d values read by the columns' Python readers", handed)
+        super().close()
 
     def _library(self) -> Any:
         """The library's next event, without the reference cycle between it and its packet
@@ -444,27 +496,27 @@ def _rows_event(
     cls: type[RowsEvent], table: Any, data: bytes, post_header: int, end: int, kind: int
 ) -> Any:
     """One of the library's row event classes (as :class:`_Images`), filled without its
-    parser."""
-    event = object.__new__(_DECODED[cls])
-    event.event_type = kind
-    event.table_id = table.table_id
-    event.schema = table.schema
-    event.table = table.table
-    event.primary_key = table.primary_key
-    event.columns = table.columns
-    event.table_map = {table.table_id: table}
-    event.complete = True
-    event._processed = True
-    event._RowsEvent__rows = None
+    parser: what is the table's is a class attribute (:meth:`_Plan.event_class`)."""
+    plan = _plan(table)
+    event: Any = object.__new__(plan.event_class(cls, kind, table))
     pos = 20 + post_header
     if post_header == 10:  # v2: extra data, its length counting its own two bytes
         pos += int.from_bytes(data[28:30], "little") - 2
+    event.images = plan.native.rows(data, pos, end, cls is UpdateRowsEvent)
+    return event
+
+
+def _python_images(
+    table: Any, data: bytes, pos: int, end: int, paired: bool
+) -> list[tuple[list[Any], dict[int, str] | None]]:
+    """The row images of a row event's body from ``pos`` (its column count) to ``end``, read
+    by the Python readers of :class:`_Plan` alone: what :mod:`capture.mysql._rowdecode` does in
+    C, kept as the reference its tests compare it with."""
     count, pos = _length_coded(data, pos)
     width = (count + 7) >> 3
     present = int.from_bytes(data[pos : pos + width], "little")
     pos += width
     plan = _plan(table)
-    event.names = plan.names
     if len(plan.readers) != count:
         raise CaptureError(
             f"binlog row event of {table.schema}.{table.table}: {count} columns, its table map "
@@ -472,25 +524,29 @@ def _rows_event(
         )
     images: list[tuple[list[Any], dict[int, str] | None]] = []
     image = plan.image
-    if cls is UpdateRowsEvent:
+    after = present
+    if paired:
         after = int.from_bytes(data[pos : pos + width], "little")
         pos += width
-        while pos < end:
-            before_values, before_none, pos = image(data, pos, present, table)
-            images.append((before_values, before_none))
-            after_values, after_none, pos = image(data, pos, after, table)
-            images.append((after_values, after_none))
-    else:
-        while pos < end:
-            values, none, pos = image(data, pos, present, table)
+    while pos < end:
+        start = pos
+        values, none, pos = image(data, pos, present, table)
+        images.append((values, none))
+        if paired:
+            values, none, pos = image(data, pos, after, table)
             images.append((values, none))
+        if pos == start:
+            # Images of no columns take no bytes: bytes left after them would loop forever.
+            raise CaptureError(
+                f"binlog row event of {table.schema}.{table.table}: row images of no columns "
+                f"before more bytes at byte {pos}, its rows end at byte {end}"
+            )
     if pos != end:
         raise CaptureError(
             f"binlog row event of {table.schema}.{table.table}: its rows end at byte {pos}, "
             f"the event at {end}"
         )
-    event.images = images
-    return event
+    return images
 
 
 class _Plan:
@@ -501,14 +557,48 @@ class _Plan:
     numeric columns with one ``struct`` unpack, every other column with its reader. Any other
     image (columns left out of a MINIMAL image), or a table with more NULL patterns than
     :data:`_SHAPES_LIMIT`, is read column by column.
+
+    The agent reads images with :attr:`native`, the C decoder of the same plan (what it reads
+    itself, what it hands to the readers here: :func:`_native_column`); :meth:`image` is the
+    Python reference its tests compare it with.
     """
 
-    __slots__ = ("all_present", "library", "names", "readers", "shapes", "width")
+    __slots__ = (
+        "all_present",
+        "classes",
+        "library",
+        "names",
+        "native",
+        "readers",
+        "shapes",
+        "width",
+    )
 
     def __init__(self, table: Any) -> None:
         columns = table.columns
         self.names = tuple((c.name or f"UNKNOWN_COL{i}") for i, c in enumerate(columns))
         self.readers = [_column_reader(table, c, i) for i, c in enumerate(columns)]
+        specs = tuple(
+            _native_column(c, read, name)
+            for c, read, name in zip(columns, self.readers, self.names, strict=True)
+        )
+        self.native = _rowdecode.Decoder(
+            specs,
+            self.names,
+            f"{table.schema}.{table.table}",
+            str(NONE_SOURCE.NULL),
+            str(NONE_SOURCE.COLS_BITMAP),
+            CaptureError,
+        )
+        by_python = [n for n, spec in zip(self.names, specs, strict=True) if spec[0] == _CALL]
+        if by_python:
+            logger.debug(
+                "binlog table %s.%s: columns read by mysql-replication's readers (types the C "
+                "decoder does not read): %s",
+                table.schema,
+                table.table,
+                ", ".join(by_python),
+            )
         self.all_present = (1 << len(columns)) - 1
         self.width = (len(columns) + 7) >> 3
         self.library = tuple(
@@ -516,6 +606,35 @@ class _Plan:
         )
         self.shapes: dict[int, tuple[list[_Run], dict[int, str] | None]] = {}
         self._shape(table, 0)
+        self.classes: dict[int, type] = {}
+
+    def event_class(self, cls: type[RowsEvent], kind: int, table: Any) -> type:
+        """The class of this table's row events of type ``kind`` (the library's ``cls``): a
+        subclass of :class:`_Images` holding what every event of the table has alike (the
+        library's attributes, set per event before), so an event only gets its own."""
+        made = self.classes.get(kind)
+        if made is None:
+            base = _DECODED[cls]
+            made = type(
+                base.__name__,
+                (base,),
+                {
+                    "__module__": __name__,
+                    "event_type": kind,
+                    "table_id": table.table_id,
+                    "schema": table.schema,
+                    "table": table.table,
+                    "primary_key": table.primary_key,
+                    "columns": table.columns,
+                    "table_map": MappingProxyType({table.table_id: table}),
+                    "complete": True,
+                    "_processed": True,
+                    "_RowsEvent__rows": None,
+                    "names": self.names,
+                },
+            )
+            self.classes[kind] = made
+        return made
 
     def _shape(self, table: Any, nulls: int) -> tuple[list[_Run], dict[int, str] | None] | None:
         """The runs that read a full image with NULL bitmap ``nulls``, and its reasons."""
@@ -612,6 +731,12 @@ def _null(data: bytes, pos: int) -> tuple[Any, int]:
     return None, pos
 
 
+def _cached_plan(table: Any) -> _Plan | None:
+    """The table's :class:`_Plan` if one was built."""
+    plan: _Plan | None = table.__dict__.get("_medallion_plan")
+    return plan
+
+
 def _plan(table: Any) -> _Plan:
     """The table's :class:`_Plan`, built once per parsed table map."""
     plan: _Plan | None = table.__dict__.get("_medallion_plan")
@@ -677,6 +802,49 @@ def _struct_code(column: Any) -> str | None:
     return _FLOATS.get(kind)
 
 
+_CALL: Final = _rowdecode.CALL
+_NATIVE_INTEGERS: Final = {
+    FIELD_TYPE.TINY: 1,
+    FIELD_TYPE.SHORT: 2,
+    FIELD_TYPE.INT24: 3,
+    FIELD_TYPE.LONG: 4,
+    FIELD_TYPE.LONGLONG: 8,
+}
+_NATIVE_TEMPORAL: Final = {
+    FIELD_TYPE.DATETIME2: _rowdecode.DATETIME2,
+    FIELD_TYPE.TIMESTAMP2: _rowdecode.TIMESTAMP2,
+}
+
+
+def _native_column(column: Any, read: Reader, name: str) -> tuple[int, int, Any, Reader, Any]:
+    """One column's spec for :class:`capture.mysql._rowdecode.Decoder`: (kind, size, encoding,
+    its Python reader, the reason of a None that reader returns). The C decoder reads what
+    :func:`_column_reader` reads inline, the same way, and calls ``read`` for everything else
+    (and for the values it leaves to the Python reader: zero dates, negative timestamps)."""
+    kind = column.type
+    if isinstance(read, _LibraryReader):
+        return (_CALL, 0, None, read, functools.partial(read.reason, name))
+    if kind in _NATIVE_INTEGERS:
+        native = _rowdecode.UINT if column.unsigned else _rowdecode.INT
+        return (native, _NATIVE_INTEGERS[kind], None, read, None)
+    if kind in _FLOATS:
+        return (_rowdecode.FLOAT, 4 if kind == FIELD_TYPE.FLOAT else 8, None, read, None)
+    if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
+        if kind == FIELD_TYPE.BLOB:
+            size = int(column.length_size)
+        else:
+            size = 2 if column.max_length > 255 else 1
+        encoding = _encoding(column)
+        if encoding is None:
+            return (_rowdecode.BYTES, size, None, read, None)
+        return (_rowdecode.TEXT, size, encoding, read, None)
+    if kind in _NATIVE_TEMPORAL:
+        return (_NATIVE_TEMPORAL[kind], int(column.fsp or 0), None, read, None)
+    if kind == FIELD_TYPE.DATE:
+        return (_rowdecode.DATE, 0, None, read, None)
+    return (_CALL, 0, None, read, None)
+
+
 def _fixed(shape: struct.Struct) -> Reader:
     unpack, size = shape.unpack_from, shape.size
 
@@ -693,16 +861,24 @@ def _int24(signed: bool) -> Reader:
     return read
 
 
-def _decode(column: Any) -> Callable[[bytes], Any]:
-    """The library's string decoding of a column: its charset's codec, strict; the bytes as
-    they are when Python has no such codec (binary, ucs2); UTF-8 without charset metadata."""
+def _encoding(column: Any) -> str | None:
+    """The library's codec for a string column: its charset's, UTF-8 without charset metadata,
+    None when Python has no such codec (binary, ucs2: the bytes are kept)."""
     name = column.character_set_name
     if name is None:
-        return bytes.decode
-    encoding = RowsEvent.charset_to_encoding(name)
+        return "utf-8"  # bytes.decode()'s default
+    encoding = str(RowsEvent.charset_to_encoding(name))
     try:
         codecs.lookup(encoding)
     except LookupError:
+        return None
+    return encoding
+
+
+def _decode(column: Any) -> Callable[[bytes], Any]:
+    """The library's string decoding of a column (:func:`_encoding`, strict)."""
+    encoding = _encoding(column)
+    if encoding is None:
         # CPython decodes b"" to "" without looking the codec up: the library's empty value
         return lambda raw: raw if raw else ""
     return lambda raw: raw.decode(encoding)

@@ -194,12 +194,16 @@ def merge_gtid(current: str | None, gtid: str, *, mariadb: bool) -> str:
 
     >>> merge_gtid("0-1-7,1-2-3", "0-1-8", mariadb=True)
     '0-1-8,1-2-3'
+    >>> merge_gtid("0-1-7", "0-1-8", mariadb=True)
+    '0-1-8'
     >>> merge_gtid("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7-9",
     ...            "3e11fa47-71ca-11e1-9e33-c80aa9429562:6", mariadb=False)
     '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9'
     """
     if mariadb:
         domain = gtid.split("-", 1)[0]
+        if not current or ("," not in current and current.split("-", 1)[0] == domain):
+            return gtid  # one domain (every transaction of an OLTP stream): its entry replaced
         parts = [p for p in (current or "").split(",") if p and p.split("-", 1)[0] != domain]
         return ",".join(sorted([*parts, gtid]))
     uuid, _, number = gtid.rpartition(":")

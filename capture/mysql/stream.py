@@ -139,10 +139,11 @@ class StreamReader(TableTracker):
         if self._stream is None:
             self._open_stream()
         stream = self._stream
+        max_events = limits.max_events
         while True:
-            tx = self._tx
-            if self._batch_ends(
-                builder, tx, limits, reached=until is not None and self._reached(until)
+            # _batch_ends is False below max_events outside a re-read: asked only from there.
+            if (until is not None or len(builder) >= max_events) and self._batch_ends(
+                builder, self._tx, limits, reached=until is not None and self._reached(until)
             ):
                 break
             event = stream.fetchone()
@@ -510,7 +511,8 @@ class StreamReader(TableTracker):
             and not isinstance(event, DeleteRowsEvent)
             and not ("c" in rules.skipped_operations or "u" in rules.skipped_operations)
         ):
-            self._decoded_rows(builder, event, images, table, tx, start, now)
+            where = (start, origin, ts_ms, file_number)
+            self._decoded_rows(builder, event, images, table, tx, where, now)
             return
         origin_server = int(event.packet.server_id)
         for row_index, row in enumerate(event.rows):
@@ -538,27 +540,31 @@ class StreamReader(TableTracker):
         images: list[tuple[list[Any], dict[int, str] | None]],
         table: MySqlTable,
         tx: MySqlTx,
-        start: int,
+        where: tuple[int, str, int, int],
         now: dt.datetime,
     ) -> None:
         """The inserts and updates of a row event :class:`BinlogReader` decoded, when neither
         is a skipped operation and no incremental snapshot is open: the same records as the loop of
         :meth:`_rows`, appended to the batch by :class:`RowAppender` (a row whose image has an
-        unrepresentable value, or an update that moved the key, takes that loop's road)."""
+        unrepresentable value, or an update that moved the key, takes that loop's road).
+        ``where`` is what :meth:`_rows` worked out: the event's start, origin, ``ts_ms`` and
+        file number."""
+        start, origin, ts_ms, file_number = where
         rules = self.settings.rules
         metadata = rules.provide_transaction_metadata
         definition, collection = table.definition, table.collection
-        file, file_number, gtid = self._file, self._file_number(), tx.gtid
-        origin = f"mysql:{file}:{start}"
-        ts_ms = int(event.timestamp) * 1000
+        file, gtid = self._file, tx.gtid
         origin_server = int(event.packet.server_id)
         update = isinstance(event, UpdateRowsEvent)
         op = _OP_UPDATE if update else _OP_CREATE
         appender = self._appender
         if appender is None:
             appender = self._appender = RowAppender(self.partition)
-        self._register(builder, table.key_schema_id, table.key_schema)
-        self._register(builder, table.envelope_schema_id, table.envelope_schema)
+        registered = self._batch_schemas  # what _register would leave alone, not asked again
+        if table.key_schema_id not in registered:
+            self._register(builder, table.key_schema_id, table.key_schema)
+        if table.envelope_schema_id not in registered:
+            self._register(builder, table.envelope_schema_id, table.envelope_schema)
         before = old_key = None
         for row_index in range(len(images) >> update):
             source = self._source(

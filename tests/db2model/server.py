@@ -269,6 +269,39 @@ class Db2Model(SqliteInstance):
             out[self.key_of(db, schema, table, row)] = row
         return out
 
+    def add_column(self, db: str, schema: str, table: str, column: Column) -> None:
+        """``ALTER TABLE "schema"."table" ADD COLUMN ...``: Db2 gives every existing row the
+        column's default, nullable or not (NULL without one). Capture does not follow it: the CD
+        table keeps its columns until the table is removed from capture and added again (the
+        guide's online schema update). The model evaluates constants only (a number, a quoted
+        string).
+        """
+        with self._write(db) as conn:
+            inner, columns = self.lookup(conn, schema, table)
+            slot = f"c{len(columns)}"
+            conn.execute(f"ALTER TABLE {inner} ADD COLUMN {slot}")
+            if column.default is not None:
+                text = column.default.strip()
+                value: Any
+                if text.startswith("'"):
+                    value = text[1:-1].replace("''", "'")
+                elif column.base in ("SMALLINT", "INTEGER", "BIGINT"):
+                    value = int(text)
+                else:
+                    value = Decimal(text)
+                conn.execute(f"UPDATE {inner} SET {slot} = ?", (encode(column, value),))
+            every = [*columns, column]
+            conn.execute(
+                "UPDATE [model.tables] SET columns = ? WHERE inner_name = ?",
+                (json.dumps([[c.name, c.type, c.nullable, c.pk, c.default] for c in every]), inner),
+            )
+            typename, length, scale = column.catalog()
+            conn.execute(
+                "INSERT INTO [SYSCAT.COLUMNS] VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (schema, table, column.name, len(columns), typename, length, scale,
+                 "Y" if column.nullable else "N", None, column.codepage, column.default),
+            )  # fmt: skip
+
     # --- ASN administration ---------------------------------------------------------------------
     def add_table(self, db: str, schema: str, table: str) -> None:
         """``CALL ASNCDC.ADDTABLE('schema', 'table')``: the CD table ``ASNCDC."CDC_s_t"`` and an

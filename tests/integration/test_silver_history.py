@@ -153,7 +153,7 @@ def test_key_move_is_continuous_and_carries_toasted_values(spark: Any, tmp_path:
     assert moved[IS_CURRENT] and not moved[DELETED]
 
 
-def test_truncate_closes_every_live_version_and_erases_late_older_changes(
+def test_truncate_closes_every_live_version_and_late_older_changes(
     spark: Any, tmp_path: Path
 ) -> None:
     silver = tmp_path / "t"
@@ -173,16 +173,28 @@ def test_truncate_closes_every_live_version_and_erases_late_older_changes(
         }
 
     assert current() == expected
-    # Late changes older than the truncate (reordered arrival), as the current-state table
-    # treats them: erased. Inserts of 2 (deleted before the truncate: no version after it) and
-    # of 3 would be live current versions; the update of 1 is history, closed by the truncate.
+    # Late changes older than the truncate (reordered arrival): the current-state table drops
+    # them (the truncate erased the rows), but the source had each row from its change to the
+    # truncate, so history keeps them as versions the truncate closes. The update of 1 is
+    # closed by the truncate's stored version; the inserts of 2 (deleted before the truncate:
+    # no version after it) and of 3 get theirs, at the truncate's position and time.
     record(spark, h, ev(4, "c", 2, "again"), ev(5, "c", 3, "new"), ev(6, "u", 1, "late"))
-    assert current() == expected
-    assert [(r[0], r[1], r[2], r[4], r[5]) for r in versions(spark, h) if r[0] == 1] == [
+    assert current() == {1: ("t", True, ts(9)), 2: ("t", True, ts(9)), 3: ("t", True, ts(9))}
+    got = [(r[0], r[1], r[2], r[4], r[5]) for r in versions(spark, h)]
+    assert got == [
         (1, "c", "a", ts(1), ts(6)),
         (1, "u", "late", ts(6), ts(9)),
         (1, "t", "a", ts(9), None),
+        (2, "c", "b", ts(2), ts(3)),
+        (2, "d", "b", ts(3), ts(4)),
+        (2, "c", "again", ts(4), ts(9)),
+        (2, "t", "again", ts(9), None),
+        (3, "c", "new", ts(5), ts(9)),
+        (3, "t", "new", ts(9), None),
     ]
+    # Delivered again: nothing changes.
+    record(spark, h, ev(4, "c", 2, "again"), ev(5, "c", 3, "new"))
+    assert [(r[0], r[1], r[2], r[4], r[5]) for r in versions(spark, h)] == got
 
 
 COLUMNS = {

@@ -541,3 +541,28 @@ def test_schema_less_payloads_with_an_inferred_schema(spark: Any) -> None:
         {"id": 1, "name": "a", "score": 1.0, "tags": None},
         {"id": 2, "name": None, "score": 2.5, "tags": ["x"]},
     ]
+
+
+def test_schema_less_numbers_no_double_holds_decode_exactly_or_to_null(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    # As bronze.exact_json reads them: a Decimal where a double would round, floats elsewhere.
+    long = Decimal("12345678901234567890.123456789")
+    row = infer_row_schema([{"n": long, "xs": [long, 1.5]}, {"n": 1.5, "xs": []}])
+    assert row_schema(row).simpleString() == "struct<n:decimal(38,9),xs:array<decimal(38,9)>>"
+    texts = [
+        f'{{"after":{{"n":{long},"xs":[{long},1.5]}}}}',
+        '{"after":{"n":1E-9,"xs":[]}}',  # BigDecimal.toString's form: exact
+        '{"after":{"n":0.0000000001,"xs":[]}}',  # one fraction digit too many: not rounded
+        '{"after":{"n":1.23456789012345678E-5,"xs":[]}}',  # read as a double: may have lost
+    ]
+    df = spark.createDataFrame([(t,) for t in texts], "value_json string")
+    env_schema = envelope_json_schema(cs.struct([cs.field("after", row)]))
+    parsed = df.select(F.from_json("value_json", env_schema).alias("env"))
+    got = [tuple(r) for r in parsed.select(*decode_row(F.col("env.after"), row)).collect()]
+    assert got == [
+        (long, [long, Decimal("1.5")]),
+        (Decimal("1E-9"), []),
+        (None, []),
+        (None, []),
+    ]

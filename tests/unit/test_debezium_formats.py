@@ -19,7 +19,7 @@ from bronze.batch import BatchBuilder
 from bronze.envelope import classify, normalize_tx_id
 from bronze.positions import ArrivalPosition, decode_position
 from capture.debezium_json.config import DebeziumJsonSourceConfig
-from capture.debezium_json.formats import from_cloudevent, parse_line
+from capture.debezium_json.formats import dumps, from_cloudevent, parse_line
 from capture.debezium_json.source import DebeziumJsonSource
 from pipeline.config import load_config
 from pipeline.errors import EnvelopeError
@@ -694,3 +694,11 @@ def test_order_by_is_a_config_key_with_a_suggestion(tmp_path: Path) -> None:
     config.write_text(f"lake: {{root: lake}}\nsources:\n  - {source % 'order.bye'}\n")
     with pytest.raises(Exception, match="did you mean 'order.by'"):
         load_config(config)
+
+
+def test_a_decimal_no_double_holds_is_written_again_as_its_literal() -> None:
+    literal = "12345678901234567890.123456789"
+    line = f'{{"key": {{"id": 1}}, "value": {{"op": "c", "after": {{"n": {literal}}}}}}}'
+    record, _key_text, value_text = parse_line(line.encode(), "kafka_json", "f:1")
+    assert value_text is None  # the value was JSON in the line: bronze writes it again
+    assert dumps(record.value) == f'{{"op":"c","after":{{"n":{literal}}}}}'

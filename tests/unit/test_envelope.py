@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import decimal
 from pathlib import Path
 from typing import Any
 
@@ -780,3 +781,23 @@ def test_schema_id_is_a_stable_content_fingerprint() -> None:
     assert cs.schema_id(a) == "f269b7e90d34da3946c34dd1736c210d"
     c = {"type": "struct", "fields": [{"type": "int64", "optional": False, "field": "id"}]}
     assert cs.schema_id(c) != cs.schema_id(a)
+
+
+def test_json_converter_numbers_are_exact_both_ways() -> None:
+    # JsonConverter with decimal.format=NUMERIC writes every digit; orjson alone would read
+    # both literals as rounded doubles.
+    key = '{"id":100000000000000000000000}'
+    value = (
+        '{"schema":null,"payload":{"op":"c","after":'
+        '{"n":12345678901234567890.123456789,"t":1.2345678901234567890123456789E-30,"x":1.5}}}'
+    )
+    record = parse_json_converter(key, value)
+    assert record.value is not None
+    after = record.value["after"]
+    assert record.key == {"id": 10**23}
+    assert after["n"] == decimal.Decimal("12345678901234567890.123456789")
+    assert after["t"] == decimal.Decimal("1.2345678901234567890123456789E-30")
+    assert after["x"] == 1.5
+    key_text, value_text = to_json_converter(record, schemas_enable=True)
+    assert key_text == '{"schema":null,"payload":{"id":100000000000000000000000}}'
+    assert value_text == value

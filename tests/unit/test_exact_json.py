@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import orjson
 import pytest
 
-from bronze.exact_json import exact, loads
+from bronze.exact_json import dumps, exact, loads, stdlib_loads
 
 pytestmark = pytest.mark.unit
 
@@ -32,5 +34,37 @@ def test_a_text_without_such_a_digit_run_is_orjsons_own_result() -> None:
 
 
 def test_a_digit_run_in_a_string_costs_a_second_parse_and_changes_nothing() -> None:
-    text = b'{"sequence": "[\\"123456789012345678901\\"]", "f": 0.12345678901234567890123}'
+    text = b'{"sequence": "[\\"123456789012345678901\\"]", "f": 0.5, "t": "12345678.5"}'
     assert loads(text) == orjson.loads(text)
+
+
+def test_a_long_fraction_is_read_again_exactly() -> None:
+    text = b'{"f": 0.12345678901234567890123, "g": 0.30000000000000004}'
+    assert loads(text) == {"f": Decimal("0.12345678901234567890123"), "g": 0.30000000000000004}
+
+
+@pytest.mark.parametrize(
+    "literal",
+    [
+        "12345678901234567890.123456789",
+        "1.234567890123456789012345678901234567890E-30",
+        "-0.12345678901234567",
+        "1E+400",
+        "1.2345678901234567e-320",
+    ],
+)
+def test_decimals_no_double_holds_stay_their_literal(literal: str) -> None:
+    text = f'{{"n": {literal}, "x": 1.5}}'
+    doc = loads(text) if literal != "1E+400" else stdlib_loads(text)
+    assert doc["n"] == Decimal(literal) and type(doc["n"]) is Decimal
+    assert type(doc["x"]) is float  # what a double holds stays a float
+    assert Decimal(dumps(doc).split(":")[1].split(",")[0]) == Decimal(literal)
+
+
+def test_orjson_rounds_them_which_is_why_this_exists() -> None:
+    assert orjson.loads("12345678901234567890.123456789") == 1.2345678901234567e19
+
+
+def test_dumps_writes_big_integers_and_decimals_as_literals() -> None:
+    doc = {"id": 10**40, "n": [Decimal("1.50"), -(2**70)], "ok": 1}
+    assert dumps(doc) == f'{{"id":{10**40},"n":[1.50,{-(2**70)}],"ok":1}}'

@@ -56,6 +56,9 @@ def test_entries_are_replayed_below_the_resume_point_and_written_once(tmp_path: 
 def test_gtid_positions_merge_per_domain_and_per_source_uuid() -> None:
     assert merge_gtid(None, "0-1-1", mariadb=True) == "0-1-1"
     assert merge_gtid("0-1-7,1-2-3", "1-2-4", mariadb=True) == "0-1-7,1-2-4"
+    assert merge_gtid("0-1-7", "0-1-8", mariadb=True) == "0-1-8"  # one domain: replaced
+    assert merge_gtid("1-1-7", "0-1-8", mariadb=True) == "0-1-8,1-1-7"
+    assert merge_gtid("10-1-7", "1-1-8", mariadb=True) == "1-1-8,10-1-7"
     uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
     other = "4f22fa47-71ca-11e1-9e33-c80aa9429562"
     assert merge_gtid(None, f"{uuid}:1", mariadb=False) == f"{uuid}:1"

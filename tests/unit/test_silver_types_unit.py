@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -346,3 +347,29 @@ def test_inferred_integers_beyond_int64_are_decimals_never_doubles() -> None:
     )
     (field,) = infer_row_schema([{"id": 10**20}])["fields"]
     assert field["parameters"][DECIMAL_FORMAT_PARAMETER] == "NUMERIC"
+
+
+def test_schema_less_decimals_no_double_holds_infer_exact_decimals() -> None:
+    long = Decimal("12345678901234567890.123456789")  # as bronze.exact_json reads it
+    tiny = Decimal("1.234567890123456789012345678901234567890E-30")
+    samples = [{"n": long, "t": tiny, "m": 1}, {"n": 1.5, "t": -2.5, "m": long}]
+    assert row_schema(infer_row_schema(samples)) == _struct(
+        ("n", DecimalType(38, 9)),  # the most fraction digits seen
+        ("t", DecimalType(38, 37)),  # 70 digits: the integer digit kept, tiny refused
+        ("m", DecimalType(38, 9)),
+    )
+
+
+def test_a_stored_decimal_column_stays_decimal_for_short_fractions() -> None:
+    short: list[dict[str, Any]] = [{"n": 2.25}, {"n": 3}]
+    assert row_schema(infer_row_schema(short)) == _struct(("n", DoubleType()))
+    stored = {"n": DecimalType(38, 9)}
+    assert row_schema(infer_row_schema(short, stored)) == _struct(("n", DecimalType(38, 9)))
+    # Widened when 38 digits hold both; else the stored type (the value is refused).
+    wider = [{"n": Decimal("0.0000000001")}]
+    assert row_schema(infer_row_schema(wider, {"n": DecimalType(20, 9)})) == _struct(
+        ("n", DecimalType(38, 10))
+    )
+    assert row_schema(infer_row_schema(wider, stored)) == _struct(("n", DecimalType(38, 9)))
+    # Not numbers: the stored type does not apply.
+    assert row_schema(infer_row_schema([{"n": "x"}], stored)) == _struct(("n", StringType()))
