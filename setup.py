@@ -18,6 +18,7 @@ def _extension(name: str) -> Extension:
 EXTENSIONS = [
     # One line per module (other branches add theirs here).
     _extension("capture.mysql._rowdecode"),
+    _extension("capture.postgresql._pgdecode"),
 ]
 
 setup(ext_modules=EXTENSIONS)

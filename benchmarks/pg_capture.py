@@ -17,6 +17,7 @@ Usage::
 
     .venv/bin/python benchmarks/pg_capture.py                 # scale 10, 50k transactions
     .venv/bin/python benchmarks/pg_capture.py --quick         # scale 1, 5k transactions
+    .venv/bin/python benchmarks/pg_capture.py --runs 3        # medians of three runs
 
 The agent reads the next batch while the previous one commits (``LandingAgent`` read-ahead);
 ``MEDALLION_BENCH_READ_AHEAD=0`` reads and commits in turn, for comparison. The JSON gives each
@@ -33,6 +34,7 @@ import os
 import platform
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -93,21 +95,8 @@ def _pgbench(args: list[str], host: str, port: int) -> None:
     )
 
 
-def main() -> None:
-    """Run the benchmark and print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=int, default=10, help="pgbench scale (100k rows each)")
-    parser.add_argument("--transactions", type=int, default=50_000, help="pgbench transactions")
-    parser.add_argument("--batch", type=int, default=20_000, help="bronze max.batch.size")
-    parser.add_argument("--quick", action="store_true", help="scale 1, 5k transactions")
-    parser.add_argument(
-        "--keep-lake", type=Path, default=None, help="copy the lake there at the end (to study it)"
-    )
-    parser.add_argument("--dsn-host", default=None, help="use a running server (host)")
-    parser.add_argument("--dsn-port", type=int, default=None, help="use a running server (port)")
-    args = parser.parse_args()
-    if args.quick:
-        args.scale, args.transactions = 1, 5_000
+def _one_run(args: argparse.Namespace) -> dict[str, Any]:
+    """One run on a fresh server and lake: the snapshot, then the stream's catch-up."""
     workdir = Path(tempfile.mkdtemp(prefix="medallion-pgbench-"))
     cluster_dir = Path(tempfile.mkdtemp(prefix="medallion-pg-bench-"))
     host, port = args.dsn_host or "127.0.0.1", args.dsn_port or _free_port()
@@ -137,9 +126,7 @@ def main() -> None:
         if args.keep_lake is not None:
             shutil.copytree(lake, args.keep_lake, dirs_exist_ok=True)
         events = stream["landed"]
-        figures = {
-            "machine": f"{platform.machine()}, {os.cpu_count()} cpu, "
-            f"Python {platform.python_version()}",
+        return {
             "scale": args.scale,
             "snapshot_rows": snapshot["landed"],
             "snapshot_rows_expected": rows,
@@ -171,23 +158,55 @@ def main() -> None:
             )
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
+def main() -> None:
+    """Run the benchmark ``--runs`` times and print the figures (medians, and each run's)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=int, default=10, help="pgbench scale (100k rows each)")
+    parser.add_argument("--transactions", type=int, default=50_000, help="pgbench transactions")
+    parser.add_argument("--batch", type=int, default=20_000, help="bronze max.batch.size")
+    parser.add_argument("--runs", type=int, default=1, help="runs (the figures are medians)")
+    parser.add_argument("--quick", action="store_true", help="scale 1, 5k transactions")
+    parser.add_argument(
+        "--keep-lake", type=Path, default=None, help="copy the lake there at the end (to study it)"
+    )
+    parser.add_argument("--dsn-host", default=None, help="use a running server (host)")
+    parser.add_argument("--dsn-port", type=int, default=None, help="use a running server (port)")
+    args = parser.parse_args()
+    if args.quick:
+        args.scale, args.transactions = 1, 5_000
+    runs = [_one_run(args) for _ in range(args.runs)]
+    figures: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpu, "
+        f"Python {platform.python_version()}",
+        **{k: statistics.median(r[k] for r in runs) for k in runs[0]},
+        "runs": runs,
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
+
+    def each(key: str) -> str:
+        return " / ".join(str(r[key]) for r in runs)
+
+    print(f"medians of {len(runs)} run(s); each run after the slash-separated lists")
     print("| phase | records | seconds | records/s | per agent CPU-s | peak RSS MiB | target |")
     print("|---|---|---|---|---|---|---|")
     print(
         f"| snapshot (pgbench scale {args.scale}) | {figures['snapshot_rows']} | "
-        f"{figures['snapshot_seconds']} | {figures['snapshot_rows_per_s']} | "
-        f"{figures['snapshot_rows_per_cpu_s']} | {figures['snapshot_peak_rss_mib']} | "
+        f"{figures['snapshot_seconds']} | {figures['snapshot_rows_per_s']} "
+        f"({each('snapshot_rows_per_s')}) | {figures['snapshot_rows_per_cpu_s']} "
+        f"({each('snapshot_rows_per_cpu_s')}) | {figures['snapshot_peak_rss_mib']} | "
         ">= 500k rows/s, <= 500 MiB |"
     )
     print(
-        f"| stream ({args.transactions} pgbench transactions) | {events} | "
-        f"{figures['stream_seconds']} | {figures['stream_events_per_s']} | "
-        f"{figures['stream_events_per_cpu_s']} | {figures['stream_peak_rss_mib']} | "
+        f"| stream ({args.transactions} pgbench transactions) | {figures['stream_events']} | "
+        f"{figures['stream_seconds']} | {figures['stream_events_per_s']} "
+        f"({each('stream_events_per_s')}) | {figures['stream_events_per_cpu_s']} "
+        f"({each('stream_events_per_cpu_s')}) | {figures['stream_peak_rss_mib']} | "
         ">= 100k events/s, <= 500 MiB |"
     )
-    print(f"load average (1 min) at the end: {figures['load_average_1m']}")
+    print(f"load average (1 min) at the end of each run: {each('load_average_1m')}")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ __all__ = [
     "ColumnarSnapshot",
     "Encoder",
     "SnapshotChunk",
+    "data_rows",
     "encode_chunk",
 ]
 
@@ -392,36 +393,69 @@ class ColumnarSnapshot(DatabaseSource):
         key_sid = None if table.key_schema is None else table.key_schema_id
         self._register(builder, key_sid, table.key_schema)
         self._register(builder, table.envelope_schema_id, table.envelope_schema)
-
-        def same(value: Any, type_: pa.DataType) -> pa.Array:
-            return pa.repeat(pa.scalar(value, type_), n)
-
-        columns = {
-            S.CONNECTOR: same(event.connector, pa.string()),
-            S.SOURCE_PARTITION: same(self.partition, pa.string()),
-            S.COLLECTION: same(event.collection, pa.string()),
-            S.TOPIC: same(table.topic, pa.string()),
-            S.KIND: same(event.kind.value, pa.string()),
-            S.OP: same(_OP_READ, pa.string()),
+        per_row = {
+            S.OP: pa.repeat(pa.scalar(_OP_READ, pa.string()), n),
             S.POSITION: positions(first.base(), start, n),
             S.SEQ: pa.array(np.arange(start, start + n, dtype=np.int64)),
             S.TX_ID: pa.nulls(n, pa.string()),
-            S.TX_ORDER: pa.nulls(n, pa.int64()),
-            S.TX_COLLECTION_ORDER: pa.nulls(n, pa.int64()),
-            S.TX_STATUS: same(event.tx_status, pa.string()),
-            S.TX_EVENT_COUNT: same(event.tx_event_count, pa.int64()),
-            S.SNAPSHOT: same(event.snapshot, pa.string()),
-            S.KEY_JSON: pa.nulls(n, pa.string()) if key is None else key,
-            S.VALUE_JSON: value,
-            S.KEY_SCHEMA_ID: same(key_sid, pa.string()),
-            S.VALUE_SCHEMA_ID: same(table.envelope_schema_id, pa.string()),
-            S.HEADERS: pa.nulls(n, S.HEADER_TYPE),
-            S.SOURCE_TS_MS: same(event.source_ts_ms, pa.int64()),
-            S.EVENT_TS_MS: same(ts_ms, pa.int64()),
-            S.CAPTURE_TS: same(now, _TS_TYPE),
-            S.ORIGIN: same(origin, pa.string()),
+            S.SOURCE_TS_MS: pa.repeat(pa.scalar(event.source_ts_ms, pa.int64()), n),
+            S.ORIGIN: pa.repeat(pa.scalar(origin, pa.string()), n),
         }
-        builder.add_columns(pa.Table.from_pydict(columns, schema=ROW_SCHEMA))
+        builder.add_columns(
+            data_rows(table, event, self.partition, (key, value), (ts_ms, now), per_row)
+        )
+
+
+def data_rows(
+    table: CapturedTable,
+    event: ChangeEvent,
+    partition: str | None,
+    json: tuple[pa.Array | None, pa.Array],
+    times: tuple[int, dt.datetime],
+    per_row: Mapping[str, pa.Array],
+) -> pa.Table:
+    """Bronze rows (:data:`bronze.batch.ROW_SCHEMA`) of data events of ``table``.
+
+    Args:
+        table: Their table.
+        event: A classified event of the table: the fields the rows share.
+        partition: The agent's source partition.
+        json: ``(key, value)``: each row's key JSON (None: a keyless table) and envelope JSON.
+        times: ``(ts_ms, capture time)`` of the rows.
+        per_row: The columns that vary by row: ``op``, ``position``, ``seq``, ``tx_id``,
+            ``source_ts_ms``, ``origin``.
+    """
+    key, value = json
+    ts_ms, now = times
+    n = len(value)
+    key_sid = None if table.key_schema is None else table.key_schema_id
+
+    def same(value: Any, type_: pa.DataType) -> pa.Array:
+        return pa.repeat(pa.scalar(value, type_), n)
+
+    columns = {
+        S.CONNECTOR: same(event.connector, pa.string()),
+        S.SOURCE_PARTITION: same(partition, pa.string()),
+        S.COLLECTION: same(event.collection, pa.string()),
+        S.TOPIC: same(table.topic, pa.string()),
+        S.KIND: same(event.kind.value, pa.string()),
+        S.TX_ORDER: pa.nulls(n, pa.int64()),
+        S.TX_COLLECTION_ORDER: pa.nulls(n, pa.int64()),
+        S.TX_STATUS: same(event.tx_status, pa.string()),
+        S.TX_EVENT_COUNT: same(event.tx_event_count, pa.int64()),
+        S.SNAPSHOT: same(event.snapshot, pa.string()),
+        S.KEY_JSON: pa.nulls(n, pa.string()) if key is None else key,
+        S.VALUE_JSON: value,
+        S.KEY_SCHEMA_ID: same(key_sid, pa.string()),
+        S.VALUE_SCHEMA_ID: same(table.envelope_schema_id, pa.string()),
+        S.HEADERS: pa.nulls(n, S.HEADER_TYPE),
+        S.EVENT_TS_MS: same(ts_ms, pa.int64()),
+        S.CAPTURE_TS: same(now, _TS_TYPE),
+        **per_row,
+    }
+    return pa.Table.from_pydict(
+        {name: columns[name] for name in ROW_SCHEMA.names}, schema=ROW_SCHEMA
+    )
 
 
 _IMAGE_BUILDERS = ("row", "row_and_key", "key", "_fast", "_careful", "_masked_row")

@@ -52,6 +52,8 @@ __all__ = [
     "ProtocolError",
     "decode_message",
     "decode_xlog_data",
+    "plain_change",
+    "transaction_boundary",
     "decode_keepalive",
     "standby_status_update",
     "pg_time_to_unix_ms",
@@ -499,6 +501,80 @@ def decode_message(
         raise ProtocolError(f"unknown pgoutput message type {chr(tag)!r} (0x{tag:02x})")
     r.done()
     return msg
+
+
+def plain_change(data: bytes, off: int) -> tuple[str, int, tuple[str | None, ...]] | None:
+    """The common change at ``off`` of ``data``, without a message object: an Insert, or an
+    Update without an old tuple, whose values are all text or NULL.
+
+    The stream's columnar road (:mod:`capture.postgresql.stream_columns`) takes these; anything
+    else (another message, an old tuple, an unchanged TOAST or binary value, and any message
+    that is malformed) gives None, and :func:`decode_message` then decodes it, or names what is
+    wrong with it.
+
+    Args:
+        data: The bytes holding the message (an XLogData message, say).
+        off: Where the pgoutput message starts (its type byte).
+
+    Returns:
+        ``(op, relation id, values)``, ``op`` ``c`` for an Insert and ``u`` for an Update.
+    """
+    size = len(data)
+    if off + 8 > size:
+        return None
+    tag = data[off]
+    if tag == 0x49:  # 'I'
+        op = "c"
+    elif tag == 0x55:  # 'U'
+        op = "u"
+    else:
+        return None
+    relid = int.from_bytes(data[off + 1 : off + 5], "big")
+    if data[off + 5] != 0x4E:  # 'N': an Update's old tuple ('K', 'O') goes the long way
+        return None
+    count = int.from_bytes(data[off + 6 : off + 8], "big", signed=True)
+    pos = off + 8
+    values: list[str | None] = []
+    append = values.append
+    for _ in range(count):
+        if pos >= size:
+            return None
+        kind = data[pos]
+        if kind == 0x74:  # 't'
+            if pos + 5 > size:
+                return None
+            length = int.from_bytes(data[pos + 1 : pos + 5], "big", signed=True)
+            pos += 5
+            end = pos + length
+            if length < 0 or end > size:
+                return None
+            try:
+                append(data[pos:end].decode("utf-8"))
+            except UnicodeDecodeError:
+                return None
+            pos = end
+        elif kind == 0x6E:  # 'n'
+            append(None)
+            pos += 1
+        else:  # 'u', 'b' or unknown
+            return None
+    if pos != size:
+        return None
+    return op, relid, tuple(values)
+
+
+def transaction_boundary(data: bytes, off: int) -> Begin | Commit | None:
+    """The Begin or Commit message at ``off`` of ``data`` (to its end), read from its fixed
+    layout without copying the bytes; None for anything else, which :func:`decode_message`
+    then decodes (or names what is wrong with it)."""
+    size = len(data) - off
+    if size == 1 + _BEGIN.size and data[off] == 0x42:  # 'B'
+        final_lsn, ts, xid = _BEGIN.unpack_from(data, off + 1)
+        return Begin(final_lsn, ts, xid)
+    if size == 1 + _COMMIT.size and data[off] == 0x43:  # 'C'
+        flags, commit_lsn, end_lsn, ts = _COMMIT.unpack_from(data, off + 1)
+        return Commit(flags, commit_lsn, end_lsn, ts)
+    return None
 
 
 # --- the replication stream's own framing ---------------------------------------------------------

@@ -48,6 +48,7 @@ from pipeline.errors import CaptureError, InternalError
 __all__ = [
     "SNAPSHOT_CURSOR",
     "SnapshotReader",
+    "column_encoder",
     "copy_chunks",
     "copy_rows",
     "keyed_chunks",
@@ -151,17 +152,7 @@ class SnapshotReader(ColumnarSnapshot, PostgresAgent):
                 yield SnapshotChunk(index, ts, rows)
 
     def _column_encoder(self, table: CapturedTable, i: int) -> Encoder | None:
-        if table.masker is not None and table.masker.covers(table.collection, table.names[i]):
-            return None
-        column_type = table.types[i]
-        convert = column_type.convert
-        if convert is int:
-            return _pg_int  # the output function writes the canonical decimal JSON has
-        if convert is str:
-            return json_strings
-        if column_type.type_name == "bool" and column_type.schema == _BOOLEAN:
-            return _pg_bool
-        return None
+        return column_encoder(table, i)
 
     def _chunk_after(self, chunk: SnapshotChunk) -> list[Any]:
         table, rows = chunk.table, _arrow(chunk)
@@ -403,6 +394,23 @@ def prefetched(chunks: Iterator[pa.Table]) -> Iterator[pa.Table]:
     finally:
         stop.set()
         thread.join()
+
+
+def column_encoder(table: CapturedTable, i: int) -> Encoder | None:
+    """The vectorized JSON encoder of column ``i`` of ``table`` over its output-function text
+    (the snapshot's ``COPY`` and pgoutput's text values alike), or None for the per-value
+    fallback (a masked column, a type whose conversion has no vectorized form)."""
+    if table.masker is not None and table.masker.covers(table.collection, table.names[i]):
+        return None
+    column_type = table.types[i]
+    convert = column_type.convert
+    if convert is int:
+        return _pg_int  # the output function writes the canonical decimal JSON has
+    if convert is str:
+        return json_strings
+    if column_type.type_name == "bool" and column_type.schema == _BOOLEAN:
+        return _pg_bool
+    return None
 
 
 def _pg_int(values: pa.Array) -> pa.Array:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import struct
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 
@@ -25,9 +26,11 @@ from bronze.envelope import (
     truncate_record,
 )
 from bronze.position_base import Phase
+from capture.captured_table import CapturedTable
 from capture.change_records import RowAppender, delete_records, insert_records, update_records
 from capture.column_types import ValueConversionError
-from capture.database_source import VERSION, BatchLimits
+from capture.columnar_snapshot import _plain_images
+from capture.database_source import VERSION, BatchLimits, OpenTransaction
 from capture.postgresql import slot as pg_slot
 from capture.postgresql.agent import CONNECTOR, PgTx, PostgresAgent
 from capture.postgresql.pgoutput import (
@@ -48,10 +51,12 @@ from capture.postgresql.pgoutput import (
     decode_message,
     decode_xlog_data,
     pg_time_to_unix_ms,
+    transaction_boundary,
 )
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
 from capture.postgresql.slot import parse_lsn
+from capture.postgresql.stream_columns import XLOG_HEADER, Change, PendingChanges
 from pipeline.errors import (
     CaptureError,
     CaptureStopped,
@@ -59,6 +64,15 @@ from pipeline.errors import (
     PipelineError,
     SourceUnavailable,
 )
+
+try:
+    from capture.postgresql._pgdecode import plain_change
+except ImportError as _missing:  # pragma: no cover - the bootstrap builds it
+    # Not optional: the Python reference (pgoutput.plain_change) is what it is tested against.
+    raise ImportError(
+        "capture.postgresql._pgdecode (the C parser of pgoutput's common changes) is not "
+        "built: run `make bootstrap` or `python setup.py build_ext --inplace` in the repository"
+    ) from _missing
 
 __all__ = ["CATCH_UP_TIMEOUT_S", "STATUS_INTERVAL_S", "StreamReader"]
 
@@ -75,7 +89,17 @@ sent everything up to the WAL position seen when the batch started."""
 class StreamReader(PostgresAgent):
     """The stream side of the agent: the read loop, message handling and acknowledgement."""
 
+    COLUMNAR_STREAM: ClassVar[bool] = True
+    """Hold a read's common row changes as columns and land them per table
+    (:mod:`capture.postgresql.stream_columns`); False: every change the per-event road. An
+    agent class that writes its own ``source`` blocks or handles messages its own way
+    (YugabyteDB) takes the per-event road whatever this says."""
+
     _appender: RowAppender | None = None
+    _pending: PendingChanges | None = None
+    """The changes held in the current read (None: the columnar road is off for it)."""
+    _per_event_changes = 0
+    """Row changes of the current read that took the per-event road (for the DEBUG log)."""
 
     def _start_streaming(self) -> None:
         repl = self._repl if self._repl is not None and not self._repl.closed else None
@@ -113,6 +137,31 @@ class StreamReader(PostgresAgent):
     def _read_stream(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
         """Add streamed records to ``builder`` (see ``read_batch``); True when the stream is
         exhausted for now."""
+        pending = self._pending = self._columnar_changes(now)
+        self._held_tables: dict[int, TableSchema] = {}
+        """Relation id -> the table whose changes the road holds (checked once a schema)."""
+        self._per_event_changes = 0
+        try:
+            exhausted = self._read_messages(builder, limits, now)
+            self._land_pending(builder)
+            if pending is not None and (pending.landed or self._per_event_changes):
+                logger.debug(
+                    "source %s: stream read: %d row changes landed as columns, %d per event "
+                    "(%d of them held, then replayed)",
+                    self.name,
+                    pending.landed - pending.replayed,
+                    self._per_event_changes + pending.replayed,
+                    pending.replayed,
+                )
+            return exhausted
+        finally:
+            # A read that fails is read again from the offset into a new batch: what it held
+            # goes with the batch it was read for.
+            self._pending = None
+
+    def _read_messages(self, builder: BatchBuilder, limits: BatchLimits, now: dt.datetime) -> bool:
+        """The read loop of :meth:`_read_stream`."""
+        pending = self._pending
         until = limits.until
         if self._stream is None:
             self._start_streaming()
@@ -166,6 +215,14 @@ class StreamReader(PostgresAgent):
             idle_since = None
             kind = data[:1]
             if kind == b"w":
+                if pending is not None:
+                    if self._hold_change(pending, data):
+                        continue
+                    boundary = transaction_boundary(data, XLOG_HEADER)
+                    if boundary is not None:  # adds no row on the columnar road
+                        (start,) = _XLOG_START.unpack_from(data, 1)
+                        self._handle_other(builder, boundary, start, data[XLOG_HEADER:], now)
+                        continue
                 start, _end, _ts, payload = decode_xlog_data(data)
                 try:
                     message = decode_message(payload)
@@ -173,6 +230,11 @@ class StreamReader(PostgresAgent):
                     raise CaptureStopped(
                         f"source {self.name}: at {format_pg_lsn(start)}: {exc}"
                     ) from exc
+                if pending is not None and message.__class__ not in _ADDS_NO_ROWS:
+                    # Whatever this adds comes after the held changes.
+                    self._land_pending(builder)
+                    if message.__class__ in _ROW_CHANGES:
+                        self._per_event_changes += 1
                 self._handle(builder, message, start, payload, now)
             elif kind == b"k":
                 wal_end, _ts, reply = decode_keepalive(data)
@@ -212,6 +274,7 @@ class StreamReader(PostgresAgent):
         # Every transaction committed before the keepalive's WAL end was sent before it, so
         # confirming that point after this batch commits loses nothing; it lets WAL be recycled.
         key = point - 1
+        self._land_pending(builder)  # the held changes come first, and set the last position
         last = self._last_position
         if last is not None and (last.commit_lsn, last.lsn) >= (key, key):
             return
@@ -482,8 +545,13 @@ class StreamReader(PostgresAgent):
         )
 
     def _source(self, tx: PgTx, table: TableSchema | None, lsn: int) -> dict[str, Any]:
+        return self._source_at(tx, table, lsn, self._last_commit)
+
+    def _source_at(
+        self, tx: PgTx, table: TableSchema | None, lsn: int, last: int | None
+    ) -> dict[str, Any]:
+        """The ``source`` block of a change at ``lsn`` read after the commit at ``last``."""
         s = self.settings
-        last = self._last_commit
         return {
             "version": VERSION,
             "connector": CONNECTOR,
@@ -604,6 +672,123 @@ class StreamReader(PostgresAgent):
             if tx is None:
                 self._resume_lsn = lsn
 
+    # --- the columnar road (capture.postgresql.stream_columns) ---------------------------------
+    def _columnar_changes(self, now: dt.datetime) -> PendingChanges | None:
+        """A holder of this read's common changes, or None when every change of it takes the
+        per-event road: transaction metadata (its blocks and END count each change as it is
+        built), a skipped insert or update, or an agent class of its own ``source`` blocks or
+        message handling."""
+        rules = self.settings.rules
+        cls = type(self)
+        if (
+            not self.COLUMNAR_STREAM
+            or rules.provide_transaction_metadata
+            or "c" in rules.skipped_operations
+            or "u" in rules.skipped_operations
+            or any(getattr(cls, m) is not getattr(StreamReader, m) for m in _ROAD_METHODS)
+        ):
+            return None
+        return PendingChanges(self._source_at, self.partition, now)
+
+    def _holdable(self, table: TableSchema) -> bool:
+        """Whether the columnar road may take ``table``'s changes: not the signaling table, and
+        its images built and its values converted as :class:`TableSchema` does (the road
+        writes those)."""
+        cls = type(table)
+        return (
+            table.collection != self.signals.collection
+            and _plain_images(table)
+            and cls.key_only_row is CapturedTable.key_only_row
+            and cls._convert is TableSchema._convert
+        )
+
+    def _hold_change(self, pending: PendingChanges, data: bytes) -> bool:
+        """Hold the XLogData message ``data`` if it is a change the columnar road takes (or
+        skip it if its table is not captured); False: it takes the per-event road."""
+        change = plain_change(data, XLOG_HEADER)
+        tx = self._tx
+        if change is None or tx is None or self._window is not None:
+            return False
+        op, relid, values = change
+        table = self._relations.get(relid)
+        if table is None:
+            return relid in self._relations  # not captured; unknown: the long way says so
+        if table is not self._held_tables.get(relid):
+            if not self._holdable(table):
+                return False
+            self._held_tables[relid] = table
+        if len(values) != len(table.names):
+            return False
+        (lsn,) = _XLOG_START.unpack_from(data, 1)
+        # What _position does, without a position object: the road encodes them at once.
+        if lsn == tx.last_lsn:
+            tx.seq += 1
+        else:
+            tx.last_lsn, tx.seq = lsn, 0
+        if tx.count():
+            pending.add(table, (values, op, lsn, tx.seq, tx, self._last_commit, data))
+            tx.in_batch += 1
+        tx.note_data(table.collection)
+        pending.last = (tx.commit_lsn, lsn, tx.seq)
+        return True
+
+    def _land_pending(self, builder: BatchBuilder) -> None:
+        """Add the held changes to the batch (see :meth:`PendingChanges.land`)."""
+        pending = self._pending
+        if pending is None:
+            return
+        for why in pending.land(builder, self._replay_change, self._register):
+            logger.debug("source %s: held changes of %s take the per-event road", self.name, why)
+        if pending.last is not None:
+            commit_lsn, lsn, seq = pending.last
+            self._last_position = _position(commit_lsn, Phase.STREAM, lsn, seq)
+            pending.last = None
+
+    def _replay_change(
+        self, builder: BatchBuilder, table: TableSchema, change: Change, now: dt.datetime
+    ) -> None:
+        """Land a held change the per-event way: what :meth:`_append_change` does with it
+        (the change is counted and positioned already)."""
+        values, op, lsn, seq, tx, last, data = change
+        position = _position(tx.commit_lsn, Phase.STREAM, lsn, seq)
+        origin = f"pg:{format_pg_lsn(lsn)}"
+        try:
+            after, key = table.row_and_key(values)
+            before = None
+            if op == _OP_UPDATE and table.replica_identity in ("d", "i"):
+                before = table.key_only_row(key)
+        except (ValueConversionError, PipelineError) as exc:
+            self._quarantine(builder, data[XLOG_HEADER:], origin, exc, now, table)
+            return
+        source = self._source_at(tx, table, lsn, last)
+        rules = self.settings.rules
+        if op == _OP_CREATE:
+            records = insert_records(source, after, key, table, tx, rules)
+        else:
+            records = update_records(source, (before, after), (key, key), table, tx, rules)
+        for record in records:
+            self._add(builder, record, position, origin, now, tx, table)
+
+    def _batch_ends(
+        self,
+        builder: BatchBuilder,
+        tx: OpenTransaction | None,
+        limits: BatchLimits,
+        *,
+        reached: bool,
+    ) -> bool:
+        pending = self._pending
+        if pending is None:
+            return super()._batch_ends(builder, tx, limits, reached=reached)
+        if not reached and (
+            limits.until is not None or len(builder) + len(pending.order) < limits.max_events
+        ):
+            return False  # the common case, checked here: this runs before every message
+        if reached or tx is None or tx.in_batch >= limits.max_transaction_events:
+            # The batch ends here: what it holds is part of it, and counts.
+            self._land_pending(builder)
+        return super()._batch_ends(builder, tx, limits, reached=reached)
+
     def acknowledge(self, offset: Mapping[str, Any]) -> None:
         """Confirm the offset's LSN to the slot: everything before it is durable in bronze."""
         if offset.get("phase") == "snapshot":
@@ -632,3 +817,11 @@ _MISSING_TABLE: Any = object()
 
 _position = PostgresPosition._new
 _OP_CREATE, _OP_UPDATE = Op.CREATE.value, Op.UPDATE.value
+_XLOG_START = struct.Struct("!Q")
+_ADDS_NO_ROWS: frozenset[type] = frozenset({Begin, Commit, Relation, TypeInfo, Origin})
+"""Messages that add no row while the columnar road is on (no transaction metadata): the
+held changes need not be landed before them."""
+_ROW_CHANGES: frozenset[type] = frozenset({Insert, Update, Delete})
+_ROAD_METHODS = ("_source", "_source_at", "_handle", "_append_change", "_update_images")
+"""What the columnar road stands in for: a class overriding any of them keeps the per-event
+road."""

@@ -27,6 +27,7 @@ import pytest
 from psycopg import sql
 
 from bronze import schema as S
+from capture.base import SourceBatch
 from capture.columnar_snapshot import ColumnarSnapshot
 from capture.postgresql.snapshot import copy_chunks
 from capture.postgresql.source import PostgresSource
@@ -94,6 +95,26 @@ def _setup(pg: Pg) -> None:
     )
 
 
+def normalized(batch: SourceBatch, batch_seq: int) -> tuple[Any, ...]:
+    """``(events, quarantine, schemas, offset)`` of a batch as rows, without the times the run
+    took itself (``ts_ms`` of the envelope, ``event_ts_ms``, ``capture_ts``, the ingest time)."""
+    builder = batch.builder
+    events = builder.events_table(
+        agent_id="a", batch_seq=batch_seq, ingest_ts=_INGEST, offset=batch.offset
+    )
+    rows = events.drop_columns(list(_OWN_TIMES)).to_pylist()
+    for row in rows:
+        if row[S.VALUE_JSON] is not None:
+            row[S.VALUE_JSON] = _ENVELOPE_TS.sub(",ts_ms}", row[S.VALUE_JSON])
+    quarantine = (
+        builder.quarantine_table(agent_id="a", batch_seq=batch_seq, ingest_ts=_INGEST)
+        .drop_columns([S.CAPTURE_TS])
+        .to_pylist()
+    )
+    schemas = builder.schemas_table(known=set(), first_seen=_INGEST).to_pylist()
+    return rows, quarantine, schemas, batch.offset
+
+
 def _snapshot(source: Any, offset: dict[str, Any] | None) -> list[tuple[Any, ...]]:
     """Every batch of the snapshot: (events, quarantine, schemas, offset), normalized."""
     source.settings = dataclasses.replace(source.settings, snapshot_fetch_size=3)
@@ -102,21 +123,7 @@ def _snapshot(source: Any, offset: dict[str, Any] | None) -> list[tuple[Any, ...
     try:
         for batch_seq in range(1000):
             batch = source.read_batch(max_events=5, max_transaction_events=100_000)
-            builder = batch.builder
-            events = builder.events_table(
-                agent_id="a", batch_seq=batch_seq, ingest_ts=_INGEST, offset=batch.offset
-            )
-            events = events.drop_columns(list(_OWN_TIMES)).to_pylist()
-            for row in events:
-                if row[S.VALUE_JSON] is not None:
-                    row[S.VALUE_JSON] = _ENVELOPE_TS.sub(",ts_ms}", row[S.VALUE_JSON])
-            quarantine = (
-                builder.quarantine_table(agent_id="a", batch_seq=batch_seq, ingest_ts=_INGEST)
-                .drop_columns([S.CAPTURE_TS])
-                .to_pylist()
-            )
-            schemas = builder.schemas_table(known=set(), first_seen=_INGEST).to_pylist()
-            out.append((events, quarantine, schemas, batch.offset))
+            out.append(normalized(batch, batch_seq))
             if batch.offset["phase"] != "snapshot":
                 return out
         raise AssertionError("the snapshot did not end in 1000 batches")
