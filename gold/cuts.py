@@ -14,7 +14,8 @@ back by silver; when bronze had to cut one into parts (``bronze.max.transaction.
 micro-batch ends inside it (``open_tx``), that micro-batch is not a consistent cut either.
 
 Both tables are read from the Delta log and data files with deltalake (no Spark job): they are
-small, append-only and written without reader features.
+small, append-only and written without reader features; each data file is read once per
+process (:mod:`gold.appended_rows`), so a refresh reads what the micro-batches since added.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deltalake.exceptions import TableNotFoundError
-
-from bronze.storage import LakePath, lake_path, open_delta
+from bronze.storage import LakePath, lake_path
+from gold.appended_rows import appended_rows as _rows
 from pipeline.errors import InternalError
 
 __all__ = ["Cut", "TableAtCut", "consistent_cuts", "latest_cut", "cut_at"]
@@ -103,17 +103,6 @@ class Cut:
                 for name, t in dict(data.get("tables") or {}).items()
             },
         )
-
-
-def _rows(path: LakePath, columns: list[str]) -> list[dict[str, Any]]:
-    try:
-        table = open_delta(path)
-    except TableNotFoundError:
-        return []
-    present = set(table.schema().to_arrow().names)
-    wanted = [c for c in columns if c in present]
-    rows: list[dict[str, Any]] = table.to_pyarrow_table(columns=wanted).to_pylist()
-    return rows
 
 
 def consistent_cuts(lake_root: LakePath, source: str | None = None) -> dict[str, list[Cut]]:

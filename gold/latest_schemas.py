@@ -17,10 +17,12 @@ row twice changes nothing (the newest position wins). A cut older than one alrea
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -59,6 +61,8 @@ class LatestSchemas:
 
     files_read: int = 0
     _states: dict[tuple[str, str], _SourceState] = field(default_factory=dict)
+    _logs: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Bronze's open log per lake, brought up to date by each call (not replayed)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def latest(self, lake_root: LakePath, cut: Cut) -> list[dict[str, Any]]:
@@ -87,10 +91,21 @@ class LatestSchemas:
 
     def _read_new_files(self, lake_root: LakePath, cut: Cut, state: _SourceState) -> None:
         path = lake_root / "bronze" / "events"
+        log = self._logs.get(str(path))
         try:
-            dataset = open_delta(path).to_pyarrow_dataset()
+            if log is None:
+                log = open_delta(path)
+            else:
+                log.update_incremental()
         except TableNotFoundError:
+            self._logs.pop(str(path), None)
             return
+        self._logs[str(path)] = log
+        if self._read_local_files(log, cut, state):
+            return
+        # A dataset over every bronze file (its construction alone grows with bronze's age):
+        # for a lake on object storage, or a log with reader features.
+        dataset = log.to_pyarrow_dataset()
         wanted = [B.COLLECTION, B.POSITION, *COLUMNS]
         # The source is a partition column: it prunes the files, and (filled in from each
         # file's partition values) it filters the rows too, should a file not be pruned.
@@ -108,12 +123,56 @@ class LatestSchemas:
                 state.files.add(fragment.path)  # nothing in it can change for a later cut
             _merge(state, ds.dataset(table).to_table(columns=wanted, filter=rows_filter))
 
+    def _read_local_files(self, log: Any, cut: Cut, state: _SourceState) -> bool:
+        """Read the source's new bronze files straight from a local disk (False: the lake is
+        not local, or its files are not plain Parquet of the table's rows).
+
+        The log lists the source's files by its partition values, with no statistics parsed
+        and no dataset built over every file of bronze: a refresh costs what bronze added.
+        """
+        import pyarrow.parquet as pq
+
+        if log.protocol().min_reader_version != 1:
+            return False  # deletion vectors or column mapping: a file is not its rows
+        uris = log.file_uris(file_pruning_predicate=[(B.SOURCE, "=", cut.source)])
+        local = [_local_file(u) for u in uris if u not in state.files]
+        if any(f is None or not os.path.exists(f) for f in local):
+            return False  # not on this disk, or a path spelled otherwise than it is stored
+        wanted = [B.COLLECTION, B.POSITION, *COLUMNS]
+        for uri in uris:
+            if uri in state.files:
+                continue
+            file = _local_file(uri) or uri
+            present = set(pq.read_schema(file).names)
+            table = pq.read_table(file, columns=[c for c in [*wanted, B.KIND] if c in present])
+            for column in [*wanted, B.KIND]:
+                if column not in present:  # a file older than the column
+                    table = table.append_column(column, pa.nulls(table.num_rows, pa.string()))
+            self.files_read += 1
+            top = pc.max(table.column(B.POSITION)).as_py() if table.num_rows else None
+            if top is None or bytes(top) <= cut.position:
+                state.files.add(uri)  # nothing in it can change for a later cut
+            keep = pc.and_(
+                pc.fill_null(pc.equal(table.column(B.KIND), "data"), False),
+                pc.fill_null(pc.less_equal(table.column(B.POSITION), cut.position), False),
+            )
+            _merge(state, table.filter(keep).select(wanted))
+        return True
+
     def forget(self, lake_root: LakePath) -> None:
         """Drop what is known of a lake's sources (a lake rebuilt under the same path)."""
         root = str(lake_path(lake_root).absolute())
         with self._lock:
             for key in [k for k in self._states if k[0] == root]:
                 del self._states[key]
+            self._logs.clear()
+
+
+def _local_file(uri: str) -> str | None:
+    if uri.startswith("/"):
+        return uri
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else None
 
 
 def _merge(state: _SourceState, rows: pa.Table) -> None:

@@ -9,15 +9,16 @@ published cut). Written with deltalake, one commit per publication.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 from collections.abc import Iterable
 
 import orjson
 import pyarrow as pa
 from deltalake import write_deltalake
-from deltalake.exceptions import TableNotFoundError
 
-from bronze.storage import LakePath, lake_path, open_delta, storage_options
+from bronze.storage import LakePath, lake_path, storage_options
+from gold.appended_rows import appended_rows
 from gold.cuts import Cut
 
 __all__ = ["PUBLISHED", "published_cuts", "publish", "publication_history"]
@@ -44,16 +45,17 @@ def _path(lake_root: LakePath) -> LakePath:
 
 def publication_history(lake_root: LakePath) -> list[tuple[Cut, str | None, dt.datetime]]:
     """Every publication, oldest first: (cut, quality run id, published at)."""
-    try:
-        table = open_delta(_path(lake_root))
-    except TableNotFoundError:
-        return []
-    rows = table.to_pyarrow_table(columns=["cut_json", "quality_run", "published_at"]).to_pylist()
-    rows.sort(key=lambda r: r["published_at"])
+    rows = appended_rows(_path(lake_root), ("cut_json", "quality_run", "published_at"))
     return [
-        (Cut.from_json(orjson.loads(r["cut_json"])), r["quality_run"], r["published_at"])
-        for r in rows
+        (_cut_of(r["cut_json"]), r["quality_run"], r["published_at"])
+        for r in sorted(rows, key=lambda r: r["published_at"])
     ]
+
+
+@functools.lru_cache(maxsize=65_536)
+def _cut_of(cut_json: str) -> Cut:
+    """A published cut, parsed once per process (every refresh reads every publication)."""
+    return Cut.from_json(orjson.loads(cut_json))
 
 
 def published_cuts(lake_root: LakePath) -> dict[str, Cut]:

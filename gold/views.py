@@ -133,16 +133,23 @@ def register_views(
             if defined.get(name) == defines and spark.catalog.tableExists(name):
                 names.append(name)
                 continue
-            schema = (
-                spark.read.format("delta")
-                .option("versionAsOf", table.version)
-                .load(str(_silver_path(lake_root, table.silver_table)))
-                .columns
-            )
+            schema = _columns_at(spark, _silver_path(lake_root, table.silver_table), table.version)
             spark.sql(_view_sql(lake_root, table, view_columns(schema), cut))
             defined[name] = defines
             names.append(name)
     return sorted(names)
+
+
+def _columns_at(spark: Any, path: LakePath, version: int) -> list[str]:
+    """The silver table's columns at ``version``, from its Delta log (deltalake: a Spark read
+    loads a snapshot of the version for it, and the view's definition loads another)."""
+    from bronze.storage import open_delta
+
+    try:
+        return [f.name for f in open_delta(path, version=version).schema().fields]
+    except Exception:  # noqa: BLE001 - what deltalake cannot read, Spark reads (and explains)
+        logger.debug("gold views: %s v%s: columns read by Spark", path, version, exc_info=True)
+    return list(spark.read.format("delta").option("versionAsOf", version).load(str(path)).columns)
 
 
 _defined: dict[str, tuple[str, int, Cut]] = {}

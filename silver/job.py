@@ -35,6 +35,7 @@ import logging
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -61,6 +62,7 @@ from bronze import schema as B
 from bronze.envelope import HEADER_NEW_KEY as NEW_KEY_HEADER
 from bronze.envelope import HEADER_OLD_KEY as OLD_KEY_HEADER
 from bronze.storage import LakePath, lake_path, open_delta
+from capture.captured_table import HEADER_UNREPRESENTABLE
 from pipeline import metrics
 from pipeline.config import SchemaEvolutionPolicy, TableOptions
 from pipeline.errors import PipelineError, SchemaEvolutionError
@@ -73,6 +75,7 @@ from silver import merge as M
 from silver import quarantine as Q
 from silver import scd2 as S
 from silver import transactions as TX
+from silver.collected_screen import Screen, screen_collected
 from silver.collected_split import CollectedSplit, split_collected
 from silver.plans import estimated_bytes, small_input_plans
 from silver.timings import BatchTimings, spark_jobs_started
@@ -236,6 +239,49 @@ class _BatchSummary:
         )
 
 
+def _log_triggers(query: Any, logged: int) -> int:
+    """At DEBUG, where Spark's triggers since micro-batch ``logged`` spent their time (its
+    ``durationMs``: the Delta source's offsets, the offset and commit logs, ``addBatch`` the
+    micro-batch itself); returns the newest micro-batch logged."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return logged
+    try:
+        progress = query.recentProgress
+    except Exception:  # noqa: BLE001 - a diagnostic only; never stops the stream
+        return logged
+    for p in progress:
+        batch = int(p.batchId)
+        if batch > logged and p.numInputRows:
+            spent = ", ".join(f"{k} {v}" for k, v in sorted(p.durationMs.items()))
+            logger.debug("silver trigger %s (%s rows): ms %s", batch, p.numInputRows, spent)
+        logged = max(logged, batch)
+    return logged
+
+
+def _screen_in_spark(events: DataFrame) -> list[Any]:
+    """The screen of a table's events, per value schema (one Spark job; the fields of
+    :data:`silver.collected_screen.Screen`)."""
+    known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
+    row_ops = F.col(B.OP).isin("c", "u", "d", "r")
+    return (
+        events.groupBy(B.VALUE_SCHEMA_ID)
+        .agg(
+            F.count_if(~known).alias("unknown"),
+            F.count_if(known).alias("known"),
+            F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
+            F.collect_list(F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))).alias(
+                "truncates"
+            ),
+            F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
+            F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias("documents"),
+            F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
+            F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
+            F.max(F.when(known, F.col(B.POSITION))).alias("top"),
+        )
+        .collect()
+    )
+
+
 def _first_waiting(waiting: DataFrame) -> dict[str, bytes]:
     """Per source, the first position of its data rows still waiting for their transaction.
 
@@ -304,6 +350,62 @@ def _canonical_key(text: Column) -> Column:
     return F.when(text.isNull(), F.lit(None).cast("string")).otherwise(
         F.coalesce(fields, F.when((scalar != F.lit("")) & (scalar != F.lit("null")), scalar))
     )
+
+
+class _Decoder:
+    """The Spark expressions that decode the events of one envelope schema (reusable: they
+    name columns, not a DataFrame's, so they apply to any micro-batch's events)."""
+
+    def __init__(self, envelope: Mapping[str, Any]) -> None:
+        from silver import types as T
+
+        row = _row_schema(envelope)
+        text_image = StructType(
+            [StructField(side, MapType(StringType(), StringType())) for side in ("before", "after")]
+        )
+        self._parse = [
+            F.from_json(B.VALUE_JSON, T.envelope_json_schema(envelope)).alias("__v"),
+            F.from_json(B.VALUE_JSON, text_image).alias("__t"),
+        ]
+        deleted = F.col(B.OP) == "d"
+        self._pick = [
+            F.when(deleted, F.col("__v.before")).otherwise(F.col("__v.after")).alias("__image"),
+            F.when(deleted, F.col("__t.before")).otherwise(F.col("__t.after")).alias("__text"),
+        ]
+        old_key = F.filter(B.HEADERS, lambda h: h["key"] == OLD_KEY_HEADER)
+        new_key = F.filter(B.HEADERS, lambda h: h["key"] == NEW_KEY_HEADER)
+        fields = T.row_fields(row)
+        self._project = [
+            _canonical_key(F.col(B.KEY_JSON)).alias(M.KEY),
+            F.col(B.POSITION).alias(M.POSITION),
+            F.col(B.OP).alias(M.OP),
+            F.col(B.SOURCE_TS_MS).alias(M.SOURCE_TS),
+            F.col(B.TX_ID).alias(M.TX_ID),
+            F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(M.BRONZE_BATCH),
+            T.unavailable_flags(F.col("__image"), row).alias(M.UNAVAILABLE),
+            F.when(F.size(old_key) > 0, _canonical_key(old_key[0]["value"])).alias(M.OLD_KEY),
+            F.when(F.size(new_key) > 0, _canonical_key(new_key[0]["value"])).alias(M.NEXT_KEY),
+            F.col(B.ORIGIN).alias(M.ORIGIN),
+            *T.decode_row(F.col("__image"), row),
+            F.col("__image").isNull().alias("__no_image"),
+            *[T.field_text(F.col("__text"), f).alias(f"__text_{i}") for i, f in enumerate(fields)],
+        ]
+        self._reason = _refusal_reason(T.row_schema(row).fields).alias(_REASON)
+        self._finish: list[Column] | None = None
+
+    def decode(self, events: DataFrame) -> DataFrame:
+        """``events`` (bronze rows of this schema) decoded, with ``__reason``."""
+        frame = events.select("*", *self._parse).select("*", *self._pick).select(*self._project)
+        if self._finish is None:  # the projection's names, known once it is analyzed
+            self._finish = [
+                *[
+                    F.col(quote_identifier(c))
+                    for c in frame.columns
+                    if c != "__no_image" and not c.startswith("__text_")
+                ],
+                self._reason,
+            ]
+        return frame.select(*self._finish)
 
 
 def _report_row(part: _Part, change: E.ColumnChange, action: str) -> tuple[Any, ...]:
@@ -457,6 +559,7 @@ class SilverJob:
         self.transaction_timeout = transaction_timeout_seconds
         self.pending = self.silver / "_pending"
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._decoders: dict[str, _Decoder] = {}
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
         self._failure: BaseException | None = None
         """What failed a micro-batch: re-raised by the run instead of Spark's wrapper."""
@@ -473,6 +576,9 @@ class SilverJob:
         self._clock = dt.datetime.now(dt.UTC)
         self._lock = threading.Lock()  # a release tick and a Spark micro-batch never overlap
         self._timings = BatchTimings(0)
+        self._ended: float | None = None
+        """When the last micro-batch ended (monotonic): the next one's line says how long
+        Spark took to start it (``between``: its trigger, the offsets, the batch ledger)."""
 
     @property
     def spark(self) -> SparkSession:
@@ -535,8 +641,10 @@ class SilverJob:
             # Between micro-batches (none come while bronze is quiet) the clock still
             # releases transactions past their timeout.
             tick = max(1, math.ceil(self._tick_seconds))  # whole seconds, as Spark types it
+            logged = -1
             try:
                 while "processingTime" in trigger and not query.awaitTermination(tick):
+                    logged = _log_triggers(query, logged)
                     self.release_expired()
             except Exception:
                 query.stop()  # a failed release must not leave the stream running alone
@@ -558,7 +666,7 @@ class SilverJob:
         try:
             with self._lock:
                 batch = self._ledger.for_spark_batch(spark_batch, dt.datetime.now(dt.UTC))
-                self._process_silver_batch(micro_batch, batch)
+                self._process_silver_batch(micro_batch, batch, streamed=True)
         except Exception as exc:
             interruption = _interruption(exc)
             if interruption is None and self._failure is None:
@@ -595,15 +703,21 @@ class SilverJob:
         nothing = self.spark.read.format("delta").load(str(self.pending)).limit(0)
         self._process_silver_batch(nothing, batch)
 
-    def _process_silver_batch(self, micro_batch: DataFrame, batch: TX.SilverBatch) -> None:
+    def _process_silver_batch(
+        self, micro_batch: DataFrame, batch: TX.SilverBatch, *, streamed: bool = False
+    ) -> None:
         batch_id = batch.id
         self._clock = batch.clock
         timings = self._timings = BatchTimings(batch_id, spark=self._spark)
+        if streamed and self._ended is not None:
+            # Bronze rows that arrived meanwhile wait this long, plus the interval when idle.
+            timings.add("between", time.monotonic() - self._ended)
         timings.activate()
         try:
             self._process_timed_batch(micro_batch, batch_id, timings)
         finally:
             timings.deactivate()
+            self._ended = time.monotonic()
 
     def _process_timed_batch(
         self, micro_batch: DataFrame, batch_id: int, timings: BatchTimings
@@ -736,6 +850,14 @@ class SilverJob:
         # Arrow cannot hand Spark a table without rows (then no table is applied anyway).
         rows_or_none: Any = data if data.num_rows else []
         frame = self.spark.createDataFrame(rows_or_none, schema).cache()
+        # Every table's screen from the rows held here: a Spark job per table saved.
+        with timed("screen"):
+            screens = screen_collected(
+                data,
+                known_ops=_KNOWN_OPS,
+                document_connectors=D.DOCUMENT_CONNECTORS,
+                unrepresentable_header=HEADER_UNREPRESENTABLE,
+            )
 
         def events_of(source: str, collection: str | None) -> Callable[[], DataFrame]:
             mine = frame.where(
@@ -748,7 +870,7 @@ class SilverJob:
                 timed("tables"),
                 small_input_plans(frame.sparkSession, summary.counts.get("data", 0)),
             ):
-                self._apply_tables(events_of, summary, batch_id, first_waiting)
+                self._apply_tables(events_of, summary, batch_id, first_waiting, screens)
         finally:
             frame.unpersist()
         with timed("cuts"):
@@ -822,6 +944,7 @@ class SilverJob:
         summary: _BatchSummary,
         batch_id: int,
         first_waiting: Mapping[str, bytes],
+        screens: Mapping[tuple[str, str | None], Screen] | None = None,
     ) -> None:
         """Apply every table of the micro-batch, up to :attr:`parallelism` at a time.
 
@@ -830,6 +953,9 @@ class SilverJob:
         MERGEs must not share one. Tables are independent (their own Delta table, app id and
         ``_cuts`` row); the side tables they append to take concurrent blind appends. The
         micro-batch fails, after every table has finished, when one table failed.
+
+        ``screens``: each table's screen, when the micro-batch is collected on the driver
+        (:mod:`silver.collected_screen`); the tables then decode on the driver too.
         """
         work = [
             (
@@ -839,6 +965,7 @@ class SilverJob:
                 batch_id,
                 first_waiting.get(source),
                 summary.table_rows.get((source, collection), 0),
+                None if screens is None else screens.get((source, collection), []),
             )
             for source, collection in summary.tables
         ]
@@ -866,6 +993,7 @@ class SilverJob:
         batch_id: int,
         waiting_from: bytes | None,
         rows: int,
+        screen: Screen | None = None,
     ) -> SilverRunResult:
         """:meth:`_apply_planned` in a pool thread; returns the table's counts."""
         local = self._local
@@ -873,7 +1001,7 @@ class SilverJob:
             local.spark = _worker_session(self._spark)
         local.result = SilverRunResult()
         try:
-            self._apply_planned(events, source, collection, batch_id, waiting_from, rows)
+            self._apply_planned(events, source, collection, batch_id, waiting_from, rows, screen)
             share: SilverRunResult = local.result
             return share
         finally:
@@ -887,6 +1015,7 @@ class SilverJob:
         batch_id: int,
         waiting_from: bytes | None,
         rows: int,
+        screen: Screen | None = None,
     ) -> None:
         """:meth:`_apply_table_or_quarantine` with the plans its size calls for.
 
@@ -896,7 +1025,9 @@ class SilverJob:
         settings.
         """
         with small_input_plans(self.spark, rows):
-            self._apply_table_or_quarantine(events(), source, collection, batch_id, waiting_from)
+            self._apply_table_or_quarantine(
+                events(), source, collection, batch_id, waiting_from, screen
+            )
 
     def close(self) -> None:
         """Stop the table workers (a later micro-batch starts new ones)."""
@@ -911,6 +1042,7 @@ class SilverJob:
         collection: str | None,
         batch_id: int,
         waiting_from: bytes | None,
+        screen: Screen | None = None,
     ) -> None:
         """Apply one table's events; when that fails on what the events hold, quarantine them.
 
@@ -927,7 +1059,7 @@ class SilverJob:
             return
         try:
             with self._timings.jobs_of("table other", collection):
-                self._apply_table(events, source, collection, batch_id, waiting_from)
+                self._apply_table(events, source, collection, batch_id, waiting_from, screen)
         except PipelineError:
             raise
         except _DATA_ERRORS as exc:
@@ -950,37 +1082,27 @@ class SilverJob:
         collection: str,
         batch_id: int,
         waiting_from: bytes | None,
+        screen: Screen | None = None,
     ) -> None:
         """Apply one table's events of the micro-batch (``waiting_from``: where its source's
-        data still waiting for a transaction starts, for the cut)."""
+        data still waiting for a transaction starts, for the cut; ``screen``: the events'
+        screen when the micro-batch was collected, which also makes each schema's events
+        decode in one job collected to the driver, see :meth:`_decode`)."""
         name = silver_table_name(source, collection)
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
         options = self.table_options(source, collection)
         known = F.coalesce(F.col(B.OP).isin(*_KNOWN_OPS), F.lit(False))
         row_ops = F.col(B.OP).isin("c", "u", "d", "r")
-        # One job screens the table's events for everything below (per schema: the parts to
-        # decode); each check used to be a job of its own, in every micro-batch.
-        with self._timings.stage("screen", name):
-            per_schema = (
-                events.groupBy(B.VALUE_SCHEMA_ID)
-                .agg(
-                    F.count_if(~known).alias("unknown"),
-                    F.count_if(known).alias("known"),
-                    F.count_if(row_ops & Q.has_unrepresentable()).alias("unrepresentable"),
-                    F.collect_list(
-                        F.when(F.col(B.OP) == "t", F.struct(B.POSITION, B.SOURCE_TS_MS))
-                    ).alias("truncates"),
-                    F.count_if(row_ops & F.col(B.KEY_JSON).isNull()).alias("keyless"),
-                    F.count_if(known & F.col(B.CONNECTOR).isin(*D.DOCUMENT_CONNECTORS)).alias(
-                        "documents"
-                    ),
-                    F.min(F.when(row_ops, F.col(B.POSITION))).alias("first"),
-                    F.min(F.when(known, F.col(B.POSITION))).alias("oldest"),
-                    F.max(F.when(known, F.col(B.POSITION))).alias("top"),
-                )
-                .collect()
-            )
+        # One screen of the table's events answers everything below (per schema: the parts to
+        # decode); each check used to be a job of its own, in every micro-batch. A collected
+        # micro-batch was screened on the driver, with no job.
+        per_schema: list[Any]
+        if screen is not None:
+            per_schema = screen
+        else:
+            with self._timings.stage("screen", name):
+                per_schema = _screen_in_spark(events)
         stats = {
             k: sum(r[k] for r in per_schema)
             for k in ("unknown", "known", "unrepresentable", "keyless", "documents")
@@ -1027,7 +1149,9 @@ class SilverJob:
         truncated_at = {bytes(t[0]): t[1] for r in per_schema for t in r["truncates"]}
         truncates = sorted(truncated_at)
         with self._timings.stage("decode", name):
-            parts, undecoded = self._decode(events.where(row_ops), schema_ids, table=path)
+            parts, undecoded = self._decode(
+                events.where(row_ops), schema_ids, table=path, on_driver=screen is not None
+            )
             changes, data_columns, refused = self._conform(
                 path, parts, options.schema_evolution, name=name, batch_id=batch_id
             )
@@ -1165,6 +1289,7 @@ class SilverJob:
         schema_ids: list[tuple[str | None, bytes]] | None = None,
         *,
         table: str | None = None,
+        on_driver: bool = False,
     ) -> tuple[list[_Part], DataFrame | None]:
         """Decode every event with its own schema: one part per schema, in source order.
 
@@ -1173,6 +1298,9 @@ class SilverJob:
             schema_ids: Their value schema ids with the position of each one's first event,
                 in that order, when the caller knows them already (else a job finds them).
             table: The silver table's path: schema-less events are inferred against its types.
+            on_driver: The events are a collected micro-batch's: each part is decoded by one
+                job that brings it to the driver (:func:`_decoded_on_driver`), so what it
+                refuses is known without a job of its own, and the MERGE reads decoded rows.
 
         Returns:
             The parts, and the events refused (with ``__reason``): those whose schema cannot be
@@ -1205,8 +1333,12 @@ class SilverJob:
                 reason = f"cannot decode with value schema {schema_id}: {_describe(exc)}"
                 refused.append(_refusals(subset, F.lit(reason)))
                 continue
-            refused.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
-            frame = frame.where(F.col(_REASON).isNull()).drop(_REASON)
+            if on_driver and _arrow_convertible(frame.schema):
+                frame, refusals = _decoded_on_driver(self.spark, frame)
+                refused += [refusals] if refusals is not None else []
+            else:
+                refused.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
+                frame = frame.where(F.col(_REASON).isNull()).drop(_REASON)
             data = StructType([f for f in frame.schema.fields if f.name not in _DECODED_METADATA])
             parts.append(_Part(schema_id, bytes(first), frame, data))
         return parts, _union(refused)
@@ -1214,47 +1346,19 @@ class SilverJob:
     def _decode_part(
         self, schema_id: str | None, subset: DataFrame, table: str | None = None
     ) -> DataFrame:
-        """The events of one schema decoded, with ``__reason`` set on those refused."""
-        from silver import types as T
+        """The events of one schema decoded, with ``__reason`` set on those refused.
 
-        envelope = self._envelope_schema(schema_id, subset, table)
-        row = _row_schema(envelope)
-        text_image = StructType(
-            [StructField(side, MapType(StringType(), StringType())) for side in ("before", "after")]
-        )
-        parsed = subset.withColumn(
-            "__v", F.from_json(B.VALUE_JSON, T.envelope_json_schema(envelope))
-        ).withColumn("__t", F.from_json(B.VALUE_JSON, text_image))
-        deleted = F.col(B.OP) == "d"
-        parsed = parsed.withColumn(
-            "__image", F.when(deleted, F.col("__v.before")).otherwise(F.col("__v.after"))
-        ).withColumn("__text", F.when(deleted, F.col("__t.before")).otherwise(F.col("__t.after")))
-        old_key = F.filter(B.HEADERS, lambda h: h["key"] == OLD_KEY_HEADER)
-        new_key = F.filter(B.HEADERS, lambda h: h["key"] == NEW_KEY_HEADER)
-        fields = T.row_fields(row)
-        frame = parsed.select(
-            _canonical_key(F.col(B.KEY_JSON)).alias(M.KEY),
-            F.col(B.POSITION).alias(M.POSITION),
-            F.col(B.OP).alias(M.OP),
-            F.col(B.SOURCE_TS_MS).alias(M.SOURCE_TS),
-            F.col(B.TX_ID).alias(M.TX_ID),
-            F.concat_ws("#", B.AGENT_ID, F.col(B.BATCH_SEQ).cast("string")).alias(M.BRONZE_BATCH),
-            T.unavailable_flags(F.col("__image"), row).alias(M.UNAVAILABLE),
-            F.when(F.size(old_key) > 0, _canonical_key(old_key[0]["value"])).alias(M.OLD_KEY),
-            F.when(F.size(new_key) > 0, _canonical_key(new_key[0]["value"])).alias(M.NEXT_KEY),
-            F.col(B.ORIGIN).alias(M.ORIGIN),
-            *T.decode_row(F.col("__image"), row),
-            F.col("__image").isNull().alias("__no_image"),
-            *[T.field_text(F.col("__text"), f).alias(f"__text_{i}") for i, f in enumerate(fields)],
-        )
-        return frame.select(
-            *[
-                F.col(quote_identifier(c))
-                for c in frame.columns
-                if c != "__no_image" and not c.startswith("__text_")
-            ],
-            _refusal_reason(T.row_schema(row).fields).alias(_REASON),
-        )
+        A schema's decoder (its Spark expressions) is built once per run: building it costs
+        hundreds of py4j calls, which were most of a small table's decode in every
+        micro-batch. Events without a schema id are decoded with a schema found for them each
+        time (registered, or inferred against the table's types: ``table``).
+        """
+        decoder = self._decoders.get(schema_id) if schema_id is not None else None
+        if decoder is None:
+            decoder = _Decoder(self._envelope_schema(schema_id, subset, table))
+            if schema_id is not None:
+                self._decoders[schema_id] = decoder
+        return decoder.decode(subset)
 
     def _conform(
         self,
@@ -1797,6 +1901,40 @@ def _describe(exc: BaseException) -> str:
     """An exception in one line, for a quarantine reason."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:400]}"
+
+
+def _arrow_convertible(schema: StructType) -> bool:
+    """Whether Spark converts every column of ``schema`` to Arrow and back."""
+    from pyspark.errors import PySparkTypeError
+
+    try:
+        to_arrow_schema(schema, timezone="UTC")
+    except (PySparkTypeError, NotImplementedError):
+        return False
+    return True
+
+
+def _decoded_on_driver(
+    spark: SparkSession, decoded: DataFrame
+) -> tuple[DataFrame, DataFrame | None]:
+    """A decoded part (with ``__reason``) computed once, on the driver: its accepted rows as a
+    DataFrame of those rows, and its refused events (None: none, and no job to find out).
+
+    Lazily, the refusals were a job of their own (a count, before the quarantine append) and
+    the MERGE's first job decoded the events again; a collected micro-batch's part is a few
+    thousand rows, which one job brings to the driver decoded.
+    """
+    rows = decoded.toArrow()
+    bad = pc.is_valid(rows.column(_REASON))
+    columns = StructType([f for f in decoded.schema.fields if f.name != _REASON])
+    good = rows.filter(pc.invert(bad)).drop_columns([_REASON])
+    # Arrow cannot hand Spark a table without rows.
+    accepted = spark.createDataFrame(good if good.num_rows else [], columns)
+    if good.num_rows == rows.num_rows:
+        return accepted, None
+    quarantined = StructType([decoded.schema[c] for c in _QUARANTINE_COLUMNS])
+    refused = rows.filter(bad).select(list(_QUARANTINE_COLUMNS))
+    return accepted, spark.createDataFrame(refused, quarantined)
 
 
 def _refusals(events: DataFrame, reason: Column) -> DataFrame:
