@@ -35,7 +35,7 @@ def test_a_failed_micro_batch_raises_its_own_error_however_long(
         f"occurred while calling o2.merge.\n: org.apache.spark.SparkException: boom{trace}"
     )
 
-    def fail(self: SilverJob, micro_batch: Any, batch: Any) -> None:
+    def fail(self: SilverJob, micro_batch: Any, batch: Any, **_: Any) -> None:
         raise failure
 
     monkeypatch.setattr(SilverJob, "_process_silver_batch", fail)
@@ -58,7 +58,7 @@ def test_a_micro_batch_interrupted_by_a_stop_ends_the_run_cleanly(
         for query in spark.streams.active:
             query.stop()
 
-    def slow(self: SilverJob, micro_batch: Any, batch: Any) -> None:
+    def slow(self: SilverJob, micro_batch: Any, batch: Any, **_: Any) -> None:
         threading.Timer(1.0, stop_soon).start()
         try:
             spark._jvm.java.lang.Thread.sleep(30_000)
