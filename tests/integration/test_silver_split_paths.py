@@ -47,8 +47,17 @@ class Rows:
             (source, part, kind, table, tx, order, bytes([position]), stamp, None, None, None)
         )
 
-    def begin(self, tx: str, position: int, *, at: float = 0.0) -> None:
-        part = tx.split("/")[0]
+    def _transaction(
+        self,
+        tx: str | None,
+        position: int,
+        at: float,
+        status: str,
+        count: int | None,
+        value: str | None,
+    ) -> None:
+        """A transaction-metadata row (BEGIN or END) of source ``s``."""
+        part = (tx or "none").split("/")[0]
         stamp = T0 + dt.timedelta(seconds=at)
         self.rows.append(
             (
@@ -60,11 +69,14 @@ class Rows:
                 None,
                 bytes([position]),
                 stamp,
-                "BEGIN",
-                None,
-                None,
+                status,
+                count,
+                value,
             )
         )
+
+    def begin(self, tx: str, position: int, *, at: float = 0.0) -> None:
+        self._transaction(tx, position, at, "BEGIN", None, None)
 
     def end(
         self,
@@ -85,23 +97,7 @@ class Rows:
                 ],
             }
         ).decode()
-        part = (tx or "none").split("/")[0]
-        stamp = T0 + dt.timedelta(seconds=at)
-        self.rows.append(
-            (
-                "s",
-                part,
-                "transaction",
-                None,
-                tx,
-                None,
-                bytes([position]),
-                stamp,
-                "END",
-                count,
-                value,
-            )
-        )
+        self._transaction(tx, position, at, "END", count, value)
 
     def marker(self, tx: str, *, at: float) -> None:
         """A marker ``silver/_pending`` kept for a transaction applied in part."""
