@@ -28,6 +28,7 @@ Per micro-batch and source table:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -111,16 +112,63 @@ _KNOWN_OPS = ("c", "u", "d", "r", "t")
 """Ops of data events: create, update, delete, read (snapshot), truncate."""
 
 
+def _kept(frame: DataFrame) -> Callable[[], DataFrame]:
+    """A builder of a DataFrame built already."""
+    return lambda: frame
+
+
+def _once(build: Callable[[], DataFrame]) -> Callable[[], DataFrame]:
+    """``build``, called at most once (its DataFrame kept)."""
+    return functools.cache(build)
+
+
 @dataclass(frozen=True, slots=True)
 class _Part:
-    """The events of one table written with one schema, decoded."""
+    """The events of one table written with one schema, decoded (the accepted ones)."""
 
     schema_id: str | None
     first: bytes
     """Position of the part's first event (parts are compared with the table in this order)."""
-    frame: DataFrame
+    build: Callable[[], DataFrame]
+    """The decoded rows as a DataFrame (built when first asked for: :attr:`frame`)."""
     row: StructType
     """The data columns the schema decodes to."""
+    schema: StructType
+    """Spark's schema of the decoded rows (metadata and data columns)."""
+    rows: pa.Table | None = None
+    """The decoded rows on the driver, when a collected micro-batch's part was decoded there
+    (their columns as Spark's ``toArrow`` gives them); None: only the DataFrame."""
+
+    @property
+    def frame(self) -> DataFrame:
+        """The decoded rows as a DataFrame."""
+        return self.build()
+
+
+@dataclass(frozen=True, slots=True)
+class _Changes:
+    """A table's changes to apply: on the driver as Arrow rows (the Arrow road, no Spark job
+    before the driver MERGE) when every part's rows are there and need no cast, and always
+    as a DataFrame, built only when a Spark path asks for it (:attr:`frame`)."""
+
+    build: Callable[[], DataFrame]
+    rows: pa.Table | None = None
+    """The changes on the driver; None: the Spark road (:attr:`why_spark` says why)."""
+    schema: StructType | None = None
+    """Spark's schema of :attr:`rows`."""
+    why_spark: str | None = None
+    """Why a collected micro-batch's changes are not on the Arrow road."""
+
+    @property
+    def frame(self) -> DataFrame:
+        """The changes as a DataFrame."""
+        return self.build()
+
+    def where(self, condition: Column, mask: Callable[[pa.Table], Any]) -> _Changes:
+        """The changes that meet ``condition`` (Spark) / ``mask`` (the same test on Arrow)."""
+        parent = self.build
+        rows = None if self.rows is None else self.rows.filter(mask(self.rows))
+        return _Changes(_once(lambda: parent().where(condition)), rows, self.schema, self.why_spark)
 
 
 @dataclass(frozen=True, slots=True)
@@ -865,12 +913,15 @@ class SilverJob:
             )
             return lambda: mine
 
+        def bronze_of(source: str, collection: str | None) -> pa.Table:
+            return _table_rows(data, source, collection)
+
         try:
             with (
                 timed("tables"),
                 small_input_plans(frame.sparkSession, summary.counts.get("data", 0)),
             ):
-                self._apply_tables(events_of, summary, batch_id, first_waiting, screens)
+                self._apply_tables(events_of, summary, batch_id, first_waiting, screens, bronze_of)
         finally:
             frame.unpersist()
         with timed("cuts"):
@@ -945,6 +996,7 @@ class SilverJob:
         batch_id: int,
         first_waiting: Mapping[str, bytes],
         screens: Mapping[tuple[str, str | None], Screen] | None = None,
+        bronze_of: Callable[[str, str | None], pa.Table] | None = None,
     ) -> None:
         """Apply every table of the micro-batch, up to :attr:`parallelism` at a time.
 
@@ -955,7 +1007,8 @@ class SilverJob:
         micro-batch fails, after every table has finished, when one table failed.
 
         ``screens``: each table's screen, when the micro-batch is collected on the driver
-        (:mod:`silver.collected_screen`); the tables then decode on the driver too.
+        (:mod:`silver.collected_screen`); the tables then decode on the driver too, and
+        ``bronze_of`` gives a table's bronze rows held there (what its parts are decoded from).
         """
         work = [
             (
@@ -966,6 +1019,7 @@ class SilverJob:
                 first_waiting.get(source),
                 summary.table_rows.get((source, collection), 0),
                 None if screens is None else screens.get((source, collection), []),
+                None if bronze_of is None else bronze_of(source, collection),
             )
             for source, collection in summary.tables
         ]
@@ -994,6 +1048,7 @@ class SilverJob:
         waiting_from: bytes | None,
         rows: int,
         screen: Screen | None = None,
+        bronze: pa.Table | None = None,
     ) -> SilverRunResult:
         """:meth:`_apply_planned` in a pool thread; returns the table's counts."""
         local = self._local
@@ -1001,7 +1056,9 @@ class SilverJob:
             local.spark = _worker_session(self._spark)
         local.result = SilverRunResult()
         try:
-            self._apply_planned(events, source, collection, batch_id, waiting_from, rows, screen)
+            self._apply_planned(
+                events, source, collection, batch_id, waiting_from, rows, screen, bronze
+            )
             share: SilverRunResult = local.result
             return share
         finally:
@@ -1016,6 +1073,7 @@ class SilverJob:
         waiting_from: bytes | None,
         rows: int,
         screen: Screen | None = None,
+        bronze: pa.Table | None = None,
     ) -> None:
         """:meth:`_apply_table_or_quarantine` with the plans its size calls for.
 
@@ -1026,7 +1084,7 @@ class SilverJob:
         """
         with small_input_plans(self.spark, rows):
             self._apply_table_or_quarantine(
-                events(), source, collection, batch_id, waiting_from, screen
+                events(), source, collection, batch_id, waiting_from, screen, bronze
             )
 
     def close(self) -> None:
@@ -1043,6 +1101,7 @@ class SilverJob:
         batch_id: int,
         waiting_from: bytes | None,
         screen: Screen | None = None,
+        bronze: pa.Table | None = None,
     ) -> None:
         """Apply one table's events; when that fails on what the events hold, quarantine them.
 
@@ -1059,7 +1118,9 @@ class SilverJob:
             return
         try:
             with self._timings.jobs_of("table other", collection):
-                self._apply_table(events, source, collection, batch_id, waiting_from, screen)
+                self._apply_table(
+                    events, source, collection, batch_id, waiting_from, screen, bronze
+                )
         except PipelineError:
             raise
         except _DATA_ERRORS as exc:
@@ -1083,11 +1144,14 @@ class SilverJob:
         batch_id: int,
         waiting_from: bytes | None,
         screen: Screen | None = None,
+        bronze: pa.Table | None = None,
     ) -> None:
         """Apply one table's events of the micro-batch (``waiting_from``: where its source's
         data still waiting for a transaction starts, for the cut; ``screen``: the events'
         screen when the micro-batch was collected, which also makes each schema's events
-        decode in one job collected to the driver, see :meth:`_decode`)."""
+        decode on the driver, see :meth:`_decode`, from ``bronze``, the table's rows held
+        there; then the changes take the Arrow road to the MERGE when they can,
+        :func:`silver.merge.apply_arrow_changes`)."""
         name = silver_table_name(source, collection)
         path = str(self.silver / name)
         app_id = f"medallion-silver:{name}"
@@ -1148,24 +1212,37 @@ class SilverJob:
             )
         truncated_at = {bytes(t[0]): t[1] for r in per_schema for t in r["truncates"]}
         truncates = sorted(truncated_at)
+        on_driver = screen is not None
         with self._timings.stage("decode", name):
             parts, undecoded = self._decode(
-                events.where(row_ops), schema_ids, table=path, on_driver=screen is not None
+                events.where(row_ops),
+                schema_ids,
+                table=path,
+                on_driver=on_driver,
+                bronze=None if bronze is None else _row_events(bronze),
             )
-            changes, data_columns, refused = self._conform(
+            found, data_columns, refused = self._conform(
                 path, parts, options.schema_evolution, name=name, batch_id=batch_id
             )
         refused = _union([r for r in (undecoded, refused) if r is not None])
-        if stats["keyless"] and changes is not None:
+        spark = self.spark
+        changes = found or _Changes(
+            _once(lambda: spark.createDataFrame([], _EMPTY_CHANGES)),
+            _NO_CHANGES if on_driver else None,
+            None,
+        )
+        if options.history and changes.rows is not None:
+            changes = _Changes(changes.build, why_spark="a history table (SCD2)")
+        if stats["keyless"] and found is not None:
             # A row without a key cannot be matched to the row it changes (R10 of
             # tests/pgmodel/reference.py): quarantined with the reason, never merged under a
             # null key.
-            keyless = changes.where(F.col(M.KEY).isNull())
-            changes = changes.where(F.col(M.KEY).isNotNull())
+            keyless = changes.where(F.col(M.KEY).isNull(), lambda t: pc.is_null(t[M.KEY]))
+            changes = changes.where(F.col(M.KEY).isNotNull(), lambda t: pc.is_valid(t[M.KEY]))
             refused = _union(
                 [
                     *([refused] if refused is not None else []),
-                    keyless.withColumn(_REASON, F.lit(_KEYLESS)).select(*_QUARANTINE_COLUMNS),
+                    keyless.frame.withColumn(_REASON, F.lit(_KEYLESS)).select(*_QUARANTINE_COLUMNS),
                 ]
             )
         step = 0
@@ -1173,42 +1250,55 @@ class SilverJob:
             self._quarantine(
                 refused, source, collection, name, version=2 * batch_id * _STEPS_PER_BATCH
             )
-        if changes is None:
-            changes = self.spark.createDataFrame([], _EMPTY_CHANGES)
         bounds: list[bytes | None] = [*truncates, None]
         lower: bytes | None = None
         for upper in bounds:
-            segment = changes
-            if lower is not None:
-                segment = segment.where(F.col(M.POSITION) > F.lit(lower))
-            if upper is not None:
-                segment = segment.where(F.col(M.POSITION) < F.lit(upper))
+            segment = _segment(changes, lower, upper)
             # Refused events reach the quarantine before the MERGE commits: a crash between
             # the two cannot lose them (the replayed MERGE is skipped, its refusals too).
             version = batch_id * _STEPS_PER_BATCH + step
+            on_rejected = functools.partial(
+                self._quarantine,
+                source=source,
+                collection=collection,
+                name=name,
+                version=2 * version + 1,
+            )
             with self._timings.stage("merge", name):
-                result = M.apply_changes(
-                    self.spark,
-                    path,
-                    segment,
-                    data_columns,
-                    txn_app_id=app_id,
-                    txn_version=version,
-                    on_rejected=functools.partial(
-                        self._quarantine,
-                        source=source,
-                        collection=collection,
-                        name=name,
-                        version=2 * version + 1,
-                    ),
-                    events_hint=stats["known"],  # the table's events: no segment holds more
-                    driver=options.merge_driver,
-                )
+                if segment.rows is not None:
+                    result = M.apply_arrow_changes(
+                        self.spark,
+                        path,
+                        segment.rows,
+                        segment.schema or StructType([]),
+                        data_columns,
+                        frame=segment.build,
+                        txn_app_id=app_id,
+                        txn_version=version,
+                        on_rejected=on_rejected,
+                        driver=options.merge_driver,
+                    )
+                else:
+                    result = M.apply_changes(
+                        self.spark,
+                        path,
+                        segment.frame,
+                        data_columns,
+                        txn_app_id=app_id,
+                        txn_version=version,
+                        on_rejected=on_rejected,
+                        events_hint=stats["known"],  # the table's events: no segment holds more
+                        driver=options.merge_driver,
+                    )
+                    if segment.why_spark is not None:
+                        result = dataclasses.replace(result, arrow_reason=segment.why_spark)
+            if result.arrow_reason is not None:
+                logger.debug("silver %s: the Spark road: %s", name, result.arrow_reason)
             if options.history:
                 S.apply_history(
                     self.spark,
                     S.history_path(path),
-                    segment,
+                    segment.frame,
                     data_columns,
                     txn_app_id=f"{app_id}__history",
                     txn_version=batch_id * _STEPS_PER_BATCH + step,
@@ -1290,6 +1380,7 @@ class SilverJob:
         *,
         table: str | None = None,
         on_driver: bool = False,
+        bronze: pa.Table | None = None,
     ) -> tuple[list[_Part], DataFrame | None]:
         """Decode every event with its own schema: one part per schema, in source order.
 
@@ -1298,9 +1389,11 @@ class SilverJob:
             schema_ids: Their value schema ids with the position of each one's first event,
                 in that order, when the caller knows them already (else a job finds them).
             table: The silver table's path: schema-less events are inferred against its types.
-            on_driver: The events are a collected micro-batch's: each part is decoded by one
-                job that brings it to the driver (:func:`_decoded_on_driver`), so what it
-                refuses is known without a job of its own, and the MERGE reads decoded rows.
+            on_driver: The events are a collected micro-batch's: each part is decoded to
+                the driver (:meth:`_decoded_rows`), so what it refuses is known without a job
+                of its own, and its accepted rows stay there (:attr:`_Part.rows`).
+            bronze: The same events as bronze rows held on the driver (with ``on_driver``),
+                what :meth:`_decoded_rows` gets each part's from.
 
         Returns:
             The parts, and the events refused (with ``__reason``): those whose schema cannot be
@@ -1333,15 +1426,33 @@ class SilverJob:
                 reason = f"cannot decode with value schema {schema_id}: {_describe(exc)}"
                 refused.append(_refusals(subset, F.lit(reason)))
                 continue
+            schema = StructType([f for f in frame.schema.fields if f.name != _REASON])
+            data = StructType([f for f in schema.fields if f.name not in _DECODED_METADATA])
             if on_driver and _arrow_convertible(frame.schema):
-                frame, refusals = _decoded_on_driver(self.spark, frame)
+                decoded = self._decoded_rows(schema_id, frame, _schema_rows(bronze, schema_id))
+                rows, build, refusals = _decoded_on_driver(self.spark, frame.schema, decoded)
                 refused += [refusals] if refusals is not None else []
-            else:
-                refused.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
-                frame = frame.where(F.col(_REASON).isNull()).drop(_REASON)
-            data = StructType([f for f in frame.schema.fields if f.name not in _DECODED_METADATA])
-            parts.append(_Part(schema_id, bytes(first), frame, data))
+                parts.append(_Part(schema_id, bytes(first), build, data, schema, rows))
+                continue
+            refused.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
+            accepted = frame.where(F.col(_REASON).isNull()).drop(_REASON)
+            parts.append(_Part(schema_id, bytes(first), _kept(accepted), data, schema))
         return parts, _union(refused)
+
+    def _decoded_rows(
+        self, schema_id: str | None, decoded: DataFrame, events: pa.Table | None
+    ) -> pa.Table:
+        """The one place a part's decoded rows (with ``__reason``) come to the driver.
+
+        Args:
+            schema_id: The part's value schema id (its envelope: ``self._schemas``).
+            decoded: The part decoded by Spark (:meth:`_decode_part`): one job, its rows.
+            events: The part's bronze rows on the driver (None: not held there).
+
+        Returns:
+            Exactly ``decoded.toArrow()``.
+        """
+        return decoded.toArrow()
 
     def _decode_part(
         self, schema_id: str | None, subset: DataFrame, table: str | None = None
@@ -1368,8 +1479,13 @@ class SilverJob:
         *,
         name: str,
         batch_id: int,
-    ) -> tuple[DataFrame | None, list[str], DataFrame | None]:
+    ) -> tuple[_Changes | None, list[str], DataFrame | None]:
         """Evolve the table for the batch's schemas, then cast every part to the table's types.
+
+        When the table exists, nothing of it changes, and every accepted part's rows are on
+        the driver with exactly the table's types (a collected micro-batch's steady state),
+        the changes are their union on the driver (:func:`_arrow_union`): the Arrow road.
+        Otherwise, and always for the DataFrame, the union is Spark's.
 
         Returns:
             The changes to apply (None when there are none), the data columns in table order,
@@ -1438,38 +1554,61 @@ class SilverJob:
             newest = parts[0].first
         table = StructType([StructField(n, t) for n, t in current.items()])
         columns = list(current)
-        accepted: list[DataFrame] = []
+        kept = [p for i, p in enumerate(parts) if i not in refused]
+        changed = (
+            bool(rewrite)
+            or stored is None
+            or current != {f.name: f.dataType for f in stored.fields}
+        )
+        why_spark = _why_not_arrow(kept, current, exists=exists, changed=changed)
         rejected: list[DataFrame] = []
         for i, part in enumerate(parts):
             if i in refused:
                 rejected.append(
                     part.frame.withColumn(_REASON, F.lit(refused[i])).select(*_QUARANTINE_COLUMNS)
                 )
-                continue
-            if all(current.get(f.name) == f.dataType for f in part.row.fields):
-                accepted.append(part.frame)  # nothing to cast: no value can be damaged
-                continue
-            frame = E.conform(
-                part.frame, table, [f.name for f in part.row.fields], reason_column=_REASON
-            )
-            accepted.append(frame.where(F.col(_REASON).isNull()).drop(_REASON))
-            rejected.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
-        applied = _union(accepted)
-        if applied is not None:
+        spark = self.spark
+
+        def union() -> DataFrame | None:
+            """The accepted parts cast to the table and united, as Spark frames."""
+            accepted: list[DataFrame] = []
+            for part in kept:
+                if all(current.get(f.name) == f.dataType for f in part.row.fields):
+                    accepted.append(part.frame)  # nothing to cast: no value can be damaged
+                    continue
+                frame = E.conform(
+                    part.frame, table, [f.name for f in part.row.fields], reason_column=_REASON
+                )
+                accepted.append(frame.where(F.col(_REASON).isNull()).drop(_REASON))
+                rejected.append(
+                    frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS)
+                )
+            applied = _union(accepted)
+            if applied is None:
+                return None
             # Columns none of these events carry (dropped in the source, or added after them)
             # are NULL in the rows they write.
             missing = [c for c in columns if c not in applied.columns]
-            applied = applied.select(
+            return applied.select(
                 *[F.col(quote_identifier(c)) for c in applied.columns],
                 *[F.lit(None).cast(current[c]).alias(c) for c in missing],
             )
-            if not exists:
-                M.ensure_table(self.spark, path, applied, columns)
-                # C4: columns later parts of this micro-batch add to the first part's
-                DF.record_added(self.spark, path, DF.added_columns(parts[0].row, current, rows))
+
+        accepted: _Changes | None = None
+        if why_spark is None and kept:
+            arrow, schema = _arrow_union(kept, current)
+            accepted = _Changes(_once(lambda: _united(union())), arrow, schema)
+        else:
+            applied = union()
+            if applied is not None:
+                if not exists:
+                    M.ensure_table(spark, path, applied, columns)
+                    # C4: columns later parts of this micro-batch add to the first part's
+                    DF.record_added(spark, path, DF.added_columns(parts[0].row, current, rows))
+                accepted = _Changes(_kept(applied), why_spark=why_spark)
         if newest is not None and M.stored_schema(path) is not None:
-            M.raise_position_property(self.spark, path, M.SCHEMA_POSITION_PROPERTY, newest)
-        return applied, columns, _union(rejected)
+            M.raise_position_property(spark, path, M.SCHEMA_POSITION_PROPERTY, newest)
+        return accepted, columns, _union(rejected)
 
     def _rewrite_columns(
         self,
@@ -1915,26 +2054,133 @@ def _arrow_convertible(schema: StructType) -> bool:
 
 
 def _decoded_on_driver(
-    spark: SparkSession, decoded: DataFrame
-) -> tuple[DataFrame, DataFrame | None]:
-    """A decoded part (with ``__reason``) computed once, on the driver: its accepted rows as a
-    DataFrame of those rows, and its refused events (None: none, and no job to find out).
+    spark: SparkSession, decoded: StructType, rows: pa.Table
+) -> tuple[pa.Table, Callable[[], DataFrame], DataFrame | None]:
+    """A decoded part's rows on the driver (with ``__reason``) split into the accepted rows,
+    kept as Arrow, a DataFrame of them built only when asked for, and the refused events
+    (None: none, and no job to find out).
 
     Lazily, the refusals were a job of their own (a count, before the quarantine append) and
     the MERGE's first job decoded the events again; a collected micro-batch's part is a few
-    thousand rows, which one job brings to the driver decoded.
+    thousand rows, which are decoded once, to the driver.
+
+    Args:
+        spark: The session the DataFrames belong to.
+        decoded: Spark's schema of the decoded part (with ``__reason``).
+        rows: Its rows (:meth:`SilverJob._decoded_rows`).
     """
-    rows = decoded.toArrow()
     bad = pc.is_valid(rows.column(_REASON))
-    columns = StructType([f for f in decoded.schema.fields if f.name != _REASON])
+    columns = StructType([f for f in decoded.fields if f.name != _REASON])
     good = rows.filter(pc.invert(bad)).drop_columns([_REASON])
     # Arrow cannot hand Spark a table without rows.
-    accepted = spark.createDataFrame(good if good.num_rows else [], columns)
+    build = _once(lambda: spark.createDataFrame(good if good.num_rows else [], columns))
     if good.num_rows == rows.num_rows:
-        return accepted, None
-    quarantined = StructType([decoded.schema[c] for c in _QUARANTINE_COLUMNS])
+        return good, build, None
+    quarantined = StructType([decoded[c] for c in _QUARANTINE_COLUMNS])
     refused = rows.filter(bad).select(list(_QUARANTINE_COLUMNS))
-    return accepted, spark.createDataFrame(refused, quarantined)
+    return good, build, spark.createDataFrame(refused, quarantined)
+
+
+def _why_not_arrow(
+    parts: list[_Part], current: Mapping[str, DataType], *, exists: bool, changed: bool
+) -> str | None:
+    """Why a table's accepted parts cannot be united on the driver as they are (the Arrow
+    road); None when they can: the table exists and this micro-batch changes nothing of it,
+    and every part's rows are on the driver with exactly the table's types (no cast)."""
+    if not exists:
+        return "a new table"
+    if changed:
+        return "a schema change (a column added, widened or rewritten)"
+    if any(p.rows is None for p in parts):
+        return "a part decoded by Spark only (a type Arrow does not carry)"
+    if any(current.get(f.name) != f.dataType for p in parts for f in p.row.fields):
+        return "a cast to the table's types"
+    if not _arrow_convertible(StructType([StructField(n, t) for n, t in current.items()])):
+        return "a table column Arrow does not carry"
+    return None
+
+
+def _arrow_union(
+    parts: list[_Part], current: Mapping[str, DataType]
+) -> tuple[pa.Table, StructType]:
+    """The parts' rows on the driver, united by name, with the table's columns no part
+    carries as typed nulls: Arrow's :meth:`SilverJob._conform` union (each part with the
+    table's types already).
+
+    Returns:
+        The rows and Spark's schema of them.
+    """
+    fields: dict[str, StructField] = {}
+    types: dict[str, pa.DataType] = {}
+    for part in parts:
+        rows = part.rows
+        if rows is None:  # never: _why_not_arrow
+            raise LookupError("a part without rows on the driver")
+        for f in part.schema.fields:
+            fields.setdefault(f.name, StructField(f.name, f.dataType))
+            types.setdefault(f.name, rows.schema.field(f.name).type)
+    missing = StructType([StructField(c, t) for c, t in current.items() if c not in fields])
+    for f, arrow in zip(missing.fields, to_arrow_schema(missing, timezone="UTC"), strict=True):
+        fields[f.name] = f
+        types[f.name] = arrow.type
+    target = pa.schema([pa.field(n, t) for n, t in types.items()])
+    tables = []
+    for part in parts:
+        rows = part.rows
+        assert rows is not None
+        tables.append(
+            pa.table(
+                [
+                    rows.column(n) if n in rows.column_names else pa.nulls(rows.num_rows, t)
+                    for n, t in types.items()
+                ],
+                schema=target,
+            )
+        )
+    return pa.concat_tables(tables), StructType(list(fields.values()))
+
+
+def _united(frame: DataFrame | None) -> DataFrame:
+    if frame is None:  # never: the Arrow road has parts
+        raise LookupError("no parts to unite")
+    return frame
+
+
+def _schema_rows(events: pa.Table | None, schema_id: str | None) -> pa.Table | None:
+    """The bronze rows of one value schema id (null-safe), None without rows."""
+    if events is None:
+        return None
+    ids = events.column(B.VALUE_SCHEMA_ID)
+    same = pc.is_null(ids) if schema_id is None else pc.fill_null(pc.equal(ids, schema_id), False)
+    return events.filter(same)
+
+
+def _row_events(events: pa.Table) -> pa.Table:
+    """The bronze rows of row events (c, u, d, r), as ``op IN (...)`` keeps them."""
+    ops = events.column(B.OP)
+    row = pc.is_in(ops, value_set=pa.array(["c", "u", "d", "r"], type=ops.type))
+    return events.filter(pc.fill_null(row, False))
+
+
+def _segment(changes: _Changes, lower: bytes | None, upper: bytes | None) -> _Changes:
+    """The changes between two truncates: positions above ``lower``, below ``upper``."""
+    if lower is not None:
+        low = lower
+        changes = changes.where(
+            F.col(M.POSITION) > F.lit(low),
+            lambda t: pc.greater(t[M.POSITION], pa.scalar(low, t[M.POSITION].type)),
+        )
+    if upper is not None:
+        high = upper
+        changes = changes.where(
+            F.col(M.POSITION) < F.lit(high),
+            lambda t: pc.less(t[M.POSITION], pa.scalar(high, t[M.POSITION].type)),
+        )
+    return changes
+
+
+_NO_CHANGES = pa.table({M.KEY: pa.array([], pa.string()), M.POSITION: pa.array([], pa.binary())})
+"""A collected table's changes when none are left to apply (no Spark job to say so)."""
 
 
 def _refusals(events: DataFrame, reason: Column) -> DataFrame:

@@ -25,16 +25,21 @@ micro-batch after a crash is skipped by Delta itself.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StringType, StructType
+from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from bronze.storage import open_delta
 from pipeline.sql import quote_identifier, quote_string_literal
@@ -44,6 +49,7 @@ from silver.plans import SMALL_INPUT_ROWS, session_settings, small_target_merge
 __all__ = [
     "MergeResult",
     "apply_changes",
+    "apply_arrow_changes",
     "apply_truncate",
     "truncate_horizon",
     "erased_by_truncate",
@@ -62,6 +68,7 @@ __all__ = [
     "KEY_ORDER",
     "key_bound",
     "key_order",
+    "key_order_of",
     "key_ranges",
     "POSITION",
     "OP",
@@ -161,6 +168,12 @@ class MergeResult:
             a Spark MERGE did (or nothing was merged).
         spark_reason: Why a batch was not merged on the driver (None when it was, or when
             nothing was merged).
+        from_arrow: True when the batch's statistics and its last change per key were
+            computed on the driver from its Arrow rows (:func:`apply_arrow_changes`: no Spark
+            job before the MERGE).
+        arrow_reason: Why a batch whose rows were on the driver as Arrow took the Spark road
+            (statistics and collapse by Spark jobs); None when it did not, or when its rows
+            never were on the driver.
     """
 
     table: str
@@ -173,6 +186,8 @@ class MergeResult:
     rejected_count: int = 0
     merged_by: str = "spark"
     spark_reason: str | None = None
+    from_arrow: bool = False
+    arrow_reason: str | None = None
 
 
 def _q(*parts: str) -> str:
@@ -220,6 +235,76 @@ def key_order(key: Column) -> Column:
 
     fields = F.coalesce(F.map_values(F.from_json(key, "map<string,string>")), F.array(key))
     return F.when(key.isNotNull(), F.array_join(F.transform(fields, field), "\u0001"))
+
+
+_INTEGER_TEXT = re.compile(r"-?[0-9]{1,19}")
+_JAVA_LINE_ENDS = frozenset("\n\r\u0085\u2028\u2029")
+"""Characters before which Java's ``$`` also matches (:func:`key_order`'s ``rlike``): a field
+holding one is left to Spark."""
+
+
+def key_order_of(key: str) -> str | None:
+    """:func:`key_order` of one canonical key, computed in Python (the driver's road).
+
+    Exactly Spark's text for the keys silver writes: a JSON object whose values are strings
+    or null (``_canonical_key``'s output; integers too, which Spark's ``from_json`` gives as
+    their digits), or a JSON string or integer (a scalar key). Any
+    other shape, and any text where Spark's and Python's parsers or regular expressions could
+    disagree (duplicate names, lone surrogates, line terminators), gives None: the caller
+    leaves the batch to Spark, since a key-order text that differs from the stored rows' would
+    let the MERGE's range bound skip the row the key changes.
+
+    Args:
+        key: A ``_cdc_key`` value.
+
+    Returns:
+        The key-order text, or None when only Spark may compute it.
+    """
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in key):
+        return None
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        names = [k for k, _ in items]
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate names")
+        return dict(items)
+
+    def constant(text: str) -> Any:
+        raise ValueError(f"non-numeric number {text}")
+
+    try:
+        parsed = json.loads(key, object_pairs_hook=pairs, parse_constant=constant)
+    except ValueError:
+        return None
+    if isinstance(parsed, dict):
+        values = [
+            str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in parsed.values()
+        ]
+        if not all(v is None or isinstance(v, str) for v in values):
+            return None
+    elif isinstance(parsed, str) or (isinstance(parsed, int) and not isinstance(parsed, bool)):
+        values = [key]  # Spark's from_json gives no map: the key's own text is the one field
+    else:
+        return None
+    texts = []
+    for value in values:
+        if value is None:
+            texts.append("z")
+            continue
+        if any(c in _JAVA_LINE_ENDS or 0xD800 <= ord(c) <= 0xDFFF for c in value):
+            return None
+        if _INTEGER_TEXT.fullmatch(value):
+            digits = value.removeprefix("-").rjust(_DIGITS, "0")[:_DIGITS]
+            if value.startswith("-"):
+                texts.append("n" + digits.translate(_NINES))
+            else:
+                texts.append("p" + digits)
+        else:
+            texts.append("s" + value)
+    return "\u0001".join(texts)
+
+
+_NINES = str.maketrans("0123456789", "9876543210")
 
 
 def key_ranges(orders: Sequence[str], limit: int = _RANGES) -> list[tuple[str, str]]:
@@ -545,8 +630,6 @@ def _may_hold_expired_tombstones(path: str, cutoff: dt.datetime) -> bool:
     for a row a truncate removed) between the file's lowest and highest ``_cdc_op``: a file of
     snapshot reads only, or of updates only, has none. A file without statistics may hold one.
     """
-    import pyarrow as pa
-
     actions = pa.table(open_delta(path).get_add_actions(flatten=True))
     names = (f"min.{OP}", f"max.{OP}", f"min.{UPDATED_AT}")
     if actions.num_rows == 0:
@@ -819,6 +902,193 @@ def apply_changes(
             _release(frame)
 
 
+def apply_arrow_changes(
+    spark: SparkSession,
+    path: str,
+    rows: pa.Table,
+    schema: StructType,
+    data_columns: Sequence[str],
+    *,
+    frame: Callable[[], DataFrame],
+    txn_app_id: str,
+    txn_version: int,
+    on_rejected: Callable[[DataFrame], None] | None = None,
+    driver: bool = True,
+) -> MergeResult:
+    """:func:`apply_changes` of a batch already on the driver as Arrow, without Spark.
+
+    What :func:`apply_changes` asks its statistics job (events, placeholders, events older
+    than a horizon, the keys and their ranges) and its collapse to each key's last change are
+    computed here with pyarrow, and the last changes go to the driver MERGE
+    (:func:`silver.merge_driver.merge_rows`: the same condition, position guard and app
+    transaction). Whatever that road does not do exactly as the Spark one (placeholders to
+    fold, refusals to look up, a table the driver MERGE must not write, a key whose key-order
+    text only Spark may compute) takes the Spark road on ``frame()``, the same rows as a
+    DataFrame, with the reason in :attr:`MergeResult.arrow_reason` (and at DEBUG).
+
+    Args:
+        spark: The session (for the Spark road).
+        path: Silver table location; the table exists (a new table takes the Spark road).
+        rows: Decoded c/u/d/r changes as Arrow, with the input metadata columns and
+            ``data_columns`` typed as the table's columns (no cast needed).
+        schema: Spark's schema of ``rows`` (the DataFrame ``frame`` returns).
+        data_columns: The data column names, in table order.
+        frame: The same rows as a DataFrame, built only when the Spark road needs it.
+        txn_app_id: Delta app id of this silver table's writer.
+        txn_version: Monotonic version of this MERGE.
+        on_rejected: As for :func:`apply_changes` (the Spark road only: this road refuses
+            nothing, a batch with anything to refuse takes the other).
+        driver: ``silver.merge.driver``: False sends every batch to the Spark road.
+
+    Returns:
+        The same counts as :func:`apply_changes` on the same rows.
+    """
+    from deltalake.exceptions import TableNotFoundError
+
+    events = rows.num_rows
+    if events == 0:
+        return MergeResult(path, 0, 0, 0, 0, None, skipped=False, from_arrow=True)
+    try:
+        log: Any = open_delta(path)
+    except TableNotFoundError:
+        log = None
+    if log is not None and (log.transaction_version(txn_app_id) or -1) >= txn_version:
+        logger.info("silver %s: %s v%s already applied", path, txn_app_id, txn_version)
+        return MergeResult(path, events, 0, 0, 0, None, skipped=True, from_arrow=True)
+    why = _arrow_reason(log, rows, schema, data_columns, driver=driver)
+    last: pa.Table | None = None
+    ranges: list[tuple[str, str]] = []
+    if why is None:
+        last = D.last_changes(rows, key=KEY, position=POSITION)
+        orders = [key_order_of(k) for k in last.column(KEY).to_pylist()]
+        if any(o is None for o in orders):
+            why = "a key whose key-order text only Spark computes"
+        else:
+            last = last.append_column(KEY_ORDER, pa.array(orders, pa.string()))
+            ranges = key_ranges(sorted({o for o in orders if o is not None}))
+            candidate = _candidate_bytes(log, ranges)
+            if candidate > D.DRIVER_TARGET_BYTES:
+                why = f"candidate files {candidate} bytes, over {D.DRIVER_TARGET_BYTES}"
+    if why is None and last is not None:
+        merged = _merge_rows_on_driver(
+            path, log, last, data_columns, ranges, txn_app_id, txn_version
+        )
+        if merged is not None:
+            return MergeResult(
+                path,
+                events,
+                last.num_rows,
+                merged[0],
+                merged[1],
+                None,
+                skipped=False,
+                merged_by=D.DRIVER,
+                from_arrow=True,
+            )
+        why = "deltalake failed (logged above)"
+        driver = False  # it failed once: the Spark road merges with Spark
+    logger.debug("silver %s: the Spark road: %s", path, why)
+    result = apply_changes(
+        spark,
+        path,
+        frame(),
+        data_columns,
+        txn_app_id=txn_app_id,
+        txn_version=txn_version,
+        on_rejected=on_rejected,
+        events_hint=events,
+        driver=driver,
+    )
+    if why == "deltalake failed (logged above)" and result.merged_by == D.SPARK:
+        result = dataclasses.replace(result, spark_reason=why)
+    return dataclasses.replace(result, arrow_reason=why)
+
+
+def _arrow_reason(
+    log: Any,
+    rows: pa.Table,
+    schema: StructType,
+    data_columns: Sequence[str],
+    *,
+    driver: bool,
+) -> str | None:
+    """Why a batch on the driver must take the Spark road; None when the driver may merge it.
+
+    The reasons of :func:`_spark_reason` that the batch's rows answer (placeholders, events
+    older than a horizon, its size) and the table's (protocol, columns, types), checked
+    before any work; the candidate files once the key ranges are known.
+    """
+    if not driver:
+        return "silver.merge.driver is off"
+    if log is None:
+        return "no table"
+    unavailable = rows.column(UNAVAILABLE)
+    placeholders = pc.sum(pc.greater(pc.fill_null(pc.list_value_length(unavailable), 0), 0))
+    if placeholders.as_py():
+        return f"{placeholders.as_py()} events with unavailable-value placeholders"
+    properties = log.metadata().configuration
+    horizons = (
+        _hex_position(properties.get(PURGE_HORIZON_PROPERTY)),
+        _hex_position(properties.get(TRUNCATE_HORIZON_PROPERTY)),
+    )
+    lowest = max((h for h in horizons if h is not None), default=None)
+    positions = rows.column(POSITION)
+    if positions.null_count or rows.column(KEY).null_count:
+        return "events without a key or a position"
+    if lowest is not None:
+        old = pc.sum(pc.less(positions, pa.scalar(lowest, positions.type))).as_py()
+        if old:
+            return f"{old} events older than a purge or truncate horizon"
+    if rows.num_rows > SMALL_INPUT_ROWS:
+        return f"batch over {SMALL_INPUT_ROWS} events"
+    protocol = D.protocol_reason(log.protocol())
+    if protocol is not None:
+        return protocol
+    table = _log_schema(log)
+    if table is None:
+        return "no table"
+    with_order = StructType([*schema.fields, StructField(KEY_ORDER, StringType())])
+    return D.schema_reason(with_order, table, [*_DRIVER_SOURCE, *data_columns])
+
+
+def _merge_rows_on_driver(
+    path: str,
+    log: Any,
+    last: pa.Table,
+    data_columns: Sequence[str],
+    ranges: Sequence[tuple[str, str]],
+    txn_app_id: str,
+    txn_version: int,
+) -> tuple[int, int] | None:
+    """:func:`silver.merge_driver.merge_rows` of the batch's last changes, on the driver.
+
+    Returns:
+        Rows inserted and updated; None when deltalake failed without committing (logged: the
+        caller merges with Spark instead). A failure after the commit is raised: the batch is
+        applied, and the job's retry finds the app transaction and skips it.
+    """
+    rows = last.select([*_DRIVER_SOURCE, *data_columns])
+    try:
+        return D.merge_rows(
+            log,
+            rows,
+            key=KEY,
+            key_order=KEY_ORDER,
+            position=POSITION,
+            computed={DELETED: D.deleted(rows.column(OP)), UPDATED_AT: D.now_utc()},
+            ranges=ranges,
+            txn_app_id=txn_app_id,
+            txn_version=txn_version,
+        )
+    except Exception:
+        if (open_delta(path).transaction_version(txn_app_id) or -1) >= txn_version:
+            raise
+        logger.warning(
+            "silver %s: the driver MERGE failed; merging with Spark instead", path, exc_info=True
+        )
+        return None
+
+
 _MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 
@@ -875,34 +1145,12 @@ def _merge_on_driver(
     txn_app_id: str,
     txn_version: int,
 ) -> tuple[int, int] | None:
-    """Collect the batch's last changes as Arrow (one Spark job) and MERGE them with deltalake.
-
-    Returns:
-        Rows inserted and updated; None when deltalake failed without committing (logged: the
-        caller merges with Spark instead). A failure after the commit is raised: the batch is
-        applied, and the job's retry finds the app transaction and skips it.
-    """
+    """:func:`_merge_rows_on_driver` of the batch's last changes collected as Arrow (one
+    Spark job)."""
     rows = last.select(*[F.col(quote_identifier(c)) for c in (*_DRIVER_SOURCE, *data_columns)])
-    arrow = rows.toArrow()
-    try:
-        return D.merge_rows(
-            log,
-            arrow,
-            key=KEY,
-            key_order=KEY_ORDER,
-            position=POSITION,
-            computed={DELETED: D.deleted(arrow.column(OP)), UPDATED_AT: D.now_utc()},
-            ranges=ranges,
-            txn_app_id=txn_app_id,
-            txn_version=txn_version,
-        )
-    except Exception:
-        if (open_delta(path).transaction_version(txn_app_id) or -1) >= txn_version:
-            raise
-        logger.warning(
-            "silver %s: the driver MERGE failed; merging with Spark instead", path, exc_info=True
-        )
-        return None
+    return _merge_rows_on_driver(
+        path, log, rows.toArrow(), data_columns, ranges, txn_app_id, txn_version
+    )
 
 
 def _merge(
@@ -941,8 +1189,6 @@ def _candidate_bytes(log: Any, ranges: Sequence[tuple[str, str]]) -> int:
     Delta's min/max of a long text are a prefix and a prefix raised, so the test stays
     conservative.
     """
-    import pyarrow as pa
-
     if log is None:
         return 0
     actions = pa.table(log.get_add_actions(flatten=True))
@@ -1131,8 +1377,6 @@ _COMPACT_ATTEMPTS = 3
 def small_files(spark: SparkSession, path: str) -> int:
     """Files of the table's current version below Delta's OPTIMIZE minimum file size (read
     from the Delta log with deltalake: no Spark job)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
     from deltalake.exceptions import TableNotFoundError
 
     try:

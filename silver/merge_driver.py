@@ -43,6 +43,7 @@ __all__ = [
     "DRIVER_TARGET_BYTES",
     "WRITER_FEATURES",
     "READER_FEATURES",
+    "last_changes",
     "merge_condition",
     "merge_rows",
     "protocol_reason",
@@ -233,3 +234,30 @@ def now_utc() -> dt.datetime:
 def deleted(op: pa.ChunkedArray | pa.Array) -> Any:
     """``_cdc_deleted`` of the rows: their op is ``d`` (as the Spark path's ``op == 'd'``)."""
     return pc.equal(op, "d")
+
+
+def last_changes(rows: pa.Table, *, key: str, position: str) -> pa.Table:
+    """Each key's change of the highest position: :func:`silver.merge.collapse_by_aggregate`
+    (``max_by`` per key) on Arrow rows, for a batch without placeholders.
+
+    Positions compare as unsigned bytes, a prefix first (pyarrow's binary order, Spark's too).
+    Rows of one key at one position are the same event delivered twice (identical but for
+    where bronze landed it): either may be kept, as ``max_by`` keeps either.
+
+    Args:
+        rows: Changes with no null key or position.
+        key: The key column.
+        position: The position column.
+
+    Returns:
+        One row per key, in key order.
+    """
+    if rows.num_rows == 0:
+        return rows
+    ordered = rows.take(
+        pc.sort_indices(rows, sort_keys=[(key, "ascending"), (position, "descending")])
+    )
+    keys = ordered.column(key).combine_chunks()
+    starts = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))
+    first = pa.concat_arrays([pa.array([True]), starts])
+    return ordered.filter(first)
