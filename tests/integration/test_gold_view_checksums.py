@@ -36,7 +36,7 @@ def _validated(spark: Any, path: Path, version: int) -> bool:
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, str(path))
     snapshot = log.getSnapshotAt(version, none, none, False)
     assert snapshot.checksumOpt().isDefined(), f"Delta found no checksum of version {version}"
-    empty = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$").empty()
+    empty = jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(jvm.java.util.HashMap())
     return bool(snapshot.validateChecksum(empty))
 
 
