@@ -616,8 +616,12 @@ class SilverJob:
         self.result.purged += purged
         return purged
 
-    def run_continuous(self, interval_seconds: float = 10.0) -> None:
+    def run_continuous(self, interval_seconds: float = 1.0) -> None:
         """Keep applying new bronze rows every ``interval_seconds`` until stopped.
+
+        A micro-batch longer than the interval starts the next one at once; a shorter one
+        waits for the interval's next boundary, which every row it did not see waits too: the
+        default of 1 s keeps that wait under the micro-batch's own seconds.
 
         Tombstone rows past the retention are purged after each micro-batch that touched their
         table, at most once an hour per table.
