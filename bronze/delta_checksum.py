@@ -270,7 +270,8 @@ def version_checksum(table: LakePath | str, version: int) -> VersionChecksum | N
         if derived is not None:
             _write_new(target, derived.to_json())
         return derived
-    except (_Unaccountable, OSError, ValueError, KeyError, TypeError) as exc:
-        # ValueError includes a malformed JSON line (orjson.JSONDecodeError).
+    except (_Unaccountable, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        # A malformed log (orjson.JSONDecodeError is a ValueError; a null action an
+        # AttributeError) is Delta's to report when it reads it, not a checksum's.
         logger.debug("no checksum for %s v%s: %s", where, version, exc)
         return None
