@@ -1,0 +1,599 @@
+"""The binlog stream's columnar road: a read's plain inserts and updates held, landed per table.
+
+Most of a binlog is row events of captured tables that :class:`capture.mysql.binlog.BinlogReader`
+decoded into value lists (``event.images``): inserts and updates. The stream reader
+(:mod:`capture.mysql.stream`) does per such event only what the order and the offsets need (the
+transaction's counts, its schemas) and holds the event here; the held events are landed per
+table and per column: each column's values become one Arrow array (ints, text and
+microsecond DATETIMEs vectorized; every other type, and a masked column, through its per-value
+converter and the column masks, as the snapshot's columnar loop does:
+:func:`capture.columnar_snapshot.encode_chunk`), and the envelopes, keys and bronze columns are
+assembled with Arrow's string kernels, byte for byte what
+:class:`capture.change_records.RowAppender` writes for each row
+(``tests/integration/test_mysql_stream_columns.py`` lands one binlog through both roads and
+compares the rows).
+
+Order: the held rows are landed in arrival order, and before anything else reaches the batch
+(the reader lands them before any other event's records, before the batch's size is checked
+and when the read ends), so positions, transaction boundaries and offsets are the per-event
+road's. The rows of a table whose held values need care (a value that does not convert or has
+no representation, contract C1; an update that moved the key; an image the binlog reader's
+corrections apply to and reject) take the per-event road, in their place: the reader's
+``replay`` lands each such event as before (quarantine, C1 header, key-move records exactly as
+they were).
+
+The ``source`` block's JSON is a template cut from what ``StreamReader._source`` writes, with
+marker values in its varying fields (``ts_ms``, ``server_id``, ``gtid``, ``file``, ``pos``,
+``row``, ``thread``, ``query``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bronze import schema as S
+from bronze.batch import BatchBuilder
+from bronze.columnar import JSON_NULL, json_object, json_strings, json_texts
+from bronze.envelope import ChangeEvent, built_data_event
+from bronze.position_base import Phase
+from capture.change_records import data_record
+from capture.columnar_snapshot import Encoder, _NeedsRows, data_rows, encode_chunk
+from capture.mysql.agent import MySqlTable, MySqlTx
+from capture.mysql.position import MySqlPosition
+from capture.mysql.snapshot import unguarded_converter
+from capture.mysql.types import _epoch_micros, stream_fixes, stream_row
+from pipeline.errors import InternalError, PipelineError
+
+__all__ = ["HeldEvent", "HeldRows", "SourceTemplate", "stream_encoder"]
+
+logger = logging.getLogger(__name__)
+
+
+class HeldEvent(NamedTuple):
+    """One held row event and what its rows' records need, as the reader saw it.
+
+    Attributes:
+        event: The row event (an insert or update :class:`BinlogReader` decoded).
+        images: Its row images (``event.images``).
+        table: The captured table.
+        tx: Its transaction.
+        where: ``(event start, origin, ts_ms, file number)`` (``StreamReader._rows``'s).
+        file: The binlog file.
+        update: An update (before and after images alternate).
+        rows: Its rows.
+    """
+
+    event: Any
+    images: list[tuple[list[Any], dict[int, str] | None]]
+    table: MySqlTable
+    tx: MySqlTx
+    where: tuple[int, str, int, int]
+    file: str
+    update: bool
+    rows: int
+
+
+Replay = Callable[[BatchBuilder, HeldEvent], None]
+"""Lands one held event through the per-event road (a value of its table needs it)."""
+
+SourceOf = Callable[..., dict[str, Any]]
+"""``StreamReader._source(table, pos, row, gtid, ts_ms, thread, query, server_id)``."""
+
+
+# --- the source block ---------------------------------------------------------------------------
+
+_INT_MARKS: Final = {
+    "ts_ms": 9_000_000_000_000_000_011,
+    "server_id": 9_000_000_000_000_000_012,
+    "pos": 9_000_000_000_000_000_013,
+    "row": 9_000_000_000_000_000_014,
+    "thread": 9_000_000_000_000_000_015,
+}
+"""Marker values no real field holds (19 digits), to cut the ``source`` template at."""
+_TEXT_MARKS: Final = {
+    "gtid": "@medallion-slot-gtid@",
+    "file": "@medallion-slot-file@",
+    "query": "@medallion-slot-query@",
+}
+_SLOT_OF: Final = {
+    **{str(v): k for k, v in _INT_MARKS.items()},
+    **{f'"{v}"': k for k, v in _TEXT_MARKS.items()},
+}
+_SLOT_RE: Final = re.compile("|".join(re.escape(text) for text in _SLOT_OF))
+_REQUIRED: Final = frozenset({"ts_ms", "server_id", "gtid", "file", "pos", "row", "thread"})
+
+
+@dataclass(frozen=True, slots=True)
+class SourceTemplate:
+    """A table's ``source`` block as JSON text with slots for its varying fields.
+
+    Attributes:
+        parts: The constant text around the slots (one more than ``slots``).
+        slots: Each slot's field (``ts_ms``, ``server_id``, ``gtid``, ``file``, ``pos``,
+            ``row``, ``thread``, ``query``).
+    """
+
+    parts: tuple[str, ...]
+    slots: tuple[str, ...]
+
+    @classmethod
+    def cut(cls, source: SourceOf, table: MySqlTable) -> SourceTemplate:
+        """The template of what ``source`` writes for ``table``, cut at the markers.
+
+        Raises:
+            ValueError: The block has no slot for every varying field, or one twice (a name
+                that holds a marker's text).
+        """
+        m = _INT_MARKS
+        block = source(
+            table,
+            m["pos"],
+            m["row"],
+            _TEXT_MARKS["gtid"],
+            m["ts_ms"],
+            m["thread"],
+            _TEXT_MARKS["query"],
+            m["server_id"],
+        )
+        block["file"] = _TEXT_MARKS["file"]  # the reader writes its current file there
+        text = orjson.dumps(block).decode()
+        pieces = _SLOT_RE.split(text)
+        found = _SLOT_RE.findall(text)
+        slots = tuple(_SLOT_OF[f] for f in found)
+        if len(set(slots)) != len(slots) or not _REQUIRED <= set(slots):
+            raise ValueError(f"the source block has no single slot for every field: {text}")
+        return cls(tuple(pieces), slots)
+
+    def fill(self, values: dict[str, pa.Array]) -> pa.Array:
+        """The ``source`` JSON of each row from each slot's JSON text column."""
+        args: list[pa.Array | str] = []
+        for part, slot in zip(self.parts, self.slots, strict=False):
+            args += [part, values[slot]]
+        args.append(self.parts[-1])
+        return pc.binary_join_element_wise(*args, "")
+
+
+# --- positions ----------------------------------------------------------------------------------
+
+_PROBE: Final = MySqlPosition._new(
+    0x01020304, 0x1112131415161718, Phase.STREAM, 0x21222324, 7, None, None
+)
+"""A position encoded by its own class: the layout below is checked against it at import."""
+_LAYOUT: Final = np.dtype(
+    [
+        ("version", "u1"),
+        ("file_number", ">u4"),
+        ("pos", ">u8"),
+        ("phase", "u1"),
+        ("row", ">u4"),
+        ("seq", ">u4"),
+    ]
+)
+_PROBE_BYTES: Final = _PROBE.encode()
+if (
+    _LAYOUT.itemsize != len(_PROBE_BYTES)
+    or _PROBE_BYTES[1:5] != (0x01020304).to_bytes(4, "big")
+    or _PROBE_BYTES[5:13] != (0x1112131415161718).to_bytes(8, "big")
+    or _PROBE_BYTES[14:18] != (0x21222324).to_bytes(4, "big")
+    or _PROBE_BYTES[18:] != (7).to_bytes(4, "big")
+):  # pragma: no cover - a change of MySqlPosition's layout
+    raise InternalError("capture.mysql.stream_columns: MySqlPosition's layout changed")
+
+
+def encoded_positions(
+    file_numbers: np.ndarray[Any, Any], starts: np.ndarray[Any, Any], rows: np.ndarray[Any, Any]
+) -> pa.Array:
+    """``MySqlPosition(file number, start, STREAM, row, 0).encode()`` of each row, at once."""
+    n = len(rows)
+    packed = np.zeros(n, _LAYOUT)
+    packed["version"] = _PROBE_BYTES[0]
+    packed["file_number"] = file_numbers
+    packed["pos"] = starts
+    packed["phase"] = _PROBE_BYTES[13]
+    packed["row"] = rows
+    fixed = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(_LAYOUT.itemsize), n, [None, pa.py_buffer(packed.tobytes())]
+    )
+    return fixed.cast(pa.binary())
+
+
+# --- values -------------------------------------------------------------------------------------
+
+
+def _decimal(values: Sequence[int | None]) -> pa.Array:
+    """Decimal text of each int (null stays null)."""
+    return pc.cast(pa.array(values, pa.int64()), pa.string())
+
+
+def _json_text_of(values: Sequence[str | None]) -> pa.Array:
+    """JSON string literal of each text, ``null`` for None."""
+    return pc.fill_null(json_strings(pa.array(values, pa.string())), JSON_NULL)
+
+
+def _per_value(convert: Callable[[Any], Any], values: Sequence[Any], where: str) -> pa.Array:
+    """The converter's JSON of each value (the road of a column whose values are not all of
+    the vectorized kind)."""
+    try:
+        return json_texts([None if v is None else convert(v) for v in values])
+    except PipelineError as exc:  # the converter's ValueConversionError: the table replays
+        raise ValueError(f"{where}: {exc}") from exc
+
+
+def _vectorized(kind: str, values: Sequence[Any]) -> pa.Array | None:
+    """The JSON text of ``values`` when every one is of the vectorized kind (or None), else
+    None."""
+    try:
+        column = pa.array(values)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        return None
+    kind_of = column.type
+    if pa.types.is_null(kind_of):
+        return pa.nulls(len(column), pa.string())
+    if kind == "int":
+        if kind_of == pa.int64() or kind_of == pa.uint64():
+            return column.cast(pa.string())
+        return None
+    if kind == "unsigned":
+        if kind_of != pa.int64():
+            return None
+        low = pc.min(column).as_py()
+        return column.cast(pa.string()) if low is None or low >= 0 else None
+    if kind == "text":
+        return json_strings(column) if kind_of == pa.string() else None
+    if kind == "micros":
+        if kind_of == pa.timestamp("us"):
+            return column.cast(pa.int64()).cast(pa.string())
+        return None
+    raise InternalError(f"capture.mysql.stream_columns: unknown column kind {kind!r}")
+
+
+_KINDS: Final = {
+    "int": "int",
+    "_integer.<locals>.unsigned": "unsigned",
+    "_text.<locals>.convert": "text",
+    "_enum.<locals>.convert": "text",
+    "_set.<locals>.convert": "text",
+    "_json_type.<locals>.convert": "text",
+}
+"""Converters whose JSON is vectorized when the values are of their plain kind: signed
+integers (the value), UNSIGNED integers up to INT (the value, never negative when read with
+the binlog's signedness), and text, ENUM, SET and JSON columns (a text value as it is)."""
+
+
+def stream_encoder(table: MySqlTable, i: int) -> Encoder | None:
+    """Column ``i``'s encoder of held values (a list of the binlog reader's values, corrected),
+    or None for :func:`encode_chunk`'s per-value fallback (converter and masks)."""
+    if table.masker is not None and table.masker.covers(table.collection, table.names[i]):
+        return None
+    convert = unguarded_converter(table.types[i].convert)
+    if convert is _epoch_micros:
+        kind: str | None = "micros"
+    else:
+        kind = _KINDS.get("int" if convert is int else str(getattr(convert, "__qualname__", "")))
+    if kind is None:
+        return None
+    guarded = table.converters[i]
+    where = f"{table.collection}.{table.names[i]}"
+
+    def encode(values: Sequence[Any]) -> pa.Array:
+        out = _vectorized(kind, values)
+        return _per_value(guarded, values, where) if out is None else out
+
+    return encode
+
+
+class _Columns:
+    """Held values, column by column (what :func:`encode_chunk` reads)."""
+
+    __slots__ = ("_columns",)
+
+    def __init__(self, columns: Sequence[Sequence[Any]]) -> None:
+        self._columns = columns
+
+    @property
+    def num_rows(self) -> int:
+        return len(self._columns[0]) if self._columns else 0
+
+    def column(self, i: int) -> list[Any]:
+        return list(self._columns[i])
+
+    def slice(self, offset: int, length: int | None = None) -> _Columns:  # pragma: no cover
+        raise InternalError("capture.mysql.stream_columns: held columns are never sliced")
+
+
+def _values(table: MySqlTable, images: list[tuple[list[Any], dict[int, str] | None]]) -> _Columns:
+    """The images' values (after the binlog reader's corrections), column by column.
+
+    Raises:
+        _NeedsRows: An image the corrections reject, or not as wide as the table.
+    """
+    definition = table.definition
+    width = len(definition.columns)
+    if stream_fixes(definition) or any(reasons is not None for _, reasons in images):
+        try:
+            rows = [stream_row(definition, values, reasons) for values, reasons in images]
+        except PipelineError as exc:
+            raise _NeedsRows(str(exc)) from exc
+    else:
+        rows = [values for values, _ in images]
+    try:
+        columns = list(zip(*rows, strict=True))
+    except ValueError as exc:
+        raise _NeedsRows("row images of different widths") from exc
+    if len(columns) != width:
+        raise _NeedsRows(f"row images of {len(columns)} columns, the table has {width}")
+    return _Columns(columns)
+
+
+# --- one table's held rows ----------------------------------------------------------------------
+
+
+def _fragments(
+    table: MySqlTable, encoders: Sequence[Encoder | None], columns: _Columns
+) -> tuple[pa.Array, pa.Array | None]:
+    """The row images' JSON and their keys' JSON (None: a keyless table)."""
+    fragments = encode_chunk(table, encoders, columns)
+    names = table.names
+    n = columns.num_rows
+    image = json_object(
+        [names[i] for i in table.value_idx], [fragments[i] for i in table.value_idx], n
+    )
+    key = (
+        json_object([names[i] for i in table.key_idx], [fragments[i] for i in table.key_idx], n)
+        if table.key_idx
+        else None
+    )
+    return image, key
+
+
+def table_rows(
+    table: MySqlTable,
+    held: Sequence[HeldEvent],
+    encoders: Sequence[Encoder | None],
+    template: SourceTemplate,
+    fixed: tuple[ChangeEvent, str | None, dt.datetime],
+) -> pa.Table:
+    """The bronze rows (:data:`bronze.batch.ROW_SCHEMA`) of one table's held events.
+
+    Args:
+        table: The table.
+        held: Its held events, in arrival order.
+        encoders: One per column (:func:`stream_encoder`).
+        template: Its ``source`` template.
+        fixed: ``(event, partition, capture time)``: a classified event of the table (the
+            fields its rows share), the agent's source partition, the batch's capture time.
+
+    Raises:
+        _NeedsRows: A value needs the per-event road (see the module docstring).
+    """
+    event, partition, now = fixed
+    afters: list[tuple[list[Any], dict[int, str] | None]] = []
+    befores: list[tuple[list[Any], dict[int, str] | None]] = []
+    counts = np.fromiter((h.rows for h in held), np.int64, len(held))
+    updated = np.fromiter((h.update for h in held), bool, len(held))
+    for h in held:
+        if h.update:
+            befores += h.images[0::2]
+            afters += h.images[1::2]
+        else:
+            afters += h.images
+    n = len(afters)
+    after, key = _fragments(table, encoders, _values(table, afters))
+    row_event = np.repeat(np.arange(len(held)), counts)
+    row_updated = updated[row_event]
+    if befores:
+        before_image, old_key = _fragments(table, encoders, _values(table, befores))
+        where = np.flatnonzero(row_updated)
+        if key is not None and old_key is not None:
+            moved = pc.not_equal(old_key, key.take(pa.array(where)))
+            if pc.any(moved).as_py():
+                raise _NeedsRows("an update moved the key")
+        slots = np.full(n, -1, np.int64)
+        slots[where] = np.arange(len(where))
+        picks = pa.array(slots, mask=slots < 0)
+        before: pa.Array | str = pc.fill_null(before_image.take(picks), JSON_NULL)
+    else:
+        before = JSON_NULL
+    firsts = np.cumsum(counts) - counts
+    row_index = np.arange(n) - np.repeat(firsts, counts)
+    starts = np.fromiter((h.where[0] for h in held), np.int64, len(held))
+    file_numbers = np.fromiter((h.where[3] for h in held), np.int64, len(held))
+    txs = [h.tx for h in held]
+    take = pa.array(row_event)
+    ops = pa.array(["u" if h.update else "c" for h in held], pa.string()).take(take)
+    event_starts = _decimal(starts.tolist())
+    rows_text = pc.cast(pa.array(row_index), pa.string())
+    files = pa.array([h.file for h in held], pa.string())
+    slots_text = {
+        "ts_ms": _decimal([h.where[2] for h in held]).take(take),
+        "server_id": _decimal([int(h.event.packet.server_id) for h in held]).take(take),
+        "gtid": _json_text_of([tx.gtid for tx in txs]).take(take),
+        "file": pc.fill_null(json_strings(files), JSON_NULL).take(take),
+        "pos": event_starts.take(take),
+        "row": rows_text,
+        "thread": pc.fill_null(_decimal([tx.thread for tx in txs]), JSON_NULL).take(take),
+    }
+    if "query" in template.slots:
+        slots_text["query"] = _json_text_of([tx.query for tx in txs]).take(take)
+    ts_ms = time.time_ns() // 1_000_000
+    value = pc.binary_join_element_wise(
+        '{"before":',
+        before,
+        ',"after":',
+        after,
+        ',"source":',
+        template.fill(slots_text),
+        ',"op":"',
+        ops,
+        f'","ts_ms":{ts_ms}}}',
+        "",
+    )
+    per_row = {
+        S.OP: ops,
+        S.POSITION: encoded_positions(file_numbers[row_event], starts[row_event], row_index),
+        S.SEQ: pa.array(np.zeros(n, np.int64)),
+        S.TX_ID: pa.array([tx.id for tx in txs], pa.string()).take(take),
+        S.SOURCE_TS_MS: pa.array([h.where[2] for h in held], pa.int64()).take(take),
+        S.ORIGIN: pc.binary_join_element_wise(
+            "mysql:", files.take(take), ":", event_starts.take(take), "#", rows_text, ""
+        ),
+    }
+    return data_rows(table, event, partition, (key, value), (ts_ms, now), per_row)
+
+
+# --- the held events of one read ----------------------------------------------------------------
+
+
+class HeldRows:
+    """The held events of one stream read (see the module docstring).
+
+    Args:
+        source: ``StreamReader._source``.
+        partition: The agent's source partition.
+        now: The batch's capture time.
+    """
+
+    def __init__(self, source: SourceOf, partition: str | None, now: dt.datetime) -> None:
+        self._source = source
+        self.partition = partition
+        self.now = now
+        self.events: list[HeldEvent] = []
+        """The held events, in arrival order."""
+        self.rows = 0
+        """Rows held."""
+        self._known: dict[int, tuple[MySqlTable, tuple[Encoder | None, ...], SourceTemplate]] = {}
+        self._classified: dict[int, tuple[MySqlTable, ChangeEvent]] = {}
+        self.landed = 0
+        """Events landed so far (either road)."""
+        self.replayed = 0
+        """Events of them that took the per-event road."""
+
+    def add(self, held: HeldEvent) -> None:
+        """Hold one event."""
+        self.events.append(held)
+        self.rows += held.rows
+
+    def land(self, builder: BatchBuilder, replay: Replay) -> tuple[list[str], HeldEvent | None]:
+        """Add every held event's rows to ``builder`` in arrival order, then hold nothing.
+
+        Args:
+            builder: The batch.
+            replay: Lands a held event through the per-event road (which sets the agent's last
+                position itself).
+
+        Returns:
+            The tables whose events took the per-event road, and why (for the log); the last
+            event when it took the columnar road (its last row is the agent's last position).
+        """
+        events = self.events
+        if not events:
+            return [], None
+        self.events, self.rows = [], 0
+        groups: dict[int, list[int]] = {}
+        for index, held in enumerate(events):
+            groups.setdefault(id(held.table), []).append(index)
+        tables: dict[int, pa.Table | None] = {}
+        why: list[str] = []
+        for key, members in groups.items():
+            table = events[members[0]].table
+            try:
+                tables[key] = self._rows_of(table, [events[i] for i in members])
+            except _NeedsRows as exc:
+                why.append(f"{table.collection} ({exc})")
+                tables[key] = None
+        self.landed += len(events)
+        last = events[-1] if tables[id(events[-1].table)] is not None else None
+        if len(groups) == 1 and last is not None:
+            builder.add_columns(tables[id(last.table)])
+            return why, last
+        self._interleave(builder, events, tables, replay)
+        return why, last
+
+    def _interleave(
+        self,
+        builder: BatchBuilder,
+        events: list[HeldEvent],
+        tables: dict[int, pa.Table | None],
+        replay: Replay,
+    ) -> None:
+        """Add the rows of several tables (by ``id`` of the table: its rows, or None to replay
+        its events) back in arrival order: runs of events that took the columnar road as one
+        ``take`` of their rows, the others replayed one by one."""
+        first_row: dict[int, int] = {}
+        offset = 0
+        present: list[pa.Table] = []
+        for key, rows in tables.items():
+            if rows is not None:
+                first_row[key] = offset
+                offset += rows.num_rows
+                present.append(rows)
+        joined = pa.concat_tables(present) if present else None
+        next_row = dict(first_row)
+        run: list[np.ndarray[Any, Any]] = []
+
+        def flush_run() -> None:
+            if run:
+                if joined is None:
+                    raise InternalError("capture.mysql.stream_columns: rows without a table")
+                builder.add_columns(joined.take(pa.array(np.concatenate(run))))
+                run.clear()
+
+        for held in events:
+            key = id(held.table)
+            if tables[key] is None:
+                flush_run()
+                replay(builder, held)
+                self.replayed += 1
+                continue
+            at = next_row[key]
+            run.append(np.arange(at, at + held.rows))
+            next_row[key] = at + held.rows
+        flush_run()
+
+    def _rows_of(self, table: MySqlTable, held: list[HeldEvent]) -> pa.Table:
+        known = self._known.get(id(table))
+        if known is None or known[0] is not table:
+            encoders = tuple(stream_encoder(table, i) for i in range(len(table.names)))
+            try:
+                template = SourceTemplate.cut(self._source, table)
+            except ValueError as exc:  # a name that holds a marker's text
+                raise _NeedsRows(str(exc)) from exc
+            known = (table, encoders, template)
+            self._known[id(table)] = known
+        _table, encoders, template = known
+        classified = self._classified.get(id(table))
+        if classified is None or classified[0] is not table:
+            h = held[0]
+            record = data_record(
+                "u" if h.update else "c",
+                self._source(table, h.where[0], 0, h.tx.gtid, h.where[2], h.tx.thread),
+                None,
+                {},
+                None,
+                None,
+                table,
+            )
+            classified = (table, built_data_event(record))
+            self._classified[id(table)] = classified
+        return table_rows(
+            table, held, encoders, template, (classified[1], self.partition, self.now)
+        )
+
+
+def position_of(held: HeldEvent) -> MySqlPosition:
+    """The position of ``held``'s last row (the agent's last position once it is landed)."""
+    start, _origin, _ts, file_number = held.where
+    return MySqlPosition._new(
+        file_number, start, Phase.STREAM, held.rows - 1, 0, held.file, held.tx.gtid
+    )
