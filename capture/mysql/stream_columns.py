@@ -30,6 +30,7 @@ marker values in its varying fields (``ts_ms``, ``server_id``, ``gtid``, ``file`
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 import re
 import time
@@ -55,7 +56,7 @@ from capture.mysql.snapshot import unguarded_converter
 from capture.mysql.types import _epoch_micros, stream_fixes, stream_row
 from pipeline.errors import InternalError, PipelineError
 
-__all__ = ["HeldEvent", "HeldRows", "SourceTemplate", "stream_encoder"]
+__all__ = ["HeldEvent", "HeldRows", "HeldTable", "SourceTemplate", "stream_encoder"]
 
 logger = logging.getLogger(__name__)
 
@@ -320,13 +321,12 @@ def _values(table: MySqlTable, images: list[tuple[list[Any], dict[int, str] | No
     """
     definition = table.definition
     width = len(definition.columns)
-    if stream_fixes(definition) or any(reasons is not None for _, reasons in images):
+    rows, reasons = zip(*images, strict=True)
+    if stream_fixes(definition) or reasons.count(None) != len(reasons):
         try:
-            rows = [stream_row(definition, values, reasons) for values, reasons in images]
+            rows = tuple(stream_row(definition, v, r) for v, r in images)
         except PipelineError as exc:
             raise _NeedsRows(str(exc)) from exc
-    else:
-        rows = [values for values, _ in images]
     try:
         columns = list(zip(*rows, strict=True))
     except ValueError as exc:
@@ -357,99 +357,170 @@ def _fragments(
     return image, key
 
 
-def table_rows(
-    table: MySqlTable,
-    held: Sequence[HeldEvent],
-    encoders: Sequence[Encoder | None],
-    template: SourceTemplate,
-    fixed: tuple[ChangeEvent, str | None, dt.datetime],
-) -> pa.Table:
-    """The bronze rows (:data:`bronze.batch.ROW_SCHEMA`) of one table's held events.
+_Meta = tuple[Any, ...]
+"""What :class:`HeldTable` keeps of one held event: :data:`_FIELDS`, in order."""
+_FIELDS: Final = (
+    "update", "rows", "start", "file_number", "ts_ms", "gtid", "thread", "query", "tx_id",
+    "file", "event",
+)  # fmt: skip
+
+
+class HeldTable:
+    """The held events of one table, in arrival order: what their rows need, kept as they are
+    held (one tuple an event, the images appended to two lists) so that landing them reads
+    columns.
 
     Args:
         table: The table.
-        held: Its held events, in arrival order.
-        encoders: One per column (:func:`stream_encoder`).
-        template: Its ``source`` template.
-        fixed: ``(event, partition, capture time)``: a classified event of the table (the
-            fields its rows share), the agent's source partition, the batch's capture time.
-
-    Raises:
-        _NeedsRows: A value needs the per-event road (see the module docstring).
     """
-    event, partition, now = fixed
-    afters: list[tuple[list[Any], dict[int, str] | None]] = []
-    befores: list[tuple[list[Any], dict[int, str] | None]] = []
-    counts = np.fromiter((h.rows for h in held), np.int64, len(held))
-    updated = np.fromiter((h.update for h in held), bool, len(held))
-    for h in held:
-        if h.update:
-            befores += h.images[0::2]
-            afters += h.images[1::2]
+
+    __slots__ = ("afters", "befores", "held", "meta", "table")
+
+    def __init__(self, table: MySqlTable) -> None:
+        self.table = table
+        self.held: list[HeldEvent] = []
+        self.meta: list[_Meta] = []
+        self.afters: list[tuple[list[Any], dict[int, str] | None]] = []
+        """The after image of every row (an insert's image)."""
+        self.befores: list[tuple[list[Any], dict[int, str] | None]] = []
+        """The before image of every updated row."""
+
+    def add(self, held: HeldEvent) -> None:
+        """Hold one event of the table."""
+        self.held.append(held)
+        tx, where, images = held.tx, held.where, held.images
+        self.meta.append(
+            (
+                held.update,
+                held.rows,
+                where[0],
+                where[3],
+                where[2],
+                tx.gtid,
+                tx.thread,
+                tx.query,
+                tx.id,
+                held.file,
+                held.event,
+            )
+        )
+        if held.update:
+            self.befores += images[0::2]
+            self.afters += images[1::2]
         else:
-            afters += h.images
-    n = len(afters)
-    after, key = _fragments(table, encoders, _values(table, afters))
-    row_event = np.repeat(np.arange(len(held)), counts)
-    row_updated = updated[row_event]
-    if befores:
-        before_image, old_key = _fragments(table, encoders, _values(table, befores))
-        where = np.flatnonzero(row_updated)
-        if key is not None and old_key is not None:
-            moved = pc.not_equal(old_key, key.take(pa.array(where)))
-            if pc.any(moved).as_py():
-                raise _NeedsRows("an update moved the key")
-        slots = np.full(n, -1, np.int64)
-        slots[where] = np.arange(len(where))
-        picks = pa.array(slots, mask=slots < 0)
-        before: pa.Array | str = pc.fill_null(before_image.take(picks), JSON_NULL)
-    else:
-        before = JSON_NULL
-    firsts = np.cumsum(counts) - counts
-    row_index = np.arange(n) - np.repeat(firsts, counts)
-    starts = np.fromiter((h.where[0] for h in held), np.int64, len(held))
-    file_numbers = np.fromiter((h.where[3] for h in held), np.int64, len(held))
-    txs = [h.tx for h in held]
-    take = pa.array(row_event)
-    ops = pa.array(["u" if h.update else "c" for h in held], pa.string()).take(take)
-    event_starts = _decimal(starts.tolist())
-    rows_text = pc.cast(pa.array(row_index), pa.string())
-    files = pa.array([h.file for h in held], pa.string())
-    slots_text = {
-        "ts_ms": _decimal([h.where[2] for h in held]).take(take),
-        "server_id": _decimal([int(h.event.packet.server_id) for h in held]).take(take),
-        "gtid": _json_text_of([tx.gtid for tx in txs]).take(take),
-        "file": pc.fill_null(json_strings(files), JSON_NULL).take(take),
-        "pos": event_starts.take(take),
-        "row": rows_text,
-        "thread": pc.fill_null(_decimal([tx.thread for tx in txs]), JSON_NULL).take(take),
-    }
-    if "query" in template.slots:
-        slots_text["query"] = _json_text_of([tx.query for tx in txs]).take(take)
-    ts_ms = time.time_ns() // 1_000_000
-    value = pc.binary_join_element_wise(
-        '{"before":',
-        before,
-        ',"after":',
-        after,
-        ',"source":',
-        template.fill(slots_text),
-        ',"op":"',
-        ops,
-        f'","ts_ms":{ts_ms}}}',
-        "",
-    )
-    per_row = {
-        S.OP: ops,
-        S.POSITION: encoded_positions(file_numbers[row_event], starts[row_event], row_index),
-        S.SEQ: pa.array(np.zeros(n, np.int64)),
-        S.TX_ID: pa.array([tx.id for tx in txs], pa.string()).take(take),
-        S.SOURCE_TS_MS: pa.array([h.where[2] for h in held], pa.int64()).take(take),
-        S.ORIGIN: pc.binary_join_element_wise(
-            "mysql:", files.take(take), ":", event_starts.take(take), "#", rows_text, ""
-        ),
-    }
-    return data_rows(table, event, partition, (key, value), (ts_ms, now), per_row)
+            self.afters += images
+
+    def rows(
+        self,
+        encoders: Sequence[Encoder | None],
+        template: SourceTemplate,
+        fixed: tuple[ChangeEvent, str | None, dt.datetime],
+    ) -> pa.Table:
+        """The bronze rows (:data:`bronze.batch.ROW_SCHEMA`) of the held events.
+
+        Args:
+            encoders: One per column (:func:`stream_encoder`).
+            template: The table's ``source`` template.
+            fixed: ``(event, partition, capture time)``: a classified event of the table (the
+                fields its rows share), the agent's source partition, the batch's capture time.
+
+        Raises:
+            _NeedsRows: A value needs the per-event road (see the module docstring).
+        """
+        table = self.table
+        event, partition, now = fixed
+        field = dict(zip(_FIELDS, zip(*self.meta, strict=True), strict=True))
+        counts = np.array(field["rows"], np.int64)
+        updated = np.array(field["update"], bool)
+        n = len(self.afters)
+        after, key = _fragments(table, encoders, _values(table, self.afters))
+        single = bool((counts == 1).all())
+        row_event = np.arange(n) if single else np.repeat(np.arange(len(counts)), counts)
+        take = None if single else _int64s(row_event)
+
+        def per_row(array: pa.Array) -> pa.Array:
+            return array if take is None else array.take(take)
+
+        if self.befores:
+            before_image, old_key = _fragments(table, encoders, _values(table, self.befores))
+            where = np.flatnonzero(updated[row_event])
+            if key is not None and old_key is not None:
+                moved = pc.not_equal(old_key, key.take(_int64s(where)))
+                if pc.any(moved).as_py():
+                    raise _NeedsRows("an update moved the key")
+            if len(where) == n:
+                before: pa.Array | str = before_image
+            else:
+                slots = np.full(n, -1, np.int64)
+                slots[where] = np.arange(len(where))
+                picks = pa.array(slots, mask=slots < 0)
+                before = pc.fill_null(before_image.take(picks), JSON_NULL)
+        else:
+            before = JSON_NULL
+        if single:
+            row_index = np.zeros(n, np.int64)
+        else:
+            firsts = np.cumsum(counts) - counts
+            row_index = np.arange(n) - np.repeat(firsts, counts)
+        starts = np.array(field["start"], np.int64)
+        ops = per_row(pc.if_else(_bools(updated), "u", "c"))
+        event_starts = _decimal_of(starts)
+        rows_text = pc.cast(_int64s(row_index), pa.string())
+        files = pa.array(field["file"], pa.string())
+        server_ids = np.array([int(e.packet.server_id) for e in field["event"]], np.int64)
+        ts_ms = np.array(field["ts_ms"], np.int64)
+        slots_text = {
+            "ts_ms": per_row(_decimal_of(ts_ms)),
+            "server_id": per_row(_decimal_of(server_ids)),
+            "gtid": per_row(_json_text_of(field["gtid"])),
+            "file": per_row(pc.fill_null(json_strings(files), JSON_NULL)),
+            "pos": per_row(event_starts),
+            "row": rows_text,
+            "thread": per_row(pc.fill_null(_decimal(field["thread"]), JSON_NULL)),
+        }
+        if "query" in template.slots:
+            slots_text["query"] = per_row(_json_text_of(field["query"]))
+        now_ms = time.time_ns() // 1_000_000
+        value = pc.binary_join_element_wise(
+            '{"before":',
+            before,
+            ',"after":',
+            after,
+            ',"source":',
+            template.fill(slots_text),
+            ',"op":"',
+            ops,
+            f'","ts_ms":{now_ms}}}',
+            "",
+        )
+        file_numbers = np.array(field["file_number"], np.int64)
+        per_row_columns = {
+            S.OP: ops,
+            S.POSITION: encoded_positions(file_numbers[row_event], starts[row_event], row_index),
+            S.SEQ: _int64s(np.zeros(n, np.int64)),
+            S.TX_ID: per_row(pa.array(field["tx_id"], pa.string())),
+            S.SOURCE_TS_MS: per_row(_int64s(ts_ms)),
+            S.ORIGIN: pc.binary_join_element_wise(
+                "mysql:", per_row(files), ":", per_row(event_starts), "#", rows_text, ""
+            ),
+        }
+        return data_rows(table, event, partition, (key, value), (now_ms, now), per_row_columns)
+
+
+def _int64s(values: np.ndarray[Any, Any]) -> pa.Array:
+    """An int64 array of a numpy array (no copy of an int64 one)."""
+    data = np.ascontiguousarray(values, np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def _bools(values: np.ndarray[Any, Any]) -> pa.Array:
+    bits = np.packbits(values.astype(bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+
+
+def _decimal_of(values: np.ndarray[Any, Any]) -> pa.Array:
+    """Decimal text of each int64."""
+    return pc.cast(_int64s(values), pa.string())
 
 
 # --- the held events of one read ----------------------------------------------------------------
@@ -468,8 +539,14 @@ class HeldRows:
         self._source = source
         self.partition = partition
         self.now = now
-        self.events: list[HeldEvent] = []
-        """The held events, in arrival order."""
+        self._groups: list[HeldTable] = []
+        """The held events per table, in the order the tables were first held."""
+        self._index: dict[int, int] = {}
+        """``id`` of a held table -> its index in ``_groups``."""
+        self._order: list[int] = []
+        """The table index of each held event, in arrival order."""
+        self._counts: list[int] = []
+        """The rows of each held event, in arrival order."""
         self.rows = 0
         """Rows held."""
         self._known: dict[int, tuple[MySqlTable, tuple[Encoder | None, ...], SourceTemplate]] = {}
@@ -481,7 +558,17 @@ class HeldRows:
 
     def add(self, held: HeldEvent) -> None:
         """Hold one event."""
-        self.events.append(held)
+        table = held.table
+        index = self._index.get(id(table))
+        if index is None:
+            index = self._index[id(table)] = len(self._groups)
+            self._groups.append(HeldTable(table))
+        group = self._groups[index]
+        if group.table is not table:  # pragma: no cover - DDL lands the held rows first
+            raise InternalError("capture.mysql.stream_columns: a table changed while held")
+        group.add(held)
+        self._order.append(index)
+        self._counts.append(held.rows)
         self.rows += held.rows
 
     def land(self, builder: BatchBuilder, replay: Replay) -> tuple[list[str], HeldEvent | None]:
@@ -496,72 +583,73 @@ class HeldRows:
             The tables whose events took the per-event road, and why (for the log); the last
             event when it took the columnar road (its last row is the agent's last position).
         """
-        events = self.events
-        if not events:
+        groups, order, counts = self._groups, self._order, self._counts
+        if not order:
             return [], None
-        self.events, self.rows = [], 0
-        groups: dict[int, list[int]] = {}
-        for index, held in enumerate(events):
-            groups.setdefault(id(held.table), []).append(index)
-        tables: dict[int, pa.Table | None] = {}
+        self._groups, self._index, self._order, self._counts, self.rows = [], {}, [], [], 0
+        tables: list[pa.Table | None] = []
         why: list[str] = []
-        for key, members in groups.items():
-            table = events[members[0]].table
+        for group in groups:
             try:
-                tables[key] = self._rows_of(table, [events[i] for i in members])
+                tables.append(self._rows_of(group))
             except _NeedsRows as exc:
-                why.append(f"{table.collection} ({exc})")
-                tables[key] = None
-        self.landed += len(events)
-        last = events[-1] if tables[id(events[-1].table)] is not None else None
-        if len(groups) == 1 and last is not None:
-            builder.add_columns(tables[id(last.table)])
+                why.append(f"{group.table.collection} ({exc})")
+                tables.append(None)
+        self.landed += len(order)
+        last_rows = tables[order[-1]]
+        last = groups[order[-1]].held[-1] if last_rows is not None else None
+        if len(groups) == 1 and last_rows is not None:
+            builder.add_columns(last_rows)
             return why, last
-        self._interleave(builder, events, tables, replay)
+        self._interleave(builder, (groups, tables), order, counts, replay)
         return why, last
 
     def _interleave(
         self,
         builder: BatchBuilder,
-        events: list[HeldEvent],
-        tables: dict[int, pa.Table | None],
+        landed: tuple[list[HeldTable], list[pa.Table | None]],
+        order: list[int],
+        counts: list[int],
         replay: Replay,
     ) -> None:
-        """Add the rows of several tables (by ``id`` of the table: its rows, or None to replay
-        its events) back in arrival order: runs of events that took the columnar road as one
-        ``take`` of their rows, the others replayed one by one."""
-        first_row: dict[int, int] = {}
+        """Add the rows of several tables (per table: its rows, or None to replay its events)
+        back in arrival order: each run of events that took the columnar road as one ``take``
+        of their rows, the others replayed one by one."""
+        groups, tables = landed
+        gids = np.array(order, np.int64)
+        sizes = np.array(counts, np.int64)
+        firsts = np.full(len(order), -1, np.int64)  # each event's first row in ``joined``
         offset = 0
-        present: list[pa.Table] = []
-        for key, rows in tables.items():
-            if rows is not None:
-                first_row[key] = offset
-                offset += rows.num_rows
-                present.append(rows)
-        joined = pa.concat_tables(present) if present else None
-        next_row = dict(first_row)
-        run: list[np.ndarray[Any, Any]] = []
-
-        def flush_run() -> None:
-            if run:
-                if joined is None:
-                    raise InternalError("capture.mysql.stream_columns: rows without a table")
-                builder.add_columns(joined.take(pa.array(np.concatenate(run))))
-                run.clear()
-
-        for held in events:
-            key = id(held.table)
-            if tables[key] is None:
-                flush_run()
-                replay(builder, held)
-                self.replayed += 1
+        for g, rows in enumerate(tables):
+            if rows is None:
                 continue
-            at = next_row[key]
-            run.append(np.arange(at, at + held.rows))
-            next_row[key] = at + held.rows
-        flush_run()
+            mine = gids == g
+            own = sizes[mine]
+            firsts[mine] = offset + np.cumsum(own) - own
+            offset += rows.num_rows
+        present = [rows for rows in tables if rows is not None]
+        joined = pa.concat_tables(present) if present else None
+        replayed = firsts < 0
+        bounds = [0, *(np.flatnonzero(np.diff(replayed)) + 1).tolist(), len(order)]
+        rank = np.zeros(len(order), np.int64)  # each event's index among its table's
+        for g in range(len(groups)):
+            mine = gids == g
+            rank[mine] = np.arange(int(mine.sum()))
+        for i, j in itertools.pairwise(bounds):
+            if replayed[i]:
+                for e in range(i, j):
+                    replay(builder, groups[order[e]].held[int(rank[e])])
+                    self.replayed += 1
+                continue
+            if joined is None:  # pragma: no cover - a run of landed rows has its table
+                raise InternalError("capture.mysql.stream_columns: rows without a table")
+            run = sizes[i:j]
+            shift = firsts[i:j] - (np.cumsum(run) - run)
+            rows_at = np.repeat(shift, run) + np.arange(int(run.sum()))
+            builder.add_columns(joined.take(_int64s(rows_at)))
 
-    def _rows_of(self, table: MySqlTable, held: list[HeldEvent]) -> pa.Table:
+    def _rows_of(self, group: HeldTable) -> pa.Table:
+        table = group.table
         known = self._known.get(id(table))
         if known is None or known[0] is not table:
             encoders = tuple(stream_encoder(table, i) for i in range(len(table.names)))
@@ -574,7 +662,7 @@ class HeldRows:
         _table, encoders, template = known
         classified = self._classified.get(id(table))
         if classified is None or classified[0] is not table:
-            h = held[0]
+            h = group.held[0]
             record = data_record(
                 "u" if h.update else "c",
                 self._source(table, h.where[0], 0, h.tx.gtid, h.where[2], h.tx.thread),
@@ -586,9 +674,7 @@ class HeldRows:
             )
             classified = (table, built_data_event(record))
             self._classified[id(table)] = classified
-        return table_rows(
-            table, held, encoders, template, (classified[1], self.partition, self.now)
-        )
+        return group.rows(encoders, template, (classified[1], self.partition, self.now))
 
 
 def position_of(held: HeldEvent) -> MySqlPosition:
