@@ -51,7 +51,7 @@ from capture.mysql.server import (
     BinlogPoint,
     merge_gtid,
 )
-from capture.mysql.stream_columns import HeldEvent, HeldRows, position_of
+from capture.mysql.stream_columns import HeldEvent, HeldRows, position_of, warm_pandas_import
 from capture.mysql.tables import TableTracker
 from capture.mysql.types import stream_row, stream_values
 from pipeline.errors import (
@@ -114,6 +114,8 @@ class StreamReader(TableTracker):
     def _open_stream(self) -> None:
         if self._resume is None:
             raise InternalError("capture.mysql.stream: expected self._resume is not None")
+        if self.STREAM_COLUMNS:
+            warm_pandas_import()
         s = self.settings
         start = self._resume
         if self._cut is not None:

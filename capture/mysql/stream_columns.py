@@ -30,9 +30,12 @@ marker values in its varying fields (``ts_ms``, ``server_id``, ``gtid``, ``file`
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import itertools
 import logging
 import re
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,7 +59,14 @@ from capture.mysql.snapshot import unguarded_converter
 from capture.mysql.types import _epoch_micros, stream_fixes, stream_row
 from pipeline.errors import InternalError, PipelineError
 
-__all__ = ["HeldEvent", "HeldRows", "HeldTable", "SourceTemplate", "stream_encoder"]
+__all__ = [
+    "HeldEvent",
+    "HeldRows",
+    "HeldTable",
+    "SourceTemplate",
+    "stream_encoder",
+    "warm_pandas_import",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +100,33 @@ Replay = Callable[[BatchBuilder, HeldEvent], None]
 
 SourceOf = Callable[..., dict[str, Any]]
 """``StreamReader._source(table, pos, row, gtid, ts_ms, thread, query, server_id)``."""
+
+
+# --- pyarrow's pandas import -------------------------------------------------------------------
+
+_WARMED: list[threading.Thread] = []
+
+
+def warm_pandas_import() -> None:
+    """Start, once per process, the import of pandas that pyarrow makes on its first conversion
+    of Python objects (0.27 CPU-s), on a thread of its own: the first landing of held rows
+    would pay it on the agent's thread, the one that bounds the stream's rate (the commit
+    thread's first write paid it before this road). A landing that comes first waits for it
+    (Python's import lock)."""
+    if _WARMED or "pandas" in sys.modules:
+        return
+    thread = threading.Thread(
+        target=_import_pandas, name="medallion-warm-pandas-import", daemon=True
+    )
+    _WARMED.append(thread)
+    thread.start()
+
+
+def _import_pandas() -> None:
+    try:
+        importlib.import_module("pandas")
+    except ImportError:  # pyarrow then runs without it, as everywhere else
+        logger.debug("capture.mysql.stream_columns: pandas is not installed")
 
 
 # --- the source block ---------------------------------------------------------------------------
