@@ -240,7 +240,25 @@ class StreamReader(TableTracker):
         per_collection = tx.per_collection
         collection = table.collection
         per_collection[collection] = per_collection.get(collection, 0) + rows
-        held.add(HeldEvent(event, images, table, tx, where, self._file, update, rows))
+        start, _origin, ts_ms, file_number = where
+        held.add(
+            table,
+            (
+                update,
+                rows,
+                start,
+                file_number,
+                ts_ms,
+                tx.gtid,
+                tx.thread,
+                tx.query,
+                tx.id,
+                self._file,
+                event,
+                images,
+                tx,
+            ),
+        )
 
     def _replay(self, builder: BatchBuilder, held: HeldEvent) -> None:
         """Land a held event through the per-event road: its counts in its transaction are

@@ -398,7 +398,7 @@ _Meta = tuple[Any, ...]
 """What :class:`HeldTable` keeps of one held event: :data:`_FIELDS`, in order."""
 _FIELDS: Final = (
     "update", "rows", "start", "file_number", "ts_ms", "gtid", "thread", "query", "tx_id",
-    "file", "event",
+    "file", "event", "images", "tx",
 )  # fmt: skip
 
 
@@ -411,41 +411,31 @@ class HeldTable:
         table: The table.
     """
 
-    __slots__ = ("afters", "befores", "held", "meta", "table")
+    __slots__ = ("afters", "befores", "meta", "table")
 
     def __init__(self, table: MySqlTable) -> None:
         self.table = table
-        self.held: list[HeldEvent] = []
         self.meta: list[_Meta] = []
         self.afters: list[tuple[list[Any], dict[int, str] | None]] = []
         """The after image of every row (an insert's image)."""
         self.befores: list[tuple[list[Any], dict[int, str] | None]] = []
         """The before image of every updated row."""
 
-    def add(self, held: HeldEvent) -> None:
-        """Hold one event of the table."""
-        self.held.append(held)
-        tx, where, images = held.tx, held.where, held.images
-        self.meta.append(
-            (
-                held.update,
-                held.rows,
-                where[0],
-                where[3],
-                where[2],
-                tx.gtid,
-                tx.thread,
-                tx.query,
-                tx.id,
-                held.file,
-                held.event,
-            )
-        )
-        if held.update:
+    def add(self, meta: _Meta) -> None:
+        """Hold one event of the table (its :data:`_FIELDS`)."""
+        self.meta.append(meta)
+        images = meta[11]
+        if meta[0]:
             self.befores += images[0::2]
             self.afters += images[1::2]
         else:
             self.afters += images
+
+    def event_at(self, index: int) -> HeldEvent:
+        """The held event ``index`` (for the per-event road and the last position)."""
+        update, rows, start, file_number, ts_ms, *_, file, event, images, tx = self.meta[index]
+        where = (start, f"mysql:{file}:{start}", ts_ms, file_number)
+        return HeldEvent(event, images, self.table, tx, where, file, update, rows)
 
     def rows(
         self,
@@ -593,9 +583,10 @@ class HeldRows:
         self.replayed = 0
         """Events of them that took the per-event road."""
 
-    def add(self, held: HeldEvent) -> None:
-        """Hold one event."""
-        table = held.table
+    def add(self, table: MySqlTable, meta: _Meta) -> None:
+        """Hold one event of ``table``: its :data:`_FIELDS` (``update``, ``rows``, its start,
+        file number and ``ts_ms``, its transaction's GTID, thread, query and id, its binlog
+        file, the event, its images, its transaction)."""
         index = self._index.get(id(table))
         if index is None:
             index = self._index[id(table)] = len(self._groups)
@@ -603,10 +594,11 @@ class HeldRows:
         group = self._groups[index]
         if group.table is not table:  # pragma: no cover - DDL lands the held rows first
             raise InternalError("capture.mysql.stream_columns: a table changed while held")
-        group.add(held)
+        group.add(meta)
+        rows = meta[1]
         self._order.append(index)
-        self._counts.append(held.rows)
-        self.rows += held.rows
+        self._counts.append(rows)
+        self.rows += rows
 
     def land(self, builder: BatchBuilder, replay: Replay) -> tuple[list[str], HeldEvent | None]:
         """Add every held event's rows to ``builder`` in arrival order, then hold nothing.
@@ -634,7 +626,7 @@ class HeldRows:
                 tables.append(None)
         self.landed += len(order)
         last_rows = tables[order[-1]]
-        last = groups[order[-1]].held[-1] if last_rows is not None else None
+        last = groups[order[-1]].event_at(-1) if last_rows is not None else None
         if len(groups) == 1 and last_rows is not None:
             builder.add_columns(last_rows)
             return why, last
@@ -675,7 +667,7 @@ class HeldRows:
         for i, j in itertools.pairwise(bounds):
             if replayed[i]:
                 for e in range(i, j):
-                    replay(builder, groups[order[e]].held[int(rank[e])])
+                    replay(builder, groups[order[e]].event_at(int(rank[e])))
                     self.replayed += 1
                 continue
             if joined is None:  # pragma: no cover - a run of landed rows has its table
@@ -699,7 +691,7 @@ class HeldRows:
         _table, encoders, template = known
         classified = self._classified.get(id(table))
         if classified is None or classified[0] is not table:
-            h = group.held[0]
+            h = group.event_at(0)
             record = data_record(
                 "u" if h.update else "c",
                 self._source(table, h.where[0], 0, h.tx.gtid, h.where[2], h.tx.thread),
