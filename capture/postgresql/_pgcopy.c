@@ -662,9 +662,59 @@ bind_libpq(PyObject *module, PyObject *arg)
     return PyLong_FromLong(pq.libVersion());
 }
 
+/* The CopyData messages libpq already holds for a connection in COPY_OUT/COPY_BOTH, at most
+ * `limit`, without waiting (PQgetCopyData async): (list of bytes, status), status 0 when no
+ * complete message is left, -1 when the COPY ended (PQgetResult says how), -2 on an error. */
+static PyObject *
+read_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "read_messages() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (pq.handle == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "read_messages: bind_libpq() first");
+        return NULL;
+    }
+    void *conn = PyLong_AsVoidPtr(args[0]);
+    if (conn == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "read_messages: no connection");
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    int status = 0;
+    while (PyList_GET_SIZE(out) < limit) {
+        char *buf = NULL;
+        int n = pq.getCopyData(conn, &buf, 1);
+        if (n <= 0) {
+            if (buf != NULL)
+                pq.freemem(buf);
+            status = n;
+            break;
+        }
+        PyObject *message = PyBytes_FromStringAndSize(buf, n);
+        pq.freemem(buf);
+        if (message == NULL || PyList_Append(out, message) < 0) {
+            Py_XDECREF(message);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(message);
+    }
+    return Py_BuildValue("(Ni)", out, status);
+}
+
 static PyMethodDef methods[] = {
     {"bind_libpq", (PyCFunction)bind_libpq, METH_O,
      "bind_libpq(path) -> int: bind the libpq already loaded from path; its PQlibVersion()."},
+    {"read_messages", (PyCFunction)(void (*)(void))read_messages, METH_FASTCALL,
+     "read_messages(pgconn_ptr, limit) -> (messages, status): the CopyData messages libpq holds."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,3 +25,7 @@ class TextCopySplitter:
 
 def bind_libpq(path: str) -> int:
     """Bind the libpq already loaded from ``path``; its ``PQlibVersion()``."""
+
+def read_messages(pgconn_ptr: int, limit: int) -> tuple[list[bytes], int]:
+    """The CopyData messages libpq already holds (at most ``limit``), without waiting; status 0
+    (none left), -1 (the COPY ended) or -2 (an error)."""
