@@ -78,10 +78,10 @@ class ReplicationStream:
         self._lock = threading.RLock()
         self._stop_keepalive = threading.Event()
         self._keepalive: threading.Thread | None = None
-        self._pending: deque[bytes] = deque()
+        self._received: deque[bytes] = deque()
         """Messages libpq had received, taken in one call and not yet returned by :meth:`read`."""
         self._ended = False
-        """The COPY ended after :attr:`_pending`: :meth:`read` then says why."""
+        """The COPY ended after :attr:`_received`: :meth:`read` then says why."""
 
     def start(self, slot: str, lsn: int, publication: str, *, messages: bool) -> None:
         """``START_REPLICATION SLOT slot LOGICAL lsn`` with pgoutput protocol 1.
@@ -124,7 +124,7 @@ class ReplicationStream:
                 self.source, exc, "START_REPLICATION", unknown_retryable=False
             ) from exc
         self.streaming = True
-        self._pending.clear()
+        self._received.clear()
         self._ended = False
         self.last_status = time.monotonic()
         if interval > 0:
@@ -220,8 +220,8 @@ class ReplicationStream:
             return self._read(timeout)
 
     def _read(self, timeout: float) -> bytes | None:
-        if self._pending:
-            return self._pending.popleft()
+        if self._received:
+            return self._received.popleft()
         pg = self.conn.pgconn
         if self._ended:
             n = -1
@@ -261,7 +261,7 @@ class ReplicationStream:
 
     def _read_many(self, pgconn: int, timeout: float) -> bytes | None:
         """:meth:`_read` through libpq in C: every message libpq already received in one call
-        (the rest kept in :attr:`_pending`), or None after ``timeout``."""
+        (the rest kept in :attr:`_received`), or None after ``timeout``."""
         pg = self.conn.pgconn
         messages, status = read_messages(pgconn, READ_AHEAD)
         if not messages and status == 0:
@@ -275,8 +275,8 @@ class ReplicationStream:
         self._ended = status < 0
         if not messages:
             return self._read(timeout)
-        self._pending.extend(messages)
-        return self._pending.popleft()
+        self._received.extend(messages)
+        return self._received.popleft()
 
     def stop(self, flush_lsn: int) -> None:
         """Confirm ``flush_lsn`` and end the COPY (CopyDone), so the server applied it.
@@ -311,7 +311,7 @@ class ReplicationStream:
         except (psycopg.Error, SourceUnavailable) as exc:
             logger.debug("source %s: replication stream did not end cleanly: %s", self.source, exc)
         self.streaming = False
-        self._pending.clear()  # received, never returned: read again from the slot's position
+        self._received.clear()  # received, never returned: read again from the slot's position
 
     def close(self) -> None:
         """Close the connection (without a clean stop; see :meth:`stop`)."""

@@ -34,7 +34,7 @@ def _messages(c: Corner, slot: str) -> tuple[list[bytes], int]:
         while not payloads or payloads[-1][:1] != b"C":
             assert time.monotonic() < deadline, "the transaction did not arrive"
             data = stream.read(0.5)
-            ahead = max(ahead, len(stream._pending))
+            ahead = max(ahead, len(stream._received))
             if data is not None and data[:1] == b"w":
                 payloads.append(data[_HEADER:])
     finally:
