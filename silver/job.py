@@ -77,6 +77,7 @@ from silver import scd2 as S
 from silver import transactions as TX
 from silver.collected_screen import Screen, screen_collected
 from silver.collected_split import CollectedSplit, split_collected
+from silver.driver_decode import DriverDecoders
 from silver.plans import estimated_bytes, small_input_plans
 from silver.timings import BatchTimings, spark_jobs_started
 
@@ -560,6 +561,9 @@ class SilverJob:
         self.pending = self.silver / "_pending"
         self._schemas: dict[str, dict[str, Any]] = {}
         self._decoders: dict[str, _Decoder] = {}
+        self._driver = DriverDecoders()
+        self._collected: pa.Table | None = None
+        """A collected micro-batch's data rows, while its tables apply (decoded on the driver)."""
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
         self._failure: BaseException | None = None
         """What failed a micro-batch: re-raised by the run instead of Spark's wrapper."""
@@ -850,6 +854,7 @@ class SilverJob:
         # Arrow cannot hand Spark a table without rows (then no table is applied anyway).
         rows_or_none: Any = data if data.num_rows else []
         frame = self.spark.createDataFrame(rows_or_none, schema).cache()
+        self._collected = data
         # Every table's screen from the rows held here: a Spark job per table saved.
         with timed("screen"):
             screens = screen_collected(
@@ -873,6 +878,7 @@ class SilverJob:
                 self._apply_tables(events_of, summary, batch_id, first_waiting, screens)
         finally:
             frame.unpersist()
+            self._collected = None
         with timed("cuts"):
             self._write_cuts()
         with timed("progress"):
@@ -1149,8 +1155,13 @@ class SilverJob:
         truncated_at = {bytes(t[0]): t[1] for r in per_schema for t in r["truncates"]}
         truncates = sorted(truncated_at)
         with self._timings.stage("decode", name):
+            collected = self._collected if screen is not None else None
             parts, undecoded = self._decode(
-                events.where(row_ops), schema_ids, table=path, on_driver=screen is not None
+                events.where(row_ops),
+                schema_ids,
+                table=path,
+                on_driver=screen is not None,
+                rows=None if collected is None else _table_rows(collected, source, collection),
             )
             changes, data_columns, refused = self._conform(
                 path, parts, options.schema_evolution, name=name, batch_id=batch_id
@@ -1290,6 +1301,7 @@ class SilverJob:
         *,
         table: str | None = None,
         on_driver: bool = False,
+        rows: pa.Table | None = None,
     ) -> tuple[list[_Part], DataFrame | None]:
         """Decode every event with its own schema: one part per schema, in source order.
 
@@ -1301,6 +1313,8 @@ class SilverJob:
             on_driver: The events are a collected micro-batch's: each part is decoded by one
                 job that brings it to the driver (:func:`_decoded_on_driver`), so what it
                 refuses is known without a job of its own, and the MERGE reads decoded rows.
+            rows: The table's collected bronze rows, when on the driver: a part whose schema
+                and values :mod:`silver.driver_decode` decodes exactly needs no Spark job.
 
         Returns:
             The parts, and the events refused (with ``__reason``): those whose schema cannot be
@@ -1334,7 +1348,14 @@ class SilverJob:
                 refused.append(_refusals(subset, F.lit(reason)))
                 continue
             if on_driver and _arrow_convertible(frame.schema):
-                frame, refusals = _decoded_on_driver(self.spark, frame)
+                started = time.monotonic()
+                envelope = self._schemas.get(schema_id) if schema_id is not None else None
+                arrow = self._driver.decode_part(
+                    self.spark, schema_id, envelope, frame.schema, rows
+                )
+                if arrow is not None and table is not None:
+                    self._timings.add("driver decode", time.monotonic() - started, _leaf(table))
+                frame, refusals = _decoded_on_driver(self.spark, frame, arrow)
                 refused += [refusals] if refusals is not None else []
             else:
                 refused.append(frame.where(F.col(_REASON).isNotNull()).select(*_QUARANTINE_COLUMNS))
@@ -1915,7 +1936,7 @@ def _arrow_convertible(schema: StructType) -> bool:
 
 
 def _decoded_on_driver(
-    spark: SparkSession, decoded: DataFrame
+    spark: SparkSession, decoded: DataFrame, rows: pa.Table | None = None
 ) -> tuple[DataFrame, DataFrame | None]:
     """A decoded part (with ``__reason``) computed once, on the driver: its accepted rows as a
     DataFrame of those rows, and its refused events (None: none, and no job to find out).
@@ -1924,7 +1945,7 @@ def _decoded_on_driver(
     the MERGE's first job decoded the events again; a collected micro-batch's part is a few
     thousand rows, which one job brings to the driver decoded.
     """
-    rows = decoded.toArrow()
+    rows = decoded.toArrow() if rows is None else rows  # rows: decoded on the driver already
     bad = pc.is_valid(rows.column(_REASON))
     columns = StructType([f for f in decoded.schema.fields if f.name != _REASON])
     good = rows.filter(pc.invert(bad)).drop_columns([_REASON])
@@ -1935,6 +1956,11 @@ def _decoded_on_driver(
     quarantined = StructType([decoded.schema[c] for c in _QUARANTINE_COLUMNS])
     refused = rows.filter(bad).select(list(_QUARANTINE_COLUMNS))
     return accepted, spark.createDataFrame(refused, quarantined)
+
+
+def _leaf(path: str) -> str:
+    """The silver table name of its path."""
+    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _refusals(events: DataFrame, reason: Column) -> DataFrame:
