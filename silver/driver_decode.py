@@ -252,7 +252,7 @@ class DriverDecoder:
                 if op in _IMAGE_OPS:
                     reasons[i] = _NO_IMAGE
                 continue
-            refused = []
+            refused: list[str] = []
             for j, f in enumerate(self._fields):
                 token = image.get(f.name)
                 if token is None:
@@ -261,17 +261,12 @@ class DriverDecoder:
                     flags[i].append(f.name)
                     continue
                 decoded = f.decode(token)
-                if decoded is None:
-                    text_of = V.token_text(token)
-                    refused.append(
-                        f"column {f.name}: {text_of[:SHOWN_VALUE_CHARS]}{f.reason_suffix}"
-                        if text_of is not None
-                        else None
-                    )
+                if decoded is None:  # a JSON value that decodes to NULL: refused, with its text
+                    shown = str(V.token_text(token))[:SHOWN_VALUE_CHARS]
+                    refused.append(f"column {f.name}: {shown}{f.reason_suffix}")
                 values[j][i] = decoded
-            shown = [r for r in refused if r is not None]
-            if shown:
-                reasons[i] = "value does not decode: " + "; ".join(shown)
+            if refused:
+                reasons[i] = "value does not decode: " + "; ".join(refused)
         schema = self.arrow_schema(large_types=large_types)
         arrays: list[pa.Array | pa.ChunkedArray] = [
             pa.array(keys, pa.string()),
@@ -327,9 +322,9 @@ def _decoder_of(envelope: Mapping[str, Any]) -> DriverDecoder | None:
         physical = _physical(f)
         placeholders: frozenset[str] = frozenset()
         if physical in _PLACEHOLDER_TYPES:
-            marker = T._Marker.of(T.UNAVAILABLE_VALUE_PLACEHOLDER)  # noqa: SLF001 - one source
+            text = T.UNAVAILABLE_VALUE_PLACEHOLDER  # the Spark decoder's (``_Decoder``)
             placeholders = frozenset(
-                (marker.text, marker.b64) if physical == "bytes" else (marker.text,)
+                (text, V.base64_of(text.encode())) if physical == "bytes" else (text,)
             )
         fields.append(
             _Field(

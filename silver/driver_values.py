@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import datetime as dt
 import json
 import re
 import struct
@@ -42,7 +41,7 @@ _JSON_NUMBER_CHARS: Final = 1000
 """Jackson's ``StreamReadConstraints.maxNumberLength``: a longer number fails the record."""
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_BASE64: Final = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+_BASE64: Final = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 _INT32: Final = (-(2**31), 2**31 - 1)
 _INT64: Final = (-(2**63), 2**63 - 1)
 
@@ -186,8 +185,11 @@ def _double(token: Any) -> float | None:
     return None
 
 
-_FLOAT_MAX: Final = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
 _FLOAT_MIN_NORMAL: Final = 2.0**-126
+_FLOAT_OVERFLOW: Final = 2.0**128 - 2.0**103
+"""Halfway between the largest float and 2^128: a double at or above it rounds to infinity."""
+_SUBNORMAL_STEPS: Final = 2.0**149
+"""Subnormal floats are the multiples of 2^-149."""
 _MIDPOINT_BITS: Final = 1 << 28
 """A double whose 29 bits below a float's significand are 100...0 is a float midpoint."""
 
@@ -197,11 +199,17 @@ def _float32(token: Any) -> float | None:
     if value is None or value != value or value in (float("inf"), float("-inf")):
         return value
     magnitude = abs(value)
-    if magnitude > _FLOAT_MAX or 0.0 < magnitude < _FLOAT_MIN_NORMAL:
-        raise Fallback("float beyond the normal float32 range")
-    bits = struct.unpack("<Q", struct.pack("<d", value))[0]
-    if bits & ((1 << 29) - 1) == _MIDPOINT_BITS:
-        # Jackson rounds the literal to a float once; via a double it could round twice.
+    if magnitude >= _FLOAT_OVERFLOW:
+        if magnitude == _FLOAT_OVERFLOW:
+            raise Fallback("float literal halfway between the largest float and infinity")
+        return value * float("inf")  # past halfway to 2^128: infinity, either way
+    # Jackson may round the literal to a float once, where the double rounds it twice: the two
+    # differ only for a double exactly halfway between two floats, which is left to Spark.
+    if magnitude < _FLOAT_MIN_NORMAL:
+        steps = magnitude * _SUBNORMAL_STEPS  # exact: a power of two
+        if steps - int(steps) == 0.5:
+            raise Fallback("subnormal float literal at a double rounding midpoint")
+    elif struct.unpack("<Q", struct.pack("<d", value))[0] & ((1 << 29) - 1) == _MIDPOINT_BITS:
         raise Fallback("float literal at a double rounding midpoint")
     rounded: float = struct.unpack("<f", struct.pack("<f", value))[0]
     return rounded
@@ -219,7 +227,7 @@ def base64_bytes(token: Any) -> bytes | None:
     """``unbase64`` of a ``bytes`` field's token (canonical base64 only)."""
     if token is None:
         return None
-    if not isinstance(token, str) or not _BASE64.match(token):
+    if not isinstance(token, str) or not _BASE64.fullmatch(token):
         # Spark's MIME decoder skips foreign characters and fails on some endings.
         raise Fallback("bytes that are not canonical base64")
     return binascii.a2b_base64(token)
@@ -312,9 +320,32 @@ def _scaled(low: int, high: int, factor: int = 1, divisor: int = 1) -> Callable[
 
 
 _ZONED: Final = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$"
+    r"([-+]?[0-9]{4,6})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})"
 )
-_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+"""Debezium's ``ZonedTimestamp`` text (ISO-8601 with an offset; a signed year of up to six
+digits, as Spark's parser takes it: PostgreSQL BC timestamps); ASCII digits only."""
+
+
+def _epoch_day(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to a proleptic Gregorian date of any year (year 0 is 1 BC).
+
+    Raises:
+        Fallback: Not a date (Spark's cast gives NULL; not guessed).
+    """
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    lengths = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+    if not 1 <= month <= 12 or not 1 <= day <= lengths[month - 1]:
+        raise Fallback("ZonedTimestamp that is not a valid date")
+    # Howard Hinnant's days_from_civil: eras of 400 years, March-based years.
+    y = year - (month <= 2)
+    era = y // 400
+    year_of_era = y - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
 TIMESTAMP_POSITIVE_INFINITY_MICROS: Final = 9223372036825200000
 TIMESTAMP_NEGATIVE_INFINITY_MICROS: Final = -9223372036832400000
 
@@ -329,7 +360,7 @@ def zoned_timestamp(token: Any) -> int | None:
         return TIMESTAMP_POSITIVE_INFINITY_MICROS
     if token == "-infinity":
         return TIMESTAMP_NEGATIVE_INFINITY_MICROS
-    found = _ZONED.match(token)
+    found = _ZONED.fullmatch(token)
     if found is None:
         raise Fallback("ZonedTimestamp text other than ISO-8601 with an offset")
     year, month, day, hour, minute, second, fraction, zone = found.groups()
@@ -340,15 +371,11 @@ def zoned_timestamp(token: Any) -> int | None:
         if hours > 18 or minutes > 59:
             raise Fallback("ZonedTimestamp offset")
         offset = (hours * 60 + minutes) * (-60 if zone[0] == "-" else 60)
-    try:
-        wall = dt.datetime(
-            int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=dt.UTC
-        )
-    except ValueError as exc:  # Spark gives NULL for some, fails for none: not guessed
-        raise Fallback("ZonedTimestamp that is not a valid date and time") from exc
-    micros = int((fraction or "").ljust(6, "0")[:6])
-    delta = wall - _EPOCH
-    return (delta.days * 86_400 + delta.seconds - offset) * 1_000_000 + micros
+    if int(hour) > 23 or int(minute) > 59 or int(second) > 59:
+        raise Fallback("ZonedTimestamp that is not a valid time of day")
+    days = _epoch_day(int(year), int(month), int(day))
+    seconds = days * 86_400 + int(hour) * 3600 + int(minute) * 60 + int(second) - offset
+    return seconds * 1_000_000 + int((fraction or "").ljust(6, "0")[:6])
 
 
 FIELD_DECODERS: Final[Mapping[str, Callable[[Any], Any]]] = {
