@@ -242,6 +242,8 @@ SILVER_COMPACT_MIN_FILES = "compact.min.files"
 SILVER_COMPACT_MIN_FILES_DEFAULT = 64
 SILVER_COMPACT_ZORDER = "compact.zorder"
 SILVER_COMPACT_ZORDER_DEFAULT = True
+SILVER_COMPACT_FILE_BYTES = "compact.file.bytes"
+SILVER_COMPACT_FILE_BYTES_DEFAULT = 16 * 1024**2
 SILVER_TABLES = "tables"
 SILVER_TABLE_HISTORY = "history"
 SILVER_TABLE_HISTORY_DEFAULT = False
@@ -552,11 +554,18 @@ class SilverConfig(ConfigModel):
     compact_min_files: Annotated[int, Field(ge=2)] = config_key(
         SILVER_COMPACT_MIN_FILES_DEFAULT, SILVER_COMPACT_MIN_FILES
     )
-    """A table is compacted once it has at least this many files below Delta's
-    ``spark.databricks.delta.optimize.minFileSize`` (1 GiB by default)."""
+    """A table is compacted once it has at least this many files below half of
+    ``compact.file.bytes``."""
     compact_zorder: bool = config_key(SILVER_COMPACT_ZORDER_DEFAULT, SILVER_COMPACT_ZORDER)
     """Compact with ``ZORDER BY (_cdc_key_order)`` (files with narrow key ranges, which a MERGE
     skips; rewrites the whole table) instead of bin-packing the small files only."""
+    compact_file_bytes: Annotated[int, Field(ge=1024**2)] = config_key(
+        SILVER_COMPACT_FILE_BYTES_DEFAULT, SILVER_COMPACT_FILE_BYTES
+    )
+    """Size of the files a compaction writes. The default is the driver MERGE's bound on the
+    files a batch touches, so a batch of recent keys still merges on the driver after a
+    compaction; Delta's own default (1 GiB) would make a table under a gibibyte one file that
+    every MERGE reads whole."""
     tables: Annotated[Mapping[str, SilverTableConfig], AfterValidator(_frozen_tables)] = config_key(
         FrozenDict(), SILVER_TABLES
     )

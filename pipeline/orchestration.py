@@ -211,6 +211,7 @@ def _silver_job(config: Any, spark: Any, root: LakePath, **kwargs: Any) -> Any:
         compact_interval_seconds=config.silver.compact_interval_seconds,
         compact_min_files=config.silver.compact_min_files,
         compact_zorder=config.silver.compact_zorder,
+        compact_file_bytes=config.silver.compact_file_bytes,
         **kwargs,
     )
 

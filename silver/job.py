@@ -526,6 +526,7 @@ class SilverJob:
             this often (:func:`silver.merge.compact`, between micro-batches); None never.
         compact_min_files: Small files a table needs before it is compacted.
         compact_zorder: Compact with ``ZORDER BY (_cdc_key_order)`` rather than bin-packing.
+        compact_file_bytes: Size of the files a compaction writes.
     """
 
     def __init__(
@@ -541,6 +542,7 @@ class SilverJob:
         compact_interval_seconds: float | None = None,
         compact_min_files: int = 64,
         compact_zorder: bool = True,
+        compact_file_bytes: int = M.COMPACT_FILE_BYTES,
     ) -> None:
         self._spark = spark
         self._local = threading.local()
@@ -574,6 +576,7 @@ class SilverJob:
         self.compact_interval = compact_interval_seconds
         self.compact_min_files = compact_min_files
         self.compact_zorder = compact_zorder
+        self.compact_file_bytes = compact_file_bytes
         self._compacted_at: dict[str, float] = {}
         self.after_batch = after_batch
         self._ledger = TX.BatchLedger(self.silver / "_batches")
@@ -780,6 +783,7 @@ class SilverJob:
                     str(self.silver / name),
                     min_files=self.compact_min_files,
                     zorder=self.compact_zorder,
+                    file_bytes=self.compact_file_bytes,
                 )
 
     # --- one micro-batch --------------------------------------------------------------------

@@ -1124,42 +1124,49 @@ def purge_tombstones(spark: SparkSession, path: str, *, older_than_hours: float)
 
 
 OPTIMIZE_MIN_FILE_SIZE = "spark.databricks.delta.optimize.minFileSize"
-_OPTIMIZE_MIN_FILE_SIZE_DEFAULT = 1024**3
+OPTIMIZE_MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
+COMPACT_FILE_BYTES = 16 * 1024**2
+"""Size of the files a compaction writes (``silver.compact.file.bytes``): the driver MERGE's
+bound on the files a batch touches (:mod:`silver.merge_driver`), so that a batch of recent keys
+still merges on the driver after a compaction."""
 _COMPACT_ATTEMPTS = 3
 
 
-def small_files(spark: SparkSession, path: str) -> int:
-    """Files of the table's current version below Delta's OPTIMIZE minimum file size (read
-    from the Delta log with deltalake: no Spark job)."""
+def small_files(path: str, *, below: int) -> int:
+    """Files of the table's current version below ``below`` bytes, read from the Delta log with
+    deltalake: no Spark job."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from deltalake.exceptions import TableNotFoundError
 
-    try:
-        limit = int(spark.conf.get(OPTIMIZE_MIN_FILE_SIZE, None) or _OPTIMIZE_MIN_FILE_SIZE_DEFAULT)
-    except ValueError:  # a size with a unit ("1g"): Delta's default is what matters here
-        limit = _OPTIMIZE_MIN_FILE_SIZE_DEFAULT
     try:
         actions = pa.table(open_delta(path).get_add_actions(flatten=True))
     except TableNotFoundError:
         return 0
     if actions.num_rows == 0:
         return 0
-    return int(pc.sum(pc.less(actions.column("size_bytes"), limit)).as_py() or 0)
+    return int(pc.sum(pc.less(actions.column("size_bytes"), below)).as_py() or 0)
 
 
 def compact(
-    spark: SparkSession, path: str, *, min_files: int, zorder: bool = True
+    spark: SparkSession,
+    path: str,
+    *,
+    min_files: int,
+    zorder: bool = True,
+    file_bytes: int = COMPACT_FILE_BYTES,
 ) -> dict[str, int] | None:
     """Compact a silver table's small files, when it has at least ``min_files`` of them.
 
     ``OPTIMIZE ... ZORDER BY (_cdc_key_order)`` (``zorder``) writes files that each hold a
     narrow range of keys, which the MERGE's key-range condition skips (:func:`key_bound`); it
-    rewrites the whole table. Without ``zorder``, Delta bin-packs the small files only. The
-    rewrite changes no data (``dataChange=false``): readers at older versions, gold's views
-    included, are unaffected. Call it between MERGEs of the table: a MERGE that started before
-    it committed would fail on the files it removed. A conflict with another writer is retried,
-    then left to the next schedule, never raised.
+    rewrites the whole table. Without ``zorder``, Delta bin-packs the small files only. Either
+    writes files of about ``file_bytes`` (Delta's default, 1 GiB, would make a table under a
+    gibibyte one file, which every MERGE reads whole), and a file counts as small below half
+    of it. The rewrite changes no data (``dataChange=false``): readers at older versions, gold's
+    views included, are unaffected. Call it between MERGEs of the table: a MERGE that started
+    before it committed would fail on the files it removed. A conflict with another writer is
+    retried, then left to the next schedule, never raised.
 
     Returns:
         Delta's OPTIMIZE metrics (``numFilesAdded``, ``numFilesRemoved`` ...), or None when
@@ -1167,15 +1174,18 @@ def compact(
     """
     from delta.exceptions import DeltaConcurrentModificationException
 
-    found = small_files(spark, path)
+    found = small_files(path, below=file_bytes // 2)
     if found < min_files:
         return None
+    # Delta's OPTIMIZE takes its file sizes from the session only.
+    sizes = {OPTIMIZE_MAX_FILE_SIZE: str(file_bytes), OPTIMIZE_MIN_FILE_SIZE: str(file_bytes // 2)}
     statement = f"OPTIMIZE delta.{quote_identifier(path)}" + (
         f" ZORDER BY ({quote_identifier(KEY_ORDER)})" if zorder else ""
     )
     for attempt in range(1, _COMPACT_ATTEMPTS + 1):
         try:
-            spark.sql(statement).collect()
+            with session_settings(spark, sizes):
+                spark.sql(statement).collect()
         except DeltaConcurrentModificationException as exc:
             logger.warning(
                 "silver %s: compaction conflicted with another writer (attempt %s of %s): %s",

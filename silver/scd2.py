@@ -20,14 +20,15 @@ Versions are keyed by (key, position): a replayed or duplicated event finds its 
 changes nothing; a late older event is slotted in between and the neighbours' validity is
 recomputed. A late event older than the latest truncate applied is history too, though the
 current-state table drops it (:func:`silver.merge.erased_by_truncate`): the source had the row
-from that change until the truncate. When no stored version of its key follows it, a ``t``
-version at the truncate closes it (as :func:`truncate_history` closed the rows live when it was
-applied), so the key's current version says the row is gone. Writes are Delta MERGEs with the
+from that change until the first truncate after it. When its key has no version at that
+truncate, a ``t`` version there closes it (as :func:`truncate_history` closed the rows live when
+it was applied), so the key's current version says the row is gone. Writes are Delta MERGEs with the
 same app transaction as the current-state table.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -136,49 +137,67 @@ def _as_events(existing: DataFrame, data: Sequence[str]) -> DataFrame:
 
 
 TRUNCATE_PROPERTY = "medallion.history.truncate"
-"""Table property of a history table: ``<position hex>:<source ts ms>`` of the latest truncate
-recorded, so a late change it erased can be closed at that truncate's time."""
+"""Table property of a history table: ``<position hex>:<source ts ms>`` of every truncate
+recorded, comma-separated in position order, so a late change a truncate erased can be closed at
+the first truncate after it, at that truncate's time."""
 
 
-def _truncate_ts(path: str, horizon: bytes) -> int | None:
-    """The source time of the truncate at ``horizon`` recorded by :func:`truncate_history`."""
+def _recorded_truncates(path: str) -> dict[bytes, int | None]:
+    """The truncates :func:`truncate_history` recorded on the history table at ``path``: their
+    positions and source times (None: unknown)."""
     from deltalake.exceptions import TableNotFoundError
 
     try:
         value = open_delta(path).metadata().configuration.get(TRUNCATE_PROPERTY)
     except TableNotFoundError:
-        return None
-    if not value:
-        return None
-    position, _, ts = value.partition(":")
-    return int(ts) if position == horizon.hex() and ts else None
+        return {}
+    recorded: dict[bytes, int | None] = {}
+    for entry in (value or "").split(","):
+        position, _, ts = entry.partition(":")
+        if position:
+            recorded[bytes.fromhex(position)] = int(ts) if ts else None
+    return recorded
 
 
-def _erased_late(events: DataFrame, horizon: bytes, source_ts: int | None) -> DataFrame:
-    """A ``t`` version at the truncate ``horizon`` for each key whose last change before it is
-    live and which has no version at it: a late change the truncate erased.
+def _erased_late(events: DataFrame, truncates: Sequence[tuple[bytes, int | None]]) -> DataFrame:
+    """A ``t`` version at a truncate for each key whose last change before it is live, newer than
+    the truncate before it, and which has no version at it: a late change the truncate erased.
 
-    The row existed from that change to the truncate (the source had it), so the change is
-    history: a version closed by the truncate, as if it had arrived before it. Keys the truncate
-    found live were closed by :func:`truncate_history` (their ``t`` version is at the horizon).
+    The row existed from that change to the first truncate after it (the source had it), so the
+    change is history: a version closed by that truncate, as if it had arrived before it. A
+    change older than the truncate before was closed by that one (its stored or added ``t``
+    version), so each late change is closed once. Keys a truncate found live were closed by
+    :func:`truncate_history` (their ``t`` version is at its position).
+
+    Args:
+        events: The keys' stored versions and new changes.
+        truncates: Every truncate applied, ``(position, source ts)``, in position order.
     """
     newest = Window.partitionBy(M.KEY).orderBy(F.col(M.POSITION).desc())
-    last = (
-        events.where(F.col(M.POSITION) < F.lit(horizon))
-        .withColumn("__n", F.row_number().over(newest))
-        .where((F.col("__n") == 1) & ~F.col(M.OP).isin("d", "t"))
-        .drop("__n")
-    )
-    closed = events.where(F.col(M.POSITION) == F.lit(horizon)).select(M.KEY)
-    return (
-        last.join(closed, M.KEY, "left_anti")
-        .withColumn(M.POSITION, F.lit(horizon))
-        .withColumn(M.OP, F.lit("t"))
-        .withColumn(M.SOURCE_TS, F.lit(source_ts).cast("long"))
-        .withColumn(M.UNAVAILABLE, F.array().cast("array<string>"))
-        .withColumn(M.OLD_KEY, F.lit(None).cast("string"))
-        .withColumn(NEXT_KEY, F.lit(None).cast("string"))
-    )
+    closing: list[DataFrame] = []
+    previous: bytes | None = None
+    for horizon, source_ts in truncates:
+        before = F.col(M.POSITION) < F.lit(horizon)
+        last = (
+            events.where(before)
+            .withColumn("__n", F.row_number().over(newest))
+            .where((F.col("__n") == 1) & ~F.col(M.OP).isin("d", "t"))
+            .drop("__n")
+        )
+        if previous is not None:
+            last = last.where(F.col(M.POSITION) > F.lit(previous))
+        closed = events.where(F.col(M.POSITION) == F.lit(horizon)).select(M.KEY)
+        closing.append(
+            last.join(closed, M.KEY, "left_anti")
+            .withColumn(M.POSITION, F.lit(horizon))
+            .withColumn(M.OP, F.lit("t"))
+            .withColumn(M.SOURCE_TS, F.lit(source_ts).cast("long"))
+            .withColumn(M.UNAVAILABLE, F.array().cast("array<string>"))
+            .withColumn(M.OLD_KEY, F.lit(None).cast("string"))
+            .withColumn(NEXT_KEY, F.lit(None).cast("string"))
+        )
+        previous = horizon
+    return functools.reduce(DataFrame.unionByName, closing)
 
 
 def apply_history(
@@ -241,8 +260,11 @@ def apply_history(
     else:
         events, latest = changes, None
     if truncated is not None:
-        late = _erased_late(events, truncated, _truncate_ts(path, truncated))
-        events = events.unionByName(late)
+        # The silver table's horizon is its latest truncate; one applied there whose history
+        # write did not happen yet (a crash between the two) is closed at an unknown time.
+        truncates = {truncated: None, **_recorded_truncates(path)}
+        ordered = sorted((p, ts) for p, ts in truncates.items() if p <= truncated)
+        events = events.unionByName(_erased_late(events, ordered))
     # NEXT_KEY rides through the fold as the origin column does.
     folded = M.fold(events.withColumnRenamed(NEXT_KEY, M.ORIGIN), data_columns)
     if latest is not None:
@@ -333,7 +355,10 @@ def truncate_history(
         spark, path, events, data, txn_app_id=txn_app_id, txn_version=txn_version
     )
     # Its time, for the late changes it erased (closed at it by apply_history).
-    recorded = f"{position.hex()}:{'' if source_ts is None else source_ts}"
+    truncates = {**_recorded_truncates(path), position: source_ts}
+    recorded = ",".join(
+        f"{p.hex()}:{'' if ts is None else ts}" for p, ts in sorted(truncates.items())
+    )
     spark.sql(
         f"ALTER TABLE delta.{quote_identifier(path)} SET TBLPROPERTIES "
         f"({quote_string_literal(TRUNCATE_PROPERTY)} = {quote_string_literal(recorded)})"

@@ -197,6 +197,42 @@ def test_truncate_closes_every_live_version_and_late_older_changes(
     assert [(r[0], r[1], r[2], r[4], r[5]) for r in versions(spark, h)] == got
 
 
+def test_a_late_change_is_closed_by_the_first_truncate_after_it(spark: Any, tmp_path: Path) -> None:
+    silver = tmp_path / "t"
+    h = Path(history_path(str(silver)))
+    record(spark, h, ev(1, "c", 1, "a"))
+
+    def truncate(n: int) -> None:
+        apply_truncate(spark, str(silver), pos(n), txn_app_id="t", txn_version=next(_versions))
+        truncate_history(
+            spark, str(h), pos(n), 1_700_000_000_000 + 1000 * n,
+            txn_app_id="test", txn_version=next(_versions),
+        )  # fmt: skip
+
+    truncate(9)
+    record(spark, h, ev(10, "c", 4, "between"))
+    truncate(20)
+    # Late, in reverse: 2 and 3 were erased by the truncate at 9 (not the one at 20: validity
+    # would end 11 s late), 5 by the one at 20; 4's stored truncate version closes nothing new.
+    record(spark, h, ev(15, "c", 5, "mid"), ev(6, "c", 2, "early"), ev(7, "u", 3, "x"))
+    got = [(r[0], r[1], r[2], r[4], r[5]) for r in versions(spark, h)]
+    assert got == [
+        (1, "c", "a", ts(1), ts(9)),
+        (1, "t", "a", ts(9), None),
+        (2, "c", "early", ts(6), ts(9)),
+        (2, "t", "early", ts(9), None),
+        (3, "u", "x", ts(7), ts(9)),
+        (3, "t", "x", ts(9), None),
+        (4, "c", "between", ts(10), ts(20)),
+        (4, "t", "between", ts(20), None),
+        (5, "c", "mid", ts(15), ts(20)),
+        (5, "t", "mid", ts(20), None),
+    ]
+    # Delivered again: nothing changes.
+    record(spark, h, ev(6, "c", 2, "early"), ev(15, "c", 5, "mid"))
+    assert [(r[0], r[1], r[2], r[4], r[5]) for r in versions(spark, h)] == got
+
+
 COLUMNS = {
     "customers": ["id", "name", "email", "notes"],
     "orders": ["id", "customer_id", "amount_cents", "status"],

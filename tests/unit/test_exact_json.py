@@ -51,6 +51,8 @@ def test_a_long_fraction_is_read_again_exactly() -> None:
         "-0.12345678901234567",
         "1E+400",
         "1.2345678901234567e-320",
+        "9007199254740993e0",  # no point: the digit run sits before the exponent
+        "-1234567890123456789E3",
     ],
 )
 def test_decimals_no_double_holds_stay_their_literal(literal: str) -> None:
@@ -63,6 +65,11 @@ def test_decimals_no_double_holds_stay_their_literal(literal: str) -> None:
 
 def test_orjson_rounds_them_which_is_why_this_exists() -> None:
     assert orjson.loads("12345678901234567890.123456789") == 1.2345678901234567e19
+
+
+def test_fifteen_digits_before_an_exponent_stay_orjsons_double() -> None:
+    text = '{"n": 123456789012345e5}'  # every 15-digit mantissa reads back as itself
+    assert loads(text) == {"n": 1.23456789012345e19} and type(loads(text)["n"]) is float
 
 
 def test_dumps_writes_big_integers_and_decimals_as_literals() -> None:
