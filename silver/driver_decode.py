@@ -381,11 +381,17 @@ class DriverDecoders:
 
     def __init__(self) -> None:
         self._decoders: dict[str, DriverDecoder | None] = {}
+        self._verified: dict[str, StructType] = {}
         self._large_types: bool | None = None
         self.decoded = 0
         """Parts decoded on the driver."""
         self.declined = 0
         """Parts left to Spark (a schema or a value not decoded here)."""
+
+    def verified(self, schema_id: str | None) -> StructType | None:
+        """The Spark schema of a schema id's decoded parts, once a part of it was compared
+        with Spark's (the caller may then skip building the Spark decode)."""
+        return None if schema_id is None else self._verified.get(schema_id)
 
     def decode_part(
         self,
@@ -410,6 +416,8 @@ class DriverDecoders:
         if schema_id not in self._decoders:
             self._decoders[schema_id] = driver_decoder(envelope)
         decoder = self._decoders[schema_id]
+        if decoder is not None and decoder.spark_schema == spark_schema:
+            self._verified[schema_id] = spark_schema
         if decoder is None or decoder.spark_schema != spark_schema:
             if decoder is not None:
                 logger.debug(

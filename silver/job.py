@@ -1344,6 +1344,25 @@ class SilverJob:
                 if schema_id is None
                 else F.col(B.VALUE_SCHEMA_ID) == schema_id
             )
+            started = time.monotonic()
+            known = self._driver.verified(schema_id) if on_driver else None
+            arrow = (  # a schema decoded on the driver before: no Spark plan to build
+                None
+                if known is None
+                else self._driver.decode_part(
+                    self.spark, schema_id, self._schemas.get(schema_id or ""), known, rows
+                )
+            )
+            if known is not None and arrow is not None:
+                if table is not None:
+                    self._timings.add("driver decode", time.monotonic() - started, _leaf(table))
+                frame, refusals = _decoded_on_driver(self.spark, known, arrow)
+                refused += [refusals] if refusals is not None else []
+                data = StructType(
+                    [f for f in frame.schema.fields if f.name not in _DECODED_METADATA]
+                )
+                parts.append(_Part(schema_id, bytes(first), frame, data))
+                continue
             try:
                 frame = self._decode_part(schema_id, subset, table)
             except _DATA_ERRORS as exc:
@@ -1354,9 +1373,10 @@ class SilverJob:
             if on_driver and _arrow_convertible(frame.schema):
                 started = time.monotonic()
                 envelope = self._schemas.get(schema_id) if schema_id is not None else None
-                arrow = self._driver.decode_part(
-                    self.spark, schema_id, envelope, frame.schema, rows
-                )
+                if known is None:  # else: it declined these values above
+                    arrow = self._driver.decode_part(
+                        self.spark, schema_id, envelope, frame.schema, rows
+                    )
                 if arrow is not None and table is not None:
                     self._timings.add("driver decode", time.monotonic() - started, _leaf(table))
                 frame, refusals = _decoded_on_driver(self.spark, frame, arrow)
@@ -1940,7 +1960,7 @@ def _arrow_convertible(schema: StructType) -> bool:
 
 
 def _decoded_on_driver(
-    spark: SparkSession, decoded: DataFrame, rows: pa.Table | None = None
+    spark: SparkSession, decoded: DataFrame | StructType, rows: pa.Table | None = None
 ) -> tuple[DataFrame, DataFrame | None]:
     """A decoded part (with ``__reason``) computed once, on the driver: its accepted rows as a
     DataFrame of those rows, and its refused events (None: none, and no job to find out).
@@ -1949,15 +1969,19 @@ def _decoded_on_driver(
     the MERGE's first job decoded the events again; a collected micro-batch's part is a few
     thousand rows, which one job brings to the driver decoded.
     """
-    rows = decoded.toArrow() if rows is None else rows  # rows: decoded on the driver already
+    # rows (and then maybe only the schema of ``decoded``): decoded on the driver already
+    schema = decoded if isinstance(decoded, StructType) else decoded.schema
+    if rows is None:
+        assert not isinstance(decoded, StructType)
+        rows = decoded.toArrow()
     bad = pc.is_valid(rows.column(_REASON))
-    columns = StructType([f for f in decoded.schema.fields if f.name != _REASON])
+    columns = StructType([f for f in schema.fields if f.name != _REASON])
     good = rows.filter(pc.invert(bad)).drop_columns([_REASON])
     # Arrow cannot hand Spark a table without rows.
     accepted = spark.createDataFrame(good if good.num_rows else [], columns)
     if good.num_rows == rows.num_rows:
         return accepted, None
-    quarantined = StructType([decoded.schema[c] for c in _QUARANTINE_COLUMNS])
+    quarantined = StructType([schema[c] for c in _QUARANTINE_COLUMNS])
     refused = rows.filter(bad).select(list(_QUARANTINE_COLUMNS))
     return accepted, spark.createDataFrame(refused, quarantined)
 
