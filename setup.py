@@ -19,6 +19,7 @@ EXTENSIONS = [
     # One line per module (other branches add theirs here).
     _extension("capture.mysql._rowdecode"),
     _extension("capture.postgresql._pgdecode"),
+    _extension("capture.postgresql._pgcopy"),
 ]
 
 setup(ext_modules=EXTENSIONS)

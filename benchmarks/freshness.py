@@ -20,6 +20,11 @@ What it measures
     seconds of load only (``steady_state``): a young JVM runs its first MERGEs several times
     slower than warm ones, so a short run measures mostly the warm-up.
 
+    Where the seconds go (``latency_split``): per visible transaction, commit -> the capture
+    agent's read (bronze's ``capture_ts``) -> bronze's write (``ingest_ts``) -> the first
+    silver commit holding it (the running maximum of ``seq`` in the silver commits' file
+    statistics) -> gold (the sampler), read from the lake after the run.
+
     The quality checks run as configured (``--no-quality`` passes ``run --no-quality``);
     reconciliation is scheduled every ``--reconcile-interval`` seconds (0: off, as it needs the
     database and is not part of the path to gold).
@@ -219,6 +224,98 @@ class _Sampler:
         return marks[i][0] if i < len(marks) else None
 
 
+def _bronze_times(lake: Path) -> dict[int, tuple[float, float]]:
+    """Per ``seq`` of the load: when the capture agent read its change (``capture_ts``) and
+    when bronze wrote it (``ingest_ts``), from the kept bronze rows (the first of each)."""
+    table = DeltaTable(str(lake / "bronze" / "events")).to_pyarrow_table(
+        columns=["kind", "value_json", "capture_ts", "ingest_ts"]
+    )
+    table = table.filter(pc.equal(table.column("kind"), "data"))
+    # The update's before-image holds the key only, so the first "seq" is the after-image's.
+    found = pc.extract_regex(table.column("value_json"), r'"seq":(?P<seq>\d+)')
+    seqs = pc.struct_field(found, "seq")
+    out: dict[int, tuple[float, float]] = {}
+    for seq, captured, ingested in zip(
+        seqs.to_pylist(),
+        table.column("capture_ts").to_pylist(),
+        table.column("ingest_ts").to_pylist(),
+        strict=True,
+    ):
+        if seq is not None and int(seq) not in out:
+            out[int(seq)] = (captured.timestamp(), ingested.timestamp())
+    return out
+
+
+def _silver_times(lake: Path, tables: int) -> dict[int, list[tuple[float, int]]]:
+    """Per table: (commit time, highest ``seq`` written so far) of each silver commit, from the
+    commits' ``add`` statistics (``seq`` only grows per row, so the running maximum is the
+    table's at that version)."""
+    out: dict[int, list[tuple[float, int]]] = {}
+    for t in range(tables):
+        log = lake / "silver" / f"{SOURCE}__public__{_table(t)}" / "_delta_log"
+        marks: list[tuple[float, int]] = []
+        top = 0
+        for commit in sorted(log.glob("*.json")):
+            when = None
+            for line in commit.read_text().splitlines():
+                action = json.loads(line)
+                if "commitInfo" in action:
+                    when = action["commitInfo"].get("timestamp")
+                elif "add" in action and action["add"].get("stats"):
+                    seen = json.loads(action["add"]["stats"]).get("maxValues", {}).get("seq")
+                    top = max(top, int(seen or 0))
+            if when is not None and (not marks or top > marks[-1][1]):
+                marks.append((when / 1000, top))
+        out[t] = marks
+    return out
+
+
+def _split(
+    load: _Load, sampler: _Sampler, lake: Path, tables: int
+) -> dict[str, dict[str, float | None]]:
+    """Where each visible transaction's seconds went: commit -> capture read -> bronze
+    commit -> silver commit -> gold, as percentiles of each step (and of the cumulative)."""
+    bronze = _bronze_times(lake)
+    silver = _silver_times(lake, tables)
+    steps: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "commit_to_capture",
+            "capture_to_bronze",
+            "bronze_to_silver",
+            "silver_to_gold",
+            "commit_to_bronze",
+            "commit_to_silver",
+            "commit_to_gold",
+        )
+    }
+    for t, seqs in load.seqs.items():
+        marks = silver.get(t, [])
+        tops = [m[1] for m in marks]
+        for s in seqs:
+            gold = sampler.seen_at(t, s)
+            i = bisect.bisect_left(tops, s)
+            if gold is None or s not in bronze or i == len(marks):
+                continue
+            committed = load.committed[s]
+            captured, landed = bronze[s]
+            merged = marks[i][0]
+            steps["commit_to_capture"].append(captured - committed)
+            steps["capture_to_bronze"].append(landed - captured)
+            steps["bronze_to_silver"].append(merged - landed)
+            steps["silver_to_gold"].append(gold - merged)
+            steps["commit_to_bronze"].append(landed - committed)
+            steps["commit_to_silver"].append(merged - committed)
+            steps["commit_to_gold"].append(gold - committed)
+    return {
+        step: {
+            "p50_s": round(_percentile(values, 0.50), 2) if values else None,
+            "p99_s": round(_percentile(values, 0.99), 2) if values else None,
+        }
+        for step, values in steps.items()
+    }
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -367,6 +464,10 @@ def main() -> None:
             if at <= load.ended:
                 visible_in_load += 1
     duration = load.ended - load.started
+    try:
+        split = _split(load, sampler, work / "lake", args.tables)
+    except Exception as exc:  # noqa: BLE001 - the latency figures stand without the split
+        split = {"error": {"reason": str(exc)}}  # type: ignore[dict-item]
     steady_figures: dict[str, Any] = {
         "after_seconds_of_load": args.warmup,
         "transactions": len(steady),
@@ -394,6 +495,10 @@ def main() -> None:
         # The same over the transactions committed after --warmup seconds of load (visible
         # ones; the invisible are counted above): the steady state, labelled as such.
         "steady_state": steady_figures,
+        # Where the seconds went, per visible transaction: the source commit (the client's
+        # clock after COMMIT), the agent's read (capture_ts), bronze's write (ingest_ts), the
+        # silver commit that first held it, gold (the sampler). One clock: one machine.
+        "latency_split": split,
         "mean_s": round(statistics.fmean(latencies), 2) if latencies else None,
         "gold_moves": sum(len(m) for m in sampler.visible.values()),
         "sampler_errors": sampler.errors,
@@ -421,6 +526,10 @@ def main() -> None:
         f"{figures['load_average_1m_at_end']} |"
     )
     warm = steady_figures
+    print(
+        "latency split (p50 / p99 s): "
+        + ", ".join(f"{k} {v.get('p50_s')} / {v.get('p99_s')}" for k, v in split.items())
+    )
     print(
         f"steady state (transactions committed after {args.warmup:g} s of load: "
         f"{warm['transactions']}): p50 {warm['p50_s']} s, p95 {warm['p95_s']} s, "

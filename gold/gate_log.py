@@ -51,6 +51,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bronze.delta_checksum import version_checksum
 from bronze.storage import LakePath, lake_path, open_delta
 from gold import expectations as X
 from gold.cuts import TableAtCut
@@ -232,13 +233,17 @@ def _passing(
 
 
 def gold_schema(lake_root: LakePath, table: TableAtCut) -> Any:
-    """The gold columns' Spark ``StructType`` at the table's version, from the Delta log."""
+    """The gold columns' Spark ``StructType`` at the table's version, from the Delta log (the
+    version's checksum file when it has one: deltalake replays the log to open the version)."""
     from pyspark.sql.types import StructType
 
-    log = open_delta(lake_path(lake_root) / "silver" / table.silver_table, version=table.version)
-    import orjson
-
-    schema = StructType.fromJson(orjson.loads(log.schema().to_json()))
+    path = lake_path(lake_root) / "silver" / table.silver_table
+    checksum = version_checksum(path, table.version)
+    if checksum is not None:
+        text = checksum.metadata["schemaString"]
+    else:
+        text = open_delta(path, version=table.version).schema().to_json()
+    schema = StructType.fromJson(orjson.loads(text))
     shown = set(view_columns(schema.names))
     return StructType([f for f in schema.fields if f.name in shown])
 

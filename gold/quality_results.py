@@ -284,9 +284,25 @@ def _holds(path: LakePath, run_id: str) -> bool:
     return bool(found.num_rows)
 
 
+_ATTEMPTED: set[tuple[str, str]] = set()
+"""(table, run id) appends this process attempted. A run id is made in this process (a clock
+and a random part), so its rows can be in a table only after an attempt here: the first
+attempt needs no read of the table (a read per micro-batch, which the gate's appends made
+slower as the table grew), a retried one reads it."""
+
+
+def _retried(path: LakePath, run_id: str) -> bool:
+    """Whether an earlier append of ``run_id`` to ``path`` was attempted (and so may be there)."""
+    attempt = (str(path), run_id)
+    if attempt in _ATTEMPTED:
+        return True
+    _ATTEMPTED.add(attempt)
+    return False
+
+
 def _append(lake_root: LakePath, run: QualityRun) -> int:
     path = results_path(lake_root)
-    if _holds(path, run.run_id):
+    if _retried(path, run.run_id) and _holds(path, run.run_id):
         logger.info("quality: run %s already in %s", run.run_id, path)
         return 0
     table = pa.Table.from_pylist([r.to_row() for r in run.results], schema=RESULTS_SCHEMA)
@@ -296,7 +312,7 @@ def _append(lake_root: LakePath, run: QualityRun) -> int:
 
 def _append_run(lake_root: LakePath, run: QualityRun) -> None:
     path = runs_path(lake_root)
-    if _holds(path, run.run_id):
+    if _retried(path, run.run_id) and _holds(path, run.run_id):
         return
     row = {
         "run_id": run.run_id,

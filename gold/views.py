@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from bronze.delta_checksum import version_checksum
 from bronze.storage import LakePath, lake_path
 from gold.cuts import Cut, TableAtCut
 from pipeline.sql import qualified, quote_identifier, quote_string_literal
@@ -127,13 +128,17 @@ def register_views(
     for cut in items:
         for table in cut.tables.values():
             name = f"{GOLD_SCHEMA}.{table.silver_table}"
-            # A view already at this cut needs no new definition (each costs a Delta snapshot
-            # of the table and a catalog write, in every refresh of run --continuous).
+            # A view already at this cut needs no new definition (each analyses a Delta
+            # snapshot of the table and writes the catalog, in every refresh of run --continuous).
             defines = (str(_silver_path(lake_root, table.silver_table)), table.version, cut)
             if defined.get(name) == defines and spark.catalog.tableExists(name):
                 names.append(name)
                 continue
-            schema = _columns_at(spark, _silver_path(lake_root, table.silver_table), table.version)
+            path = _silver_path(lake_root, table.silver_table)
+            # With the version's checksum file in the log, Delta reads the protocol and
+            # metadata from it: the definition runs no Spark job (a job per view without).
+            checksum = version_checksum(path, table.version)
+            schema = checksum.columns if checksum else _columns_at(spark, path, table.version)
             spark.sql(_view_sql(lake_root, table, view_columns(schema), cut))
             defined[name] = defines
             names.append(name)

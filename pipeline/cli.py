@@ -311,9 +311,10 @@ def status(state: _State) -> None:
 @click.option(
     "--interval",
     type=float,
-    default=10.0,
+    default=1.0,
     show_default=True,
-    help="Seconds between micro-batches with --continuous.",
+    help="Seconds between micro-batches with --continuous (a micro-batch that takes longer "
+    "starts the next at once; an idle trigger only reads bronze's new log entries).",
 )
 @click.option("--no-quality", is_flag=True, help="Publish gold without running the checks.")
 @click.option(

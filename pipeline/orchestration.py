@@ -234,7 +234,7 @@ def run_silver(
     config: Any,
     *,
     continuous: bool = False,
-    interval: float = 10.0,
+    interval: float = 1.0,
     lake_root: LakePath | None = None,
 ) -> list[dict[str, Any]]:
     """Apply bronze to silver (once, or continuously); one summary row per silver table."""
@@ -310,7 +310,7 @@ def run_pipeline(
     config: Any,
     *,
     continuous: bool = False,
-    interval: float = 10.0,
+    interval: float = 1.0,
     lake_root: LakePath | None = None,
     run_checks: bool | None = None,
 ) -> tuple[list[dict[str, Any]], Any]:

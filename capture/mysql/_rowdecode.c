@@ -754,7 +754,222 @@ scan(PyObject *module, PyObject *args)
     return Py_BuildValue("(niNK)", at, seq, payload, (unsigned long long)log_pos);
 }
 
+/* frame_rows(buffer, pos, seq) -> (frames, pos, seq, end, end_at): the complete row packets of
+ * a text result set in buffer from pos (capture/mysql/result_set.py's frame_packets, in C): the
+ * payload start and end of each, as native int64 pairs in the bytes frames. Stops at the EOF
+ * (0xFE, shorter than 9 bytes) or error (0xFF) packet that ends the rows (end is its first byte,
+ * end_at its payload offset, pos after it), or, with end 0, at the first packet it leaves to
+ * the Python framing: one not read whole yet, one out of sequence (Python raises PyMySQL's
+ * error), or one of 0xFFFFFF bytes (a row continued in the next packets). Every read is
+ * within the buffer. */
+static PyObject *
+frame_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos;
+    int seq;
+    if (!PyArg_ParseTuple(args, "y*ni", &view, &pos, &seq))
+        return NULL;
+    const uint8_t *buf = (const uint8_t *)view.buf;
+    Py_ssize_t size = view.len;
+    if (pos < 0 || pos > size || seq < 0 || seq > 255) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "frame_rows: position or sequence out of range");
+        return NULL;
+    }
+    /* At most one row per 4 header bytes: 16 bytes of frames each. */
+    Py_ssize_t most = (size - pos) / 4;
+    PyObject *frames = PyBytes_FromStringAndSize(NULL, most * 16);
+    if (frames == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(frames);
+    Py_ssize_t rows = 0;
+    int end = 0;
+    Py_ssize_t end_at = 0;
+    while (pos + 4 <= size) {
+        uint32_t length = (uint32_t)buf[pos] | ((uint32_t)buf[pos + 1] << 8) |
+                          ((uint32_t)buf[pos + 2] << 16);
+        if ((int)buf[pos + 3] != seq || length == 0xFFFFFF)
+            break;
+        Py_ssize_t start = pos + 4;
+        Py_ssize_t stop = start + (Py_ssize_t)length;
+        if (stop > size)
+            break;
+        seq = (seq + 1) & 0xFF;
+        int first = length ? buf[start] : 0;
+        if (first >= 0xFE && (first == 0xFF || length < 9)) {
+            end = first;
+            end_at = start;
+            pos = stop;
+            break;
+        }
+        out[2 * rows] = (int64_t)start;
+        out[2 * rows + 1] = (int64_t)stop;
+        rows++;
+        pos = stop;
+    }
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&frames, rows * 16) < 0)
+        return NULL;
+    return Py_BuildValue("(Nniin)", frames, pos, seq, end, end_at);
+}
+
+/* split_rows(data, starts, ends, width) -> [(views, validity, nulls), ...]: the length-encoded
+ * values of each row payload data[starts[r]:ends[r]] (starts, ends: native int64 arrays) as
+ * `width` Arrow binary_view columns over data (capture/mysql/result_set.py's split_columns, in
+ * C, with its errors in its order: column by column, for every row). Per column: the views (16
+ * bytes a value: its length, then the value inline when at most 12 bytes, else its first 4
+ * bytes, buffer 0 and its offset in data), the validity bitmap (None without NULLs) and the
+ * NULL count. data must be shorter than 2 GiB (a view's offset is 32 bits). Every read is
+ * within its row. A malformed row raises ValueError with split_columns' message. */
+static PyObject *
+split_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer data, starts_view, ends_view;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "y*y*y*n", &data, &starts_view, &ends_view, &width))
+        return NULL;
+    PyObject *columns = NULL;
+    int64_t *pos = NULL;
+    const uint8_t *bytes = (const uint8_t *)data.buf;
+    const int64_t *starts = (const int64_t *)starts_view.buf;
+    const int64_t *ends = (const int64_t *)ends_view.buf;
+    Py_ssize_t n = starts_view.len / 8;
+    if (starts_view.len % 8 || ends_view.len != starts_view.len || width < 0 ||
+        data.len >= ((Py_ssize_t)1 << 31)) {
+        PyErr_SetString(PyExc_ValueError, "split_rows: malformed arguments");
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < n; r++) {
+        if (starts[r] < 0 || starts[r] > ends[r] || ends[r] > data.len) {
+            PyErr_SetString(PyExc_ValueError, "split_rows: a row outside the data");
+            goto done;
+        }
+    }
+    pos = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (pos == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(pos, starts, (size_t)n * sizeof(int64_t));
+    columns = PyList_New(0);
+    if (columns == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < width; i++) {
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (pos[r] >= ends[r]) {
+                PyErr_Format(PyExc_ValueError, "a result row ends before its column %zd of %zd",
+                             i + 1, width);
+                goto fail;
+            }
+        }
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (bytes[pos[r]] == 0xFF) {
+                PyErr_Format(PyExc_ValueError,
+                             "a result row's column %zd: malformed length (0xFF)", i + 1);
+                goto fail;
+            }
+        }
+        PyObject *views = PyBytes_FromStringAndSize(NULL, n * 16);
+        if (views == NULL)
+            goto fail;
+        uint8_t *out = (uint8_t *)PyBytes_AS_STRING(views);
+        memset(out, 0, (size_t)n * 16);
+        Py_ssize_t bitmap_size = (n + 7) / 8;
+        PyObject *validity = PyBytes_FromStringAndSize(NULL, bitmap_size);
+        if (validity == NULL) {
+            Py_DECREF(views);
+            goto fail;
+        }
+        uint8_t *valid = (uint8_t *)PyBytes_AS_STRING(validity);
+        memset(valid, 0, (size_t)bitmap_size);
+        Py_ssize_t nulls = 0;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            int64_t at = pos[r];
+            int64_t end = ends[r];
+            uint8_t first = bytes[at];
+            int64_t header = 1;
+            uint64_t length = first;
+            if (first == 0xFB) {
+                nulls++;
+                pos[r] = at + 1;
+                continue; /* a NULL: its view stays zero, its validity bit 0 */
+            }
+            if (first >= 0xFC) {
+                int size = first == 0xFC ? 2 : first == 0xFD ? 3 : 8;
+                if (at + 1 + size > end) {
+                    length = UINT64_MAX; /* its length runs past the row */
+                } else {
+                    length = 0;
+                    for (int k = 0; k < size; k++)
+                        length |= (uint64_t)bytes[at + 1 + k] << (8 * k);
+                }
+                header = 1 + size;
+            }
+            int64_t start = at + header;
+            if (start > end || length > (uint64_t)(end - start)) {
+                PyErr_Format(PyExc_ValueError, "a result row's column %zd runs past the row's end",
+                             i + 1);
+                Py_DECREF(views);
+                Py_DECREF(validity);
+                goto fail;
+            }
+            valid[r >> 3] |= (uint8_t)(1u << (r & 7));
+            uint8_t *view = out + 16 * r;
+            int32_t size32 = (int32_t)length;
+            memcpy(view, &size32, 4);
+            if (length <= 12) {
+                memcpy(view + 4, bytes + start, (size_t)length);
+            } else {
+                int32_t buffer = 0;
+                int32_t offset = (int32_t)start;
+                memcpy(view + 4, bytes + start, 4);
+                memcpy(view + 8, &buffer, 4);
+                memcpy(view + 12, &offset, 4);
+            }
+            pos[r] = start + (int64_t)length;
+        }
+        PyObject *item;
+        if (nulls) {
+            item = Py_BuildValue("(NNn)", views, validity, nulls);
+        } else {
+            Py_DECREF(validity);
+            item = Py_BuildValue("(NOn)", views, Py_None, nulls);
+        }
+        if (item == NULL)
+            goto fail;
+        if (PyList_Append(columns, item) < 0) {
+            Py_DECREF(item);
+            goto fail;
+        }
+        Py_DECREF(item);
+    }
+    for (Py_ssize_t r = 0; r < n; r++) {
+        if (pos[r] != ends[r]) {
+            PyErr_Format(PyExc_ValueError, "a result row has more than its %zd columns", width);
+            goto fail;
+        }
+    }
+    goto done;
+fail:
+    Py_CLEAR(columns);
+done:
+    PyMem_Free(pos);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts_view);
+    PyBuffer_Release(&ends_view);
+    return columns;
+}
+
 static PyMethodDef module_methods[] = {
+    {"split_rows", split_rows, METH_VARARGS,
+     "split_rows(data, starts, ends, width) -> [(views, validity, nulls), ...]: the values of "
+     "each row payload as binary_view columns (see capture/mysql/result_set.py)."},
+    {"frame_rows", frame_rows, METH_VARARGS,
+     "frame_rows(buffer, pos, seq) -> (frames, pos, seq, end, end_at): the complete row "
+     "packets of a text result set, framed (see capture/mysql/result_set.py)."},
     {"scan", scan, METH_VARARGS,
      "scan(buffer, at, seq, checksum, maps, table_map) -> (at, seq, payload, log_pos): the "
      "next binlog event of the buffered packets, known table maps applied on the way."},

@@ -48,3 +48,9 @@ def scan(
     maps: dict[bytes, Any],
     table_map: dict[int, Any],
 ) -> tuple[int, int, bytes | None, int]: ...
+def frame_rows(
+    buffer: bytes | bytearray, pos: int, seq: int
+) -> tuple[bytes, int, int, int, int]: ...
+def split_rows(
+    data: bytes, starts: Any, ends: Any, width: int
+) -> list[tuple[bytes, bytes | None, int]]: ...

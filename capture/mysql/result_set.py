@@ -5,8 +5,10 @@ read, a decode and a converter per value): for a snapshot that is most of the ag
 snapshot's chunks are read here instead. The query is sent and its column definitions are read
 by PyMySQL (``query(..., unbuffered=True)``); the row packets that follow are read from the
 connection's socket file in large blocks, framed in one pass (length, sequence number, the
-16 MiB continuation), and their length-coded values are located with numpy one column at a
-time for all rows at once. Each column becomes an Arrow ``binary`` array holding exactly the
+16 MiB continuation: in C, :func:`capture.mysql._rowdecode.frame_rows`, which leaves a packet
+out of sequence and a row longer than one packet to :func:`frame_packets`, its Python
+reference), and their length-coded values are located with numpy one column at a time for all
+rows at once. Each column becomes an Arrow ``binary`` array holding exactly the
 bytes the server sent (SQL NULL as null); no Python object is made per value.
 
 :meth:`TextResult.values` turns a column into the Python values PyMySQL would have returned,
@@ -35,9 +37,17 @@ from pymysql import err
 from pymysql.constants import CR
 from pymysql.protocol import MysqlPacket
 
+from capture.mysql import _rowdecode  # the bootstrap builds it (binlog.py says how if not)
 from pipeline.errors import CaptureError
 
-__all__ = ["TextResult", "frame_packets", "read_text_result", "split_columns"]
+__all__ = [
+    "TextResult",
+    "frame_packets",
+    "frame_read",
+    "read_text_result",
+    "split_columns",
+    "split_values",
+]
 
 _MAX_PAYLOAD: Final = 0xFFFFFF
 _BLOCK: Final = 1 << 18
@@ -102,14 +112,14 @@ def read_text_result(conn: Any, query: str) -> TextResult:
     result.unbuffered_active = False
     result.connection = None
     result.has_next = bool(status & _MORE_RESULTS)
-    return TextResult(split_columns(data, starts, ends, len(converters)), converters, len(starts))
+    return TextResult(split_values(data, starts, ends, len(converters)), converters, len(starts))
 
 
 def _read_rows(conn: Any, result: Any) -> tuple[bytes, np.ndarray, np.ndarray, int]:
     """The row packets of the active result up to its EOF packet: the bytes read, each row's
     payload start and end in them, and the EOF's status flags."""
     buf = bytearray()
-    frames: list[int] = []
+    framed: list[bytes] = []
     joined: list[bytes] = []
     pos = 0
     seq = conn._next_seq_id
@@ -117,7 +127,7 @@ def _read_rows(conn: Any, result: Any) -> tuple[bytes, np.ndarray, np.ndarray, i
     while True:
         block = _read_block(conn, read)
         buf += block
-        pos, seq, end = frame_packets(buf, pos, seq, frames, joined)
+        pos, seq, end = frame_read(buf, pos, seq, framed, joined)
         if end is None:
             continue
         conn._next_seq_id = seq
@@ -135,7 +145,7 @@ def _read_rows(conn: Any, result: Any) -> tuple[bytes, np.ndarray, np.ndarray, i
             CR.CR_COMMANDS_OUT_OF_SYNC, "bytes after the end of a result set"
         )
     data = bytes(buf)
-    pairs = np.array(frames, dtype=np.int64).reshape(-1, 2)
+    pairs = np.frombuffer(b"".join(framed), dtype=np.int64).reshape(-1, 2)
     starts, ends = pairs[:, 0].copy(), pairs[:, 1].copy()
     if joined:
         # Rows longer than one packet: their payloads joined, after the bytes read.
@@ -171,6 +181,28 @@ def _read_block(conn: Any, read: Callable[[int], bytes]) -> bytes:
             CR.CR_SERVER_LOST, "Lost connection to MySQL server during query"
         )
     return block
+
+
+def frame_read(
+    buf: bytearray, pos: int, seq: int, framed: list[bytes], joined: list[bytes]
+) -> tuple[int, int, tuple[int, int] | None]:
+    """:func:`frame_packets` in C where it can be: the same framing, each row's payload start
+    and end appended to ``framed`` as native int64 pairs (one bytes object per call or two).
+
+    Raises:
+        pymysql.err.InternalError: A packet out of sequence (as PyMySQL raises it).
+    """
+    rows, pos, seq, kind, at = _rowdecode.frame_rows(buf, pos, seq)
+    framed.append(rows)
+    if kind:
+        return pos, seq, (kind, at)
+    # A packet the C framing leaves here (not read whole yet, out of sequence, a row longer
+    # than one packet): the Python framing takes it and whatever follows.
+    frames: list[int] = []
+    pos, seq, end = frame_packets(buf, pos, seq, frames, joined)
+    if frames:
+        framed.append(np.array(frames, dtype=np.int64).tobytes())
+    return pos, seq, end
 
 
 def frame_packets(
@@ -252,6 +284,38 @@ def _out_of_sequence(got: int, expected: int) -> err.InternalError:
     return err.InternalError(f"Packet sequence number wrong - got {got} expected {expected}")
 
 
+def split_values(data: bytes, starts: np.ndarray, ends: np.ndarray, width: int) -> list[pa.Array]:
+    """:func:`split_columns` in C (:func:`capture.mysql._rowdecode.split_rows`: one pass per
+    column over the rows, no numpy temporaries): the same columns, the same errors; the Python
+    reference for data of 2 GiB or more (a view's offset is 32 bits).
+
+    Raises:
+        CaptureError: A row with another number of values, or a malformed length.
+    """
+    if len(data) + _INLINE >= 2**31:
+        return split_columns(data, starts, ends, width)
+    try:
+        parts = _rowdecode.split_rows(
+            data,
+            np.ascontiguousarray(starts, dtype=np.int64),
+            np.ascontiguousarray(ends, dtype=np.int64),
+            width,
+        )
+    except ValueError as exc:
+        raise CaptureError(str(exc)) from None
+    values = pa.py_buffer(data)
+    n = len(starts)
+    return [
+        pa.Array.from_buffers(
+            pa.binary_view(),
+            n,
+            [None if validity is None else pa.py_buffer(validity), pa.py_buffer(views), values],
+            null_count=nulls,
+        )
+        for views, validity, nulls in parts
+    ]
+
+
 def split_columns(data: bytes, starts: np.ndarray, ends: np.ndarray, width: int) -> list[pa.Array]:
     """The length-encoded values of each row payload (``data[starts[r]:ends[r]]``) as ``width``
     Arrow binary columns.
@@ -289,7 +353,7 @@ def split_columns(data: bytes, starts: np.ndarray, ends: np.ndarray, width: int)
                     header[rows] = 1 + size
         start = pos + header
         pos = start + length
-        if n and (pos > ends).any():
+        if n and ((pos > ends).any() or (length < 0).any()):  # < 0: an 8-byte length >= 2**63
             raise CaptureError(f"a result row's column {i + 1} runs past the row's end")
         columns.append(_binary(buf, start, length, null))
     if n and (pos != ends).any():

@@ -40,7 +40,7 @@ from capture.mysql.types import (
 from pipeline.errors import CaptureError, InternalError
 from pipeline.sql import qualified, quote_identifier
 
-__all__ = ["SnapshotReader", "keyed_chunks"]
+__all__ = ["SnapshotReader", "keyed_chunks", "unguarded_converter"]
 
 logger = logging.getLogger(__name__)
 
@@ -413,9 +413,10 @@ def _text_chunk(chunk: SnapshotChunk) -> TextChunk:
     return rows
 
 
-def _unguarded(convert: Any) -> Any:
+def unguarded_converter(convert: Any) -> Any:
     """The converter :func:`capture.mysql.types._guarded` wraps (it only names the column in
-    the errors, which the columnar path leaves to the per-row one)."""
+    the errors, which the columnar paths leave to the per-row one); ``convert`` itself when it
+    is not wrapped."""
     code = getattr(convert, "__code__", None)
     if getattr(convert, "__qualname__", "") != _GUARD or code is None:
         return convert
@@ -450,7 +451,7 @@ def _encoder(table: CapturedTable, i: int) -> tuple[Encoder | None, tuple[str, A
     masked column's do), and the PyMySQL decoding its raw text must have for it."""
     if table.masker is not None and table.masker.covers(table.collection, table.names[i]):
         return None, None
-    convert = _unguarded(table.types[i].convert)
+    convert = unguarded_converter(table.types[i].convert)
     name = "int" if convert is int else str(getattr(convert, "__qualname__", ""))
     if name in _RAW_INTS:
         return _ints, _AS_INT

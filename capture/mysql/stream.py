@@ -3,7 +3,9 @@
 Reads the ROW binlog with mysql-replication (through :class:`capture.mysql.binlog.BinlogReader`,
 its faster reader) from the offset's file and position, keeps the schema history in step with
 the DDL it reads and turns row events into Debezium records (see :mod:`capture.mysql.source`,
-steps 4 and 5).
+steps 4 and 5). A read's plain inserts and updates are held and landed per table, column by
+column (:mod:`capture.mysql.stream_columns`); everything else, and a held table's events whose
+values need care, takes the per-event road in its place.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, Final
 
 from pymysqlreplication.event import (
     GtidEvent,
@@ -49,6 +51,7 @@ from capture.mysql.server import (
     BinlogPoint,
     merge_gtid,
 )
+from capture.mysql.stream_columns import HeldEvent, HeldRows, position_of, warm_pandas_import
 from capture.mysql.tables import TableTracker
 from capture.mysql.types import stream_row, stream_values
 from pipeline.errors import (
@@ -80,7 +83,17 @@ _EVENTS = [
 class StreamReader(TableTracker):
     """The stream side of the agent: the binlog read loop and event handling."""
 
+    STREAM_COLUMNS: ClassVar[bool] = True
+    """Hold a read's plain inserts and updates and land them per table, column by column
+    (:mod:`capture.mysql.stream_columns`); False: every row event takes the per-event road
+    (:meth:`_decoded_rows`), as the columnar road's equivalence test compares."""
+
     _appender: RowAppender | None = None
+    _held: HeldRows | None = None
+    """The held row events of the read in progress (None: the read holds none)."""
+    _per_event: dict[str, int] | None = None
+    """Row events of the read that the columnar road could have held but did not, by reason
+    (logged at DEBUG when the read ends)."""
     _numbered: tuple[str, int] = ("", 0)
     """The binlog file :meth:`_file_number` numbered last, and its number."""
 
@@ -101,6 +114,8 @@ class StreamReader(TableTracker):
     def _open_stream(self) -> None:
         if self._resume is None:
             raise InternalError("capture.mysql.stream: expected self._resume is not None")
+        if self.STREAM_COLUMNS:
+            warm_pandas_import()
         s = self.settings
         start = self._resume
         if self._cut is not None:
@@ -140,14 +155,23 @@ class StreamReader(TableTracker):
             self._open_stream()
         stream = self._stream
         max_events = limits.max_events
+        # A re-read of a half-landed batch (until) counts its way to where that batch ended
+        # event by event: it holds nothing.
+        held = None
+        if self.STREAM_COLUMNS and until is None:
+            held = HeldRows(self._source, self.partition, now)
+        self._held, self._per_event = held, {}
         while True:
             # _batch_ends is False below max_events outside a re-read: asked only from there.
-            if (until is not None or len(builder) >= max_events) and self._batch_ends(
-                builder, self._tx, limits, reached=until is not None and self._reached(until)
-            ):
-                break
+            if until is not None or len(builder) + (0 if held is None else held.rows) >= max_events:
+                self._land_held(builder)
+                if self._batch_ends(
+                    builder, self._tx, limits, reached=until is not None and self._reached(until)
+                ):
+                    break
             event = stream.fetchone()
             if event is None:
+                self._land_held(builder)
                 # Non-blocking dump: the server sent everything it had.
                 self._close_stream()
                 if self._tx is not None:
@@ -160,10 +184,97 @@ class StreamReader(TableTracker):
                 exhausted = True
                 break
             self._handle(builder, event, now)
+        self._land_held(builder)
+        self._held = None
+        if held is not None and (held.replayed or self._per_event):
+            logger.debug(
+                "source %s: %d row events landed column by column; per event: %d replayed "
+                "(values that need care), not held: %s",
+                self.name,
+                held.landed - held.replayed,
+                held.replayed,
+                self._per_event,
+            )
         if self._history is not None and self._pending_history:
             self._record_history(self._pending_history)
             self._pending_history = []
         return exhausted
+
+    def _land_held(self, builder: BatchBuilder) -> None:
+        """Land the held row events (before anything else reaches the batch)."""
+        held = self._held
+        if held is None or not held.rows:
+            return
+        why, last = held.land(builder, self._replay)
+        if last is not None:
+            self._last_position = position_of(last)
+        if why:
+            logger.debug(
+                "source %s: row events of %s took the per-event road", self.name, "; ".join(why)
+            )
+
+    def _hold(
+        self,
+        builder: BatchBuilder,
+        held: HeldRows,
+        event: Any,
+        images: list[tuple[list[Any], dict[int, str] | None]],
+        table: MySqlTable,
+        tx: MySqlTx,
+        where: tuple[int, str, int, int],
+    ) -> None:
+        """Hold the inserts or updates of ``event`` for the columnar road, counted in ``tx``
+        as :meth:`_decoded_rows` counts its rows (``tx`` has no records left to skip)."""
+        update = isinstance(event, UpdateRowsEvent)
+        rows = len(images) >> update
+        if not rows:
+            return
+        registered = self._batch_schemas
+        if table.key_schema_id not in registered:
+            self._register(builder, table.key_schema_id, table.key_schema)
+        if table.envelope_schema_id not in registered:
+            self._register(builder, table.envelope_schema_id, table.envelope_schema)
+        tx.emitted += rows
+        tx.in_batch += rows
+        tx.data_events += rows
+        per_collection = tx.per_collection
+        collection = table.collection
+        per_collection[collection] = per_collection.get(collection, 0) + rows
+        start, _origin, ts_ms, file_number = where
+        held.add(
+            table,
+            (
+                update,
+                rows,
+                start,
+                file_number,
+                ts_ms,
+                tx.gtid,
+                tx.thread,
+                tx.query,
+                tx.id,
+                self._file,
+                event,
+                images,
+                tx,
+            ),
+        )
+
+    def _replay(self, builder: BatchBuilder, held: HeldEvent) -> None:
+        """Land a held event through the per-event road: its counts in its transaction are
+        taken back first, since :meth:`_decoded_rows` counts its records itself (a key move is
+        two or three)."""
+        tx, rows, collection = held.tx, held.rows, held.table.collection
+        tx.emitted -= rows
+        tx.in_batch -= rows
+        tx.data_events -= rows
+        left = tx.per_collection[collection] - rows
+        if left:
+            tx.per_collection[collection] = left
+        else:
+            del tx.per_collection[collection]
+        now = self._held.now if self._held is not None else dt.datetime.now(dt.UTC)
+        self._decoded_rows(builder, held.event, held.images, held.table, tx, held.where, now)
 
     def _close_stream(self) -> None:
         if self._stream is not None:
@@ -222,6 +333,10 @@ class StreamReader(TableTracker):
         self._last_position = position
 
     def _handle(self, builder: BatchBuilder, event: Any, now: dt.datetime) -> None:
+        if self._held is not None and not isinstance(event, _HOLDS_NOTHING):
+            # A rotation, an annotation (its query goes into the next rows' source blocks):
+            # the held rows go first.
+            self._land_held(builder)
         stream = self._stream
         end = int(event.packet.log_pos)
         start = end - int(event.packet.event_size)
@@ -233,14 +348,14 @@ class StreamReader(TableTracker):
         if stream is not None and stream.log_file:
             self._file = str(stream.log_file)
         self._stream_at = end
-        if isinstance(event, (MariadbGtidEvent, GtidEvent)):
+        if isinstance(event, _ROW_EVENTS):  # the most frequent first
+            self._rows(builder, event, start, now)
+        elif isinstance(event, (MariadbGtidEvent, GtidEvent)):
             self._begin(event, start)
         elif isinstance(event, QueryEvent):
             self._query(builder, event, start, end, now)
         elif isinstance(event, XidEvent):
             self._commit(builder, start, end, now, event)
-        elif isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
-            self._rows(builder, event, start, now)
         elif isinstance(event, MariadbAnnotateRowsEvent | RowsQueryLogEvent):
             if self._tx is not None:
                 raw = getattr(event, "sql_statement", None) or getattr(event, "query", None)
@@ -279,6 +394,8 @@ class StreamReader(TableTracker):
             # A ROLLBACK in the binlog ends a group whose non-transactional changes happened.
             self._commit(builder, start, end, now, event)
             return
+        if kind == "dml":
+            self._land_held(builder)
         if kind == "dml" and (tx is None or tx.count()):
             # A session with binlog_format=STATEMENT/MIXED wrote SQL instead of rows: the rows
             # it changed cannot be captured, which must not pass unnoticed.
@@ -304,6 +421,7 @@ class StreamReader(TableTracker):
             if tx is None:
                 self._advance(end)
             return
+        self._land_held(builder)
         self._ddl(builder, event, sql, start, end, now)
 
     def _ddl(
@@ -423,6 +541,7 @@ class StreamReader(TableTracker):
             self._advance(end)
             return
         if tx.begun:
+            self._land_held(builder)
             position = _position(self._file_number(), start, _STREAM, 0, 0, self._file, tx.gtid)
             self._emit_end(builder, tx, position, now)
             self._last_position = position
@@ -485,6 +604,7 @@ class StreamReader(TableTracker):
         origin = f"mysql:{self._file}:{start}"
         file_number = self._file_number()
         if (db, name) == self.signals.table:
+            self._land_held(builder)
             if isinstance(event, WriteRowsEvent):  # the signaling table's rows are never data
                 for row_index, row in enumerate(event.rows):
                     at = (file_number, start, row_index, tx)
@@ -496,6 +616,7 @@ class StreamReader(TableTracker):
             return
         ts_ms = int(event.timestamp) * 1000
         if isinstance(table, PipelineError):
+            self._land_held(builder)
             for row_index, row in enumerate(event.rows):
                 position = _position(file_number, start, _STREAM, row_index, 0, self._file, tx.gtid)
                 if tx.count():
@@ -512,8 +633,26 @@ class StreamReader(TableTracker):
             and not ("c" in rules.skipped_operations or "u" in rules.skipped_operations)
         ):
             where = (start, origin, ts_ms, file_number)
+            held = self._held
+            if (
+                held is not None
+                and not rules.provide_transaction_metadata
+                and tx.emitted >= tx.skip
+            ):
+                self._hold(builder, held, event, images, table, tx, where)
+                return
+            if held is not None:
+                self._land_held(builder)
+                self._not_held(
+                    "transaction metadata"
+                    if rules.provide_transaction_metadata
+                    else "a cut transaction's replayed part"
+                )
             self._decoded_rows(builder, event, images, table, tx, where, now)
             return
+        if self._held is not None:
+            self._land_held(builder)
+            self._not_held(_per_event_reason(event, images, self._window is not None))
         origin_server = int(event.packet.server_id)
         for row_index, row in enumerate(event.rows):
             source = self._source(
@@ -532,6 +671,11 @@ class StreamReader(TableTracker):
             if self._window is not None:
                 self._incremental_saw(table, [record.key for record in records])
             self._land(builder, records, (file_number, start, row_index), tx, table, now)
+
+    def _not_held(self, reason: str) -> None:
+        counts = self._per_event
+        if counts is not None:
+            counts[reason] = counts.get(reason, 0) + 1
 
     def _decoded_rows(
         self,
@@ -722,6 +866,30 @@ def _table_change(change: SchemaChange) -> dict[str, Any]:
         },
     }
 
+
+def _per_event_reason(event: Any, images: Any, window: bool) -> str:
+    """Why a row event of a captured table takes the per-event road (for the DEBUG log)."""
+    if window:
+        return "an incremental-snapshot window is open"
+    if isinstance(event, DeleteRowsEvent):
+        return "deletes"
+    if images is None:
+        return "images the library decoded"
+    return "a skipped operation"
+
+
+_ROW_EVENTS: Final = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
+_HOLDS_NOTHING: Final = (
+    GtidEvent,
+    MariadbGtidEvent,
+    XidEvent,
+    QueryEvent,
+    WriteRowsEvent,
+    UpdateRowsEvent,
+    DeleteRowsEvent,
+)
+"""Events that add no record before their handler lands the held rows where it must (a row
+event that is not held, a statement that adds a record, an END)."""
 
 _position = MySqlPosition._new
 _OP_CREATE, _OP_UPDATE = Op.CREATE.value, Op.UPDATE.value

@@ -127,6 +127,7 @@ __all__ = [
     "snapshot_column",
     "snapshot_connect_kwargs",
     "snapshot_values",
+    "stream_fixes",
     "stream_row",
     "stream_values",
 ]
@@ -876,6 +877,14 @@ def stream_row(table: TableDef, values: list[Any], reasons: Mapping[int, str] | 
     if reasons is None and not _PLAN_FIXES[id(table)] and None not in values:
         return values
     return _corrected(table, enumerate(values), reasons or {}, plan)
+
+
+def stream_fixes(table: TableDef) -> bool:
+    """Whether :func:`stream_row` may change a value of ``table``'s images that has no None
+    (a column whose binlog values it corrects: TIMESTAMP, TIME, YEAR, utf16/utf32 text,
+    MariaDB's UUID/INET types)."""
+    _stream_plan(table)
+    return _PLAN_FIXES[id(table)]
 
 
 def _corrected(

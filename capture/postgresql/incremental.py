@@ -3,7 +3,7 @@
 The hooks of :class:`capture.incremental_snapshot.IncrementalSnapshots` for PostgreSQL: chunks
 are read on the side connection (each ``SELECT`` its own snapshot, between the two watermark
 inserts, each committed at once), as the text the output functions write, like the initial
-snapshot and pgoutput: through ``COPY ... (FORMAT csv)`` into columns
+snapshot and pgoutput: through text ``COPY``, split in C into columns
 (:mod:`capture.incremental_columnar`) when the connection speaks UTF-8, else row by row through a
 text cursor; a chunk's rows take the high watermark's place in the log, ``(commit LSN
 of its transaction, stream, its LSN, 0..n-1)``: the watermark's transaction holds nothing else.
@@ -83,7 +83,7 @@ class IncrementalReader(ColumnarIncremental, StreamReader):
             # COPY takes no parameters: the bounds are literals, untyped as bound parameters are.
             query = _chunk_query(ts, after, until, condition, limit, sql.Literal)
             with side.cursor() as cur:
-                return ColumnRows(copy_rows(cur, query, len(ts.names)))
+                return ColumnRows(copy_rows(cur, query, len(ts.names), table=ts.collection))
         cur = text_cursor(side, ts)
         try:
             params = [*until, *(after or [])]

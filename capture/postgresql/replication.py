@@ -22,12 +22,15 @@ import logging
 import select
 import threading
 import time
-from typing import Any
+from collections import deque
+from typing import Any, Final
 
 import psycopg
 from psycopg import sql
 from psycopg.pq import DiagnosticField
 
+from capture.postgresql._pgcopy import read_messages
+from capture.postgresql.copy_text import libpq_bound
 from capture.postgresql.pgoutput import standby_status_update
 from capture.postgresql.position import format_pg_lsn
 from capture.server_errors import POSTGRES
@@ -43,6 +46,8 @@ STOP_TIMEOUT_S = 5.0
 """How long a clean stop waits for the server to end the COPY."""
 KEEPALIVE_MAX_S = 10.0
 """Longest gap between two status updates the keepalive thread allows."""
+READ_AHEAD: Final = 1024
+"""Most CopyData messages taken from libpq's buffer in one call (what it already received)."""
 
 
 def publication_option(publication: str, conn: psycopg.Connection[Any]) -> str:
@@ -73,6 +78,10 @@ class ReplicationStream:
         self._lock = threading.RLock()
         self._stop_keepalive = threading.Event()
         self._keepalive: threading.Thread | None = None
+        self._received: deque[bytes] = deque()
+        """Messages libpq had received, taken in one call and not yet returned by :meth:`read`."""
+        self._ended = False
+        """The COPY ended after :attr:`_received`: :meth:`read` then says why."""
 
     def start(self, slot: str, lsn: int, publication: str, *, messages: bool) -> None:
         """``START_REPLICATION SLOT slot LOGICAL lsn`` with pgoutput protocol 1.
@@ -115,6 +124,8 @@ class ReplicationStream:
                 self.source, exc, "START_REPLICATION", unknown_retryable=False
             ) from exc
         self.streaming = True
+        self._received.clear()
+        self._ended = False
         self.last_status = time.monotonic()
         if interval > 0:
             self._stop_keepalive.clear()
@@ -209,35 +220,63 @@ class ReplicationStream:
             return self._read(timeout)
 
     def _read(self, timeout: float) -> bytes | None:
+        if self._received:
+            return self._received.popleft()
         pg = self.conn.pgconn
-        try:
-            n, data = pg.get_copy_data(1)
-            if n == 0:
-                ready, _, _ = select.select([pg.socket], [], [], timeout)
-                if not ready:
-                    return None
-                pg.consume_input()
+        if self._ended:
+            n = -1
+        else:
+            pgconn = getattr(pg, "pgconn_ptr", None)  # psycopg's PGconn, not in its protocol
+            try:
+                if pgconn is not None and libpq_bound():
+                    return self._read_many(pgconn, timeout)
                 n, data = pg.get_copy_data(1)
                 if n == 0:
-                    return None
-        except psycopg.Error as exc:
-            raise POSTGRES.classify(self.source, exc, "read the replication stream") from exc
-        if n < 0:
-            result = pg.get_result()
-            text = "" if result is None else result.error_message.decode(errors="replace")
-            text = text.strip() or pg.error_message.decode(errors="replace").strip()
-            state = None if result is None else result.error_field(DiagnosticField.SQLSTATE)
-            code = state.decode() if state else None
-            # Retryable whatever the code: the reconnect finds a terminal cause (a dropped
-            # slot, a revoked privilege) and reports it with its own code.
-            ended = SourceUnavailable(
-                f"source {self.source}: replication stream ended"
-                + (f" (SQLSTATE {code})" if code else "")
-                + f": {text}"
-            )
-            ended.code = code
-            raise ended
-        return bytes(data)
+                    ready, _, _ = select.select([pg.socket], [], [], timeout)
+                    if not ready:
+                        return None
+                    pg.consume_input()
+                    n, data = pg.get_copy_data(1)
+                    if n == 0:
+                        return None
+            except psycopg.Error as exc:
+                raise POSTGRES.classify(self.source, exc, "read the replication stream") from exc
+            if n > 0:
+                return bytes(data)
+        self._ended = False
+        result = pg.get_result()
+        text = "" if result is None else result.error_message.decode(errors="replace")
+        text = text.strip() or pg.error_message.decode(errors="replace").strip()
+        state = None if result is None else result.error_field(DiagnosticField.SQLSTATE)
+        code = state.decode() if state else None
+        # Retryable whatever the code: the reconnect finds a terminal cause (a dropped
+        # slot, a revoked privilege) and reports it with its own code.
+        ended = SourceUnavailable(
+            f"source {self.source}: replication stream ended"
+            + (f" (SQLSTATE {code})" if code else "")
+            + f": {text}"
+        )
+        ended.code = code
+        raise ended
+
+    def _read_many(self, pgconn: int, timeout: float) -> bytes | None:
+        """:meth:`_read` through libpq in C: every message libpq already received in one call
+        (the rest kept in :attr:`_received`), or None after ``timeout``."""
+        pg = self.conn.pgconn
+        messages, status = read_messages(pgconn, READ_AHEAD)
+        if not messages and status == 0:
+            ready, _, _ = select.select([pg.socket], [], [], timeout)
+            if not ready:
+                return None
+            pg.consume_input()
+            messages, status = read_messages(pgconn, READ_AHEAD)
+            if not messages and status == 0:
+                return None
+        self._ended = status < 0
+        if not messages:
+            return self._read(timeout)
+        self._received.extend(messages)
+        return self._received.popleft()
 
     def stop(self, flush_lsn: int) -> None:
         """Confirm ``flush_lsn`` and end the COPY (CopyDone), so the server applied it.
@@ -272,6 +311,7 @@ class ReplicationStream:
         except (psycopg.Error, SourceUnavailable) as exc:
             logger.debug("source %s: replication stream did not end cleanly: %s", self.source, exc)
         self.streaming = False
+        self._received.clear()  # received, never returned: read again from the slot's position
 
     def close(self) -> None:
         """Close the connection (without a clean stop; see :meth:`stop`)."""

@@ -2,22 +2,21 @@
 
 Reads each captured table in key order in the exported snapshot of the slot's consistent point
 (see :mod:`capture.postgresql.source`, step 2): by default a chunk at a time with
-``COPY (SELECT ... ORDER BY key LIMIT n) TO STDOUT (FORMAT csv, FORCE_QUOTE *)``, parsed by
-Arrow's CSV reader into columns of the text each type's output function writes (what pgoutput
-sends, and what the per-row path reads through a server-side cursor), then converted column by
-column (:mod:`capture.columnar_snapshot`).
+``COPY (SELECT ... ORDER BY key LIMIT n) TO STDOUT`` in text format, received and split in C
+into Arrow string columns of the text each type's output function writes (what pgoutput sends,
+and what the per-row path reads through a server-side cursor; :mod:`capture.postgresql.copy_text`),
+then converted column by column (:mod:`capture.columnar_snapshot`).
 
-Why CSV and not binary COPY: every converter of :mod:`capture.postgresql.types` takes the output
-function's text, so the text form keeps one conversion for the snapshot and the stream; and with
-every non-NULL value quoted (``FORCE_QUOTE *``) Arrow's reader tells NULL (unquoted empty) from
-the empty string (quoted) exactly. Why a query per chunk and not one ``COPY`` per table: a chunk
-is complete when its query ends, so it is parsed in one piece (a value may hold newlines) and
-the memory bound is one chunk, and a restart resumes after the last landed key as before.
+Why text and not binary COPY: every converter of :mod:`capture.postgresql.types` takes the output
+function's text, so the text form keeps one conversion for the snapshot and the stream; text
+``COPY`` writes NULL as ``\\N`` and escapes every backslash, so NULL and the empty string stay
+apart exactly. Why a query per chunk and not one ``COPY`` per table: a chunk is complete when its
+query ends, so the memory bound is one chunk, and a restart resumes after the last landed key as
+before.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import queue
 import threading
@@ -30,7 +29,6 @@ import orjson
 import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
@@ -41,6 +39,7 @@ from capture.captured_table import CapturedTable
 from capture.columnar_snapshot import ColumnarSnapshot, Encoder, SnapshotChunk
 from capture.database_source import SnapshotRow
 from capture.postgresql.agent import PostgresAgent, SnapshotProgress
+from capture.postgresql.copy_text import receive_text_copy
 from capture.postgresql.position import PostgresPosition, format_pg_lsn
 from capture.postgresql.schema import TableSchema
 from pipeline.errors import CaptureError, InternalError
@@ -268,9 +267,6 @@ def _arrow(chunk: SnapshotChunk) -> pa.Table:
     return chunk.rows
 
 
-_CSV_NAMES_CACHE: dict[int, list[str]] = {}
-
-
 def copy_chunks(
     conn: psycopg.Connection[Any],
     ts: TableSchema,
@@ -304,7 +300,7 @@ def copy_chunks(
                 else:
                     query = sql.SQL("{} WHERE ctid > {}::tid").format(query, literals)
             query = sql.SQL("{} ORDER BY {} LIMIT {}").format(query, order, sql.Literal(size))
-            rows = copy_rows(cur, query, width)
+            rows = copy_rows(cur, query, width, table=f"{ts.schema}.{ts.table}")
             if rows.num_rows:
                 yield rows
             if rows.num_rows < size:
@@ -316,37 +312,13 @@ def copy_chunks(
         cur.close()
 
 
-def copy_rows(cur: psycopg.Cursor[Any], query: sql.Composable, width: int) -> pa.Table:
-    """The rows of ``query`` (``width`` columns) through ``COPY ... TO STDOUT (FORMAT csv,
-    FORCE_QUOTE *)``: string columns ``c0``... of the text each type's output function writes,
-    NULL as null."""
-    statement = sql.SQL("COPY ({}) TO STDOUT (FORMAT csv, FORCE_QUOTE *)").format(query)
-    buffer = io.BytesIO()
-    with cur.copy(statement) as copy:
-        for block in copy:
-            buffer.write(block)
-    return _parse_csv(buffer.getvalue(), width)
-
-
-def _parse_csv(data: bytes, width: int) -> pa.Table:
-    """``COPY ... (FORMAT csv, FORCE_QUOTE *)`` output as string columns ``c0``... (exact: a
-    quoted value is never NULL, an unquoted empty field always is)."""
-    names = _CSV_NAMES_CACHE.get(width)
-    if names is None:
-        names = _CSV_NAMES_CACHE[width] = [f"c{i}" for i in range(width)]
-    if not data:
-        return pa.table({n: pa.array([], pa.string()) for n in names})
-    return pacsv.read_csv(
-        io.BytesIO(data),
-        read_options=pacsv.ReadOptions(column_names=names, block_size=max(len(data) + 1, 1 << 20)),
-        parse_options=pacsv.ParseOptions(newlines_in_values=True),
-        convert_options=pacsv.ConvertOptions(
-            column_types=dict.fromkeys(names, pa.string()),
-            null_values=[""],
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=False,
-        ),
-    )
+def copy_rows(
+    cur: psycopg.Cursor[Any], query: sql.Composable, width: int, *, table: str = "a query"
+) -> pa.Table:
+    """The rows of ``query`` (``width`` columns) through ``COPY ... TO STDOUT``: string columns
+    ``c0``... of the text each type's output function writes, NULL as null (``table`` names
+    what is read in errors; see :func:`capture.postgresql.copy_text.receive_text_copy`)."""
+    return receive_text_copy(cur, query, width, table=table)
 
 
 _PREFETCH_CHUNKS: Final = 1
@@ -358,8 +330,8 @@ _DONE: Final = object()
 
 def prefetched(chunks: Iterator[pa.Table]) -> Iterator[pa.Table]:
     """``chunks``, read by a thread of its own up to :data:`_PREFETCH_CHUNKS` ahead: the next
-    ``COPY`` (network wait and Arrow's parser, both without the GIL) overlaps the conversion of
-    the previous chunk. The thread stops when the consumer does (the generator is closed)."""
+    ``COPY`` (received and split in C without the GIL) overlaps the conversion of the previous
+    chunk. The thread stops when the consumer does (the generator is closed)."""
     handoff: queue.Queue[Any] = queue.Queue(maxsize=_PREFETCH_CHUNKS)
     stop = threading.Event()
 
