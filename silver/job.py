@@ -79,6 +79,7 @@ from silver import scd2 as S
 from silver import transactions as TX
 from silver.collected_screen import Screen, screen_collected
 from silver.collected_split import CollectedSplit, split_collected
+from silver.driver_decode import DriverDecoders
 from silver.plans import estimated_bytes, small_input_plans
 from silver.timings import BatchTimings, spark_jobs_started
 
@@ -611,6 +612,8 @@ class SilverJob:
         self.pending = self.silver / "_pending"
         self._schemas: dict[str, dict[str, Any]] = {}
         self._decoders: dict[str, _Decoder] = {}
+        self._driver = DriverDecoders()
+        """A collected micro-batch's data rows, while its tables apply (decoded on the driver)."""
         self.table_options = table_options or (lambda _source, _collection: TableOptions())
         self._failure: BaseException | None = None
         """What failed a micro-batch: re-raised by the run instead of Spark's wrapper."""
@@ -1402,7 +1405,8 @@ class SilverJob:
                 the driver (:meth:`_decoded_rows`), so what it refuses is known without a job
                 of its own, and its accepted rows stay there (:attr:`_Part.rows`).
             bronze: The same events as bronze rows held on the driver (with ``on_driver``),
-                what :meth:`_decoded_rows` gets each part's from.
+                what :meth:`_decoded_rows` gets each part's from: a part whose schema and
+                values :mod:`silver.driver_decode` decodes exactly needs no Spark job.
 
         Returns:
             The parts, and the events refused (with ``__reason``): those whose schema cannot be
@@ -1428,6 +1432,17 @@ class SilverJob:
                 if schema_id is None
                 else F.col(B.VALUE_SCHEMA_ID) == schema_id
             )
+            mine = _schema_rows(bronze, schema_id)
+            known = self._driver.verified(schema_id) if on_driver else None
+            # A schema decoded on the driver before: no Spark plan to build.
+            arrow = None if known is None else self._driver_rows(schema_id, known, mine, table)
+            if known is not None and arrow is not None:
+                rows, build, refusals = _decoded_on_driver(self.spark, known, arrow)
+                refused += [refusals] if refusals is not None else []
+                schema = StructType([f for f in known.fields if f.name != _REASON])
+                data = StructType([f for f in schema.fields if f.name not in _DECODED_METADATA])
+                parts.append(_Part(schema_id, bytes(first), build, data, schema, rows))
+                continue
             try:
                 frame = self._decode_part(schema_id, subset, table)
             except _DATA_ERRORS as exc:
@@ -1438,7 +1453,8 @@ class SilverJob:
             schema = StructType([f for f in frame.schema.fields if f.name != _REASON])
             data = StructType([f for f in schema.fields if f.name not in _DECODED_METADATA])
             if on_driver and _arrow_convertible(frame.schema):
-                decoded = self._decoded_rows(schema_id, frame, _schema_rows(bronze, schema_id))
+                untried = mine if known is None else None  # else declined above: Spark's rows
+                decoded = self._decoded_rows(schema_id, frame, untried, table)
                 rows, build, refusals = _decoded_on_driver(self.spark, frame.schema, decoded)
                 refused += [refusals] if refusals is not None else []
                 parts.append(_Part(schema_id, bytes(first), build, data, schema, rows))
@@ -1449,19 +1465,45 @@ class SilverJob:
         return parts, _union(refused)
 
     def _decoded_rows(
-        self, schema_id: str | None, decoded: DataFrame, events: pa.Table | None
+        self,
+        schema_id: str | None,
+        decoded: DataFrame,
+        events: pa.Table | None,
+        table: str | None = None,
     ) -> pa.Table:
-        """The one place a part's decoded rows (with ``__reason``) come to the driver.
+        """The one place a part's decoded rows (with ``__reason``) come to the driver: decoded
+        there from its bronze rows (:mod:`silver.driver_decode`), else by Spark's one job.
 
         Args:
             schema_id: The part's value schema id (its envelope: ``self._schemas``).
             decoded: The part decoded by Spark (:meth:`_decode_part`): one job, its rows.
-            events: The part's bronze rows on the driver (None: not held there).
+            events: The part's bronze rows on the driver (None: not held there, or declined).
+            table: The silver table's path, for the stage's time.
 
         Returns:
             Exactly ``decoded.toArrow()``.
         """
-        return decoded.toArrow()
+        arrow = self._driver_rows(schema_id, decoded.schema, events, table)
+        return arrow if arrow is not None else decoded.toArrow()
+
+    def _driver_rows(
+        self,
+        schema_id: str | None,
+        spark_schema: StructType,
+        events: pa.Table | None,
+        table: str | None,
+    ) -> pa.Table | None:
+        """A part decoded on the driver as Spark decodes it to ``spark_schema``; None when the
+        driver decoder declines its schema or values (then Spark decodes it)."""
+        if events is None:
+            return None
+        started = time.monotonic()
+        arrow = self._driver.decode_part(
+            self.spark, schema_id, self._schemas.get(schema_id or ""), spark_schema, events
+        )
+        if arrow is not None and table is not None:
+            self._timings.add("driver decode", time.monotonic() - started, _leaf(table))
+        return arrow
 
     def _decode_part(
         self, schema_id: str | None, subset: DataFrame, table: str | None = None
@@ -2195,6 +2237,11 @@ def _segment(changes: _Changes, lower: bytes | None, upper: bytes | None) -> _Ch
 
 _NO_CHANGES = pa.table({M.KEY: pa.array([], pa.string()), M.POSITION: pa.array([], pa.binary())})
 """A collected table's changes when none are left to apply (no Spark job to say so)."""
+
+
+def _leaf(path: str) -> str:
+    """The silver table name of its path."""
+    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _refusals(events: DataFrame, reason: Column) -> DataFrame:

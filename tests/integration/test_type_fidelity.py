@@ -267,6 +267,18 @@ def test_agent_envelopes(request: pytest.FixtureRequest, landed: str) -> None:
 
 @SPARK
 @pytest.mark.parametrize("landed", CONNECTORS)
+def test_driver_decode_equals_spark_on_the_agents_bronze(
+    spark: Any, request: pytest.FixtureRequest, landed: str
+) -> None:
+    # Every type-table value the agent landed, decoded on the driver as Spark decodes it
+    # (silver/driver_decode.py; the comparison is test_silver_driver_decode's).
+    from tests.integration.test_silver_driver_decode import assert_bronze_decodes_alike
+
+    assert_bronze_decodes_alike(spark, request.getfixturevalue(landed).lake)
+
+
+@SPARK
+@pytest.mark.parametrize("landed", CONNECTORS)
 def test_silver_equals_the_type_table(
     spark: Any, request: pytest.FixtureRequest, landed: str
 ) -> None:
