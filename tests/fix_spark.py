@@ -38,7 +38,10 @@ TEST_SPARK_CONF: dict[str, str] = {
     # 2,383 compilations, 421 with this cache; 258.9 -> 233.8 CPU s). Same classes, same
     # plans: only kept longer (docs/benchmarks.md, "The test suite").
     "spark.sql.codegen.cache.maxEntries": "4000",
-    "spark.driver.memory": "1g",
+    # 1 GiB ran out in one worker's session after ~6,000 stages (Java heap space, in
+    # test_silver_transactions.py, 2,457 tests): compiled classes kept (above), the driver's
+    # decoders' differential tests and the status store's jobs; 2 workers x 2 GiB fit easily.
+    "spark.driver.memory": "2g",
 }
 """Small settings for a 2-core machine; static ones only take effect at the first start."""
 

@@ -51,7 +51,10 @@ def test_session_is_configured_for_delta(spark: SparkSession) -> None:
         == TEST_SPARK_CONF["spark.sql.shuffle.partitions"]
     )
     assert spark.sparkContext.master == "local[2]"
-    assert spark.sparkContext.getConf().get("spark.driver.memory") == "1g"
+    assert (
+        spark.sparkContext.getConf().get("spark.driver.memory")
+        == TEST_SPARK_CONF["spark.driver.memory"]
+    )
     assert spark.sparkContext.uiWebUrl is None  # spark.ui.enabled=false
 
 
