@@ -164,6 +164,24 @@ def encode_chunk(
     return fragments
 
 
+def row_json(
+    table: CapturedTable, fragments: Mapping[int, pa.Array], n: int, **wrap: str
+) -> tuple[pa.Array, pa.Array | None]:
+    """The JSON objects of ``n`` row images and of their keys (None: a keyless table) from
+    :func:`encode_chunk`'s fragments; ``wrap``: :func:`bronze.columnar.json_object`'s ``head``
+    and ``tail`` around each image (a whole envelope)."""
+    names = table.names
+    image = json_object(
+        [names[i] for i in table.value_idx], [fragments[i] for i in table.value_idx], n, **wrap
+    )
+    key = (
+        json_object([names[i] for i in table.key_idx], [fragments[i] for i in table.key_idx], n)
+        if table.key_idx
+        else None
+    )
+    return image, key
+
+
 def _fallback(table: CapturedTable, i: int, column: pa.Array | list[Any]) -> pa.Array:
     """A column through its per-value converter and the column masks (what
     :meth:`CapturedTable.row` does to it), as JSON."""
@@ -376,18 +394,12 @@ class ColumnarSnapshot(DatabaseSource):
         ``source`` block and ``event``'s fields, at ``first`` and the ``n - 1`` sequences after
         it: byte for byte what :meth:`DatabaseSource._add` writes for each row's record."""
         ts_ms = time.time_ns() // 1_000_000
-        names = table.names
-        value = json_object(
-            [names[i] for i in table.value_idx],
-            [fragments[i] for i in table.value_idx],
+        value, key = row_json(
+            table,
+            fragments,
             n,
             head='{"before":null,"after":',
             tail=f',"source":{orjson.dumps(source).decode()},"op":"{_OP_READ}","ts_ms":{ts_ms}}}',
-        )
-        key = (
-            json_object([names[i] for i in table.key_idx], [fragments[i] for i in table.key_idx], n)
-            if table.key_idx
-            else None
         )
         start = first.seq
         key_sid = None if table.key_schema is None else table.key_schema_id

@@ -48,11 +48,11 @@ import pyarrow.compute as pc
 
 from bronze import schema as S
 from bronze.batch import BatchBuilder
-from bronze.columnar import JSON_NULL, json_object, json_strings, json_texts
+from bronze.columnar import JSON_NULL, json_strings, json_texts
 from bronze.envelope import ChangeEvent, built_data_event
 from bronze.position_base import Phase
 from capture.change_records import data_record
-from capture.columnar_snapshot import Encoder, _NeedsRows, data_rows, encode_chunk
+from capture.columnar_snapshot import Encoder, _NeedsRows, data_rows, encode_chunk, row_json
 from capture.mysql.agent import MySqlTable, MySqlTx
 from capture.mysql.position import MySqlPosition
 from capture.mysql.snapshot import unguarded_converter
@@ -380,18 +380,7 @@ def _fragments(
     table: MySqlTable, encoders: Sequence[Encoder | None], columns: _Columns
 ) -> tuple[pa.Array, pa.Array | None]:
     """The row images' JSON and their keys' JSON (None: a keyless table)."""
-    fragments = encode_chunk(table, encoders, columns)
-    names = table.names
-    n = columns.num_rows
-    image = json_object(
-        [names[i] for i in table.value_idx], [fragments[i] for i in table.value_idx], n
-    )
-    key = (
-        json_object([names[i] for i in table.key_idx], [fragments[i] for i in table.key_idx], n)
-        if table.key_idx
-        else None
-    )
-    return image, key
+    return row_json(table, encode_chunk(table, encoders, columns), columns.num_rows)
 
 
 _Meta = tuple[Any, ...]

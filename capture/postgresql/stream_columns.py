@@ -40,11 +40,11 @@ import pyarrow.compute as pc
 
 from bronze import schema as S
 from bronze.batch import BatchBuilder
-from bronze.columnar import JSON_NULL, json_object
+from bronze.columnar import JSON_NULL
 from bronze.envelope import ChangeEvent, built_data_event
 from bronze.position_base import Phase
 from capture.change_records import data_record
-from capture.columnar_snapshot import Encoder, _NeedsRows, data_rows, encode_chunk
+from capture.columnar_snapshot import Encoder, _NeedsRows, data_rows, encode_chunk, row_json
 from capture.postgresql.agent import PgTx
 from capture.postgresql.position import PostgresPosition
 from capture.postgresql.schema import TableSchema
@@ -215,15 +215,7 @@ class TableChanges:
         values, ops, lsns, seqs, txs, lasts, _raw = zip(*self.changes, strict=True)
         n = len(ops)
         fragments = encode_chunk(table, encoders, _Columns(list(zip(*values, strict=True))))
-        names = table.names
-        after = json_object(
-            [names[i] for i in table.value_idx], [fragments[i] for i in table.value_idx], n
-        )
-        key = (
-            json_object([names[i] for i in table.key_idx], [fragments[i] for i in table.key_idx], n)
-            if table.key_idx
-            else None
-        )
+        after, key = row_json(table, fragments, n)
         op_array = pa.array(ops, pa.string())
         before: pa.Array | str = JSON_NULL
         if key is not None and table.replica_identity in ("d", "i"):
