@@ -14,7 +14,7 @@ every helper here writes orjson's exact form:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -96,3 +96,15 @@ def positions(base: bytes, first_seq: int, count: int) -> pa.Array:
         pa.binary(SEQ_WIDTH), count, [None, pa.py_buffer(seqs.tobytes())]
     )
     return pc.binary_join_element_wise(pa.scalar(base, pa.binary()), fixed.cast(pa.binary()), b"")
+
+
+def fill_template(
+    parts: Sequence[str], slots: Sequence[str], values: Mapping[str, pa.Array]
+) -> pa.Array:
+    """``parts[0] + values[slots[0]] + parts[1] + ... + parts[-1]`` for each row: a JSON
+    template (``len(parts) == len(slots) + 1``) filled from each slot's text column."""
+    args: list[pa.Array | str] = []
+    for part, slot in zip(parts, slots, strict=False):
+        args += [part, values[slot]]
+    args.append(parts[-1])
+    return pc.binary_join_element_wise(*args, "")

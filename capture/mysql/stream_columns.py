@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 
 from bronze import schema as S
 from bronze.batch import BatchBuilder
-from bronze.columnar import JSON_NULL, json_strings, json_texts
+from bronze.columnar import JSON_NULL, fill_template, json_strings, json_texts
 from bronze.envelope import ChangeEvent, built_data_event
 from bronze.position_base import Phase
 from capture.change_records import data_record
@@ -195,11 +195,7 @@ class SourceTemplate:
 
     def fill(self, values: dict[str, pa.Array]) -> pa.Array:
         """The ``source`` JSON of each row from each slot's JSON text column."""
-        args: list[pa.Array | str] = []
-        for part, slot in zip(self.parts, self.slots, strict=False):
-            args += [part, values[slot]]
-        args.append(self.parts[-1])
-        return pc.binary_join_element_wise(*args, "")
+        return fill_template(self.parts, self.slots, values)
 
 
 # --- positions ----------------------------------------------------------------------------------

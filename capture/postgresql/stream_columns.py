@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from bronze import schema as S
 from bronze.batch import BatchBuilder
-from bronze.columnar import JSON_NULL
+from bronze.columnar import JSON_NULL, fill_template
 from bronze.envelope import ChangeEvent, built_data_event
 from bronze.position_base import Phase
 from capture.change_records import data_record
@@ -118,11 +118,7 @@ class SourceTemplate:
 
     def fill(self, values: dict[str, pa.Array]) -> pa.Array:
         """The ``source`` JSON of each row from each slot's text column."""
-        args: list[pa.Array | str] = []
-        for part, slot in zip(self.parts, self.slots, strict=False):
-            args += [part, values[slot]]
-        args.append(self.parts[-1])
-        return pc.binary_join_element_wise(*args, "")
+        return fill_template(self.parts, self.slots, values)
 
 
 def _encoded_positions(
